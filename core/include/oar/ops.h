@@ -1,0 +1,147 @@
+/// \file ops.h
+/// The eager op API (names follow PaddlePaddle). Every function goes through
+/// the current Builder (builder.h). Axes may be negative; binary ops
+/// broadcast like numpy and promote dtypes (promote_types); a Python-style
+/// scalar operand takes the tensor's dtype.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "oar/tensor.h"
+
+namespace oar {
+
+// ---- elementwise unary ----
+Tensor neg(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor erf(const Tensor& x);
+Tensor sign(const Tensor& x);
+Tensor floor(const Tensor& x);
+Tensor ceil(const Tensor& x);
+Tensor logical_not(const Tensor& x);
+
+// ---- elementwise binary (broadcasting) ----
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor subtract(const Tensor& a, const Tensor& b);
+Tensor multiply(const Tensor& a, const Tensor& b);
+Tensor divide(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, double exponent);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor equal(const Tensor& a, const Tensor& b);
+Tensor not_equal(const Tensor& a, const Tensor& b);
+Tensor less_than(const Tensor& a, const Tensor& b);
+Tensor less_equal(const Tensor& a, const Tensor& b);
+Tensor greater_than(const Tensor& a, const Tensor& b);
+Tensor greater_equal(const Tensor& a, const Tensor& b);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+/// cond ? x : y, broadcasting all three.
+Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y);
+/// A tensor of x's dtype (or `dtype`) and device holding `value`, shape [].
+Tensor scalar_like(const Tensor& x, double value);
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+Tensor operator+(const Tensor& a, double b);
+Tensor operator-(const Tensor& a, double b);
+Tensor operator*(const Tensor& a, double b);
+Tensor operator/(const Tensor& a, double b);
+Tensor operator+(double a, const Tensor& b);
+Tensor operator-(double a, const Tensor& b);
+Tensor operator*(double a, const Tensor& b);
+Tensor operator/(double a, const Tensor& b);
+
+// ---- dtype ----
+Tensor cast(const Tensor& x, DType dtype);
+
+// ---- reductions (empty axes = all axes) ----
+Tensor sum(const Tensor& x, std::vector<int64_t> axes = {}, bool keepdim = false);
+Tensor prod(const Tensor& x, std::vector<int64_t> axes = {}, bool keepdim = false);
+Tensor max(const Tensor& x, std::vector<int64_t> axes = {}, bool keepdim = false);
+Tensor min(const Tensor& x, std::vector<int64_t> axes = {}, bool keepdim = false);
+/// Index of the first maximum along `axis`; no axis: over the flattened tensor.
+Tensor argmax(const Tensor& x, std::optional<int64_t> axis = std::nullopt, bool keepdim = false);
+Tensor argmin(const Tensor& x, std::optional<int64_t> axis = std::nullopt, bool keepdim = false);
+Tensor mean(const Tensor& x, std::vector<int64_t> axes = {}, bool keepdim = false);
+/// Variance; unbiased divides by N - 1 (Paddle's default).
+Tensor var(const Tensor& x, std::vector<int64_t> axes = {}, bool unbiased = true,
+           bool keepdim = false);
+
+// ---- linear algebra ----
+/// Batched matmul with numpy semantics for 1-D operands and broadcast batch dims.
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
+
+// ---- manipulation ----
+/// -1 infers one dim; 0 copies the input's dim (Paddle).
+Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape);
+Tensor transpose(const Tensor& x, const std::vector<int64_t>& perm);
+Tensor broadcast_to(const Tensor& x, const Shape& shape);
+/// Slices `axes` from `starts` to `ends` (exclusive) by `steps` (default 1),
+/// clamped like Python slices; negative indices count from the end.
+Tensor slice(const Tensor& x, const std::vector<int64_t>& axes, const std::vector<int64_t>& starts,
+             const std::vector<int64_t>& ends, const std::vector<int64_t>& steps = {});
+Tensor concat(const std::vector<Tensor>& xs, int64_t axis = 0);
+/// Constant padding; `pads` holds (before, after) for each dim in order.
+Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, double value = 0.0);
+/// Selects entries of a 1-D integer `index` along `axis` (paddle.gather).
+Tensor gather(const Tensor& x, const Tensor& index, int64_t axis = 0);
+/// x with updates added at `index` along `axis` (the adjoint of gather).
+Tensor scatter_add(const Tensor& x, const Tensor& index, const Tensor& updates, int64_t axis = 0);
+Tensor squeeze(const Tensor& x, std::vector<int64_t> axes = {});
+Tensor unsqueeze(const Tensor& x, std::vector<int64_t> axes);
+Tensor flatten(const Tensor& x, int64_t start_axis = 0, int64_t stop_axis = -1);
+
+// ---- creation (device: the default device when omitted) ----
+Tensor full(const Shape& shape, double value, DType dtype = DType::f32,
+            std::optional<Device> device = std::nullopt);
+Tensor zeros(const Shape& shape, DType dtype = DType::f32, std::optional<Device> device = std::nullopt);
+Tensor ones(const Shape& shape, DType dtype = DType::f32, std::optional<Device> device = std::nullopt);
+Tensor full_like(const Tensor& x, double value);
+Tensor zeros_like(const Tensor& x);
+Tensor ones_like(const Tensor& x);
+/// [start, end) by step; dtype i64 by default like paddle.arange with ints.
+Tensor arange(double start, double end, double step = 1.0, DType dtype = DType::i64,
+              std::optional<Device> device = std::nullopt);
+
+// ---- random (counter-based Philox: depends only on seed, offset, shape) ----
+/// Sets the global generator's seed and resets its offset (paddle.seed).
+void seed(uint64_t seed);
+/// Uniform in [low, high). Explicit seed/offset bypass the global generator.
+Tensor uniform(const Shape& shape, double low = 0.0, double high = 1.0, DType dtype = DType::f32,
+               std::optional<Device> device = std::nullopt, std::optional<uint64_t> seed = std::nullopt,
+               uint64_t offset = 0);
+Tensor normal(const Shape& shape, double mean = 0.0, double std = 1.0, DType dtype = DType::f32,
+              std::optional<Device> device = std::nullopt, std::optional<uint64_t> seed = std::nullopt,
+              uint64_t offset = 0);
+
+// ---- composite ops (decomposed unless the device has a fused kernel) ----
+Tensor relu(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor silu(const Tensor& x);
+/// approximate = true uses the tanh formula.
+Tensor gelu(const Tensor& x, bool approximate = false);
+Tensor softmax(const Tensor& x, int64_t axis = -1);
+Tensor log_softmax(const Tensor& x, int64_t axis = -1);
+/// Normalizes over the dims from `begin_axis` on; weight/bias optional.
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double epsilon = 1e-5,
+                  int64_t begin_axis = -1);
+/// x / sqrt(mean(x^2 over the last dim) + eps) * weight (weight optional).
+Tensor rms_norm(const Tensor& x, const Tensor& weight, double epsilon = 1e-6);
+/// x @ weight + bias, weight [in, out] (paddle.nn.functional.linear).
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
+}  // namespace oar

@@ -1,0 +1,110 @@
+/// \file tensor.h
+/// Tensor: a shared handle to device memory with a dtype, shape and strides.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "oar/device.h"
+#include "oar/dtype.h"
+#include "oar/error.h"
+
+namespace oar {
+
+using Shape = std::vector<int64_t>;
+
+/// Number of elements of a shape (1 for a scalar shape []).
+int64_t shape_numel(const Shape& shape);
+/// "[2, 3]".
+std::string shape_str(const Shape& shape);
+/// Row-major strides, in elements.
+Shape contiguous_strides(const Shape& shape);
+
+/// A block of device memory from the caching allocator; returned to it when
+/// the last tensor using it goes away.
+class CachingAllocator;
+
+class Storage {
+ public:
+  Storage(Device device, void* data, uint64_t bytes, CachingAllocator* allocator)
+      : device_(std::move(device)), data_(data), bytes_(bytes), allocator_(allocator) {}
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  const Device& device() const { return device_; }
+  void* data() const { return data_; }  ///< device pointer: not host-readable in general
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  Device device_;
+  void* data_;  // owned: allocated from allocator_
+  uint64_t bytes_;
+  CachingAllocator* allocator_;  // not owned: the device's allocator, lives for the process
+};
+
+struct AutogradMeta;
+
+/// The state behind a Tensor handle.
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;      // null for a tensor of zero bytes
+  int64_t byte_offset = 0;
+  Shape shape;
+  Shape strides;                         // in elements
+  DType dtype = DType::f32;
+  Device device;
+  std::shared_ptr<AutogradMeta> autograd;  // null unless autograd is involved
+};
+
+/// A tensor: a cheap, shared handle (copying a Tensor shares its data, like
+/// torch.Tensor or paddle.Tensor). Tensors made by ops are contiguous.
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  /// Copies shape_numel(shape) host elements of `dtype` to a new tensor on `device`.
+  static Tensor from_host(const void* data, const Shape& shape, DType dtype, const Device& device);
+  /// A tensor from a host vector, on `device` (default: the default device).
+  template <typename T>
+  static Tensor from_vector(const std::vector<T>& values, const Shape& shape, const Device& device);
+  template <typename T>
+  static Tensor from_vector(const std::vector<T>& values, const Shape& shape);
+  /// An uninitialized contiguous tensor.
+  static Tensor empty(const Shape& shape, DType dtype, const Device& device);
+
+  bool defined() const { return impl_ != nullptr; }
+  DType dtype() const { return impl().dtype; }
+  const Shape& shape() const { return impl().shape; }
+  const Shape& strides() const { return impl().strides; }
+  int64_t dim() const { return static_cast<int64_t>(impl().shape.size()); }
+  int64_t numel() const { return shape_numel(impl().shape); }
+  const Device& device() const { return impl().device; }
+  bool is_contiguous() const;
+
+  /// Waits for pending work on this tensor's device and copies its elements
+  /// to `dst` (numel * dtype_size bytes).
+  void copy_to_host(void* dst) const;
+  /// Elements as a host vector; T must match dtype() exactly.
+  template <typename T>
+  std::vector<T> to_vector() const;
+  /// The value of a one-element tensor converted to double.
+  double item() const;
+  /// A copy on another device (staged through host memory when the plugins
+  /// offer no direct path). Same device: returns *this.
+  Tensor to(const Device& device) const;
+  /// A contiguous tensor with the same values (this one if already so).
+  Tensor contiguous() const;
+  /// "Tensor(shape=[2], dtype=float32, device=cpu:0, values=[1, 2])".
+  std::string str(int64_t max_values = 16) const;
+
+  TensorImpl& impl() const;
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+}  // namespace oar

@@ -1,0 +1,119 @@
+// The eager dispatcher: meta rule, kernel selection (or decomposition),
+// output allocation and the kernel launch on the device's compute stream.
+#include <array>
+
+#include "dispatch/device_context.h"
+#include "oar/builder.h"
+#include "oar/runtime.h"
+
+namespace oar {
+
+namespace {
+thread_local Builder* t_builder = nullptr;
+
+std::string dtype_list(std::span<const DType> dtypes) {
+  std::string out;
+  for (size_t i = 0; i < dtypes.size(); ++i) out += (i ? ", " : "") + std::string(dtype_name(dtypes[i]));
+  return out;
+}
+
+// Reshape-like ops: the output shares the input's storage.
+Tensor apply_view(const Tensor& x, const TensorMeta& meta) {
+  auto impl = std::make_shared<TensorImpl>(x.impl());
+  impl->autograd = nullptr;
+  impl->shape = meta.shape;
+  impl->strides = contiguous_strides(meta.shape);
+  return Tensor(std::move(impl));
+}
+}  // namespace
+
+Builder& current_builder() { return t_builder ? *t_builder : EagerBuilder::instance(); }
+
+BuilderScope::BuilderScope(Builder& builder) : previous_(t_builder) { t_builder = &builder; }
+BuilderScope::~BuilderScope() { t_builder = previous_; }
+
+EagerBuilder& EagerBuilder::instance() {
+  static EagerBuilder builder;
+  return builder;
+}
+
+Tensor apply1(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs, const Device* device) {
+  return current_builder().apply(op, inputs, attrs, device).at(0);
+}
+
+std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+                                        const Device* device) {
+  if (op.num_inputs >= 0 && inputs.size() != static_cast<size_t>(op.num_inputs)) {
+    throw Error(ErrorCode::invalid_argument, op.name + ": expected " + std::to_string(op.num_inputs) +
+                                                 " inputs but got " + std::to_string(inputs.size()));
+  }
+  std::vector<TensorMeta> in_meta;
+  in_meta.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) {
+      throw Error(ErrorCode::invalid_argument, op.name + ": input " + std::to_string(i) + " is undefined");
+    }
+    in_meta.push_back({inputs[i].dtype(), inputs[i].shape()});
+  }
+  std::vector<TensorMeta> out_meta = op.meta(op, in_meta, attrs);
+
+  Device dev = inputs.empty() ? (device ? *device : default_device()) : inputs[0].device();
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    if (!(inputs[i].device() == dev)) {
+      throw Error(ErrorCode::invalid_argument, op.name + ": input 0 is on " + dev.str() + " but input " +
+                                                   std::to_string(i) + " is on " + inputs[i].device().str() +
+                                                   "; move them to one device with to()");
+    }
+  }
+  if (op.kind == OpKind::view) return {apply_view(inputs[0], out_meta[0])};
+
+  DeviceBackend& backend = backend_of(dev);
+  std::vector<DType> in_dtypes, out_dtypes;
+  for (const auto& m : in_meta) in_dtypes.push_back(m.dtype);
+  for (const auto& m : out_meta) out_dtypes.push_back(m.dtype);
+  const KernelEntry* kernel = backend.find_kernel(op.id, in_dtypes, out_dtypes);
+  if (!kernel) {
+    if (op.decompose) return op.decompose(inputs, attrs);
+    throw Error(ErrorCode::unsupported,
+                op.name + ": device type '" + dev.type + "' has no kernel for dtypes (" + dtype_list(in_dtypes) +
+                    ") -> (" + dtype_list(out_dtypes) + ")" +
+                    (backend.has_kernel(op.id) ? "; it has kernels for other dtypes" : ""));
+  }
+
+  std::vector<Tensor> outputs;
+  outputs.reserve(out_meta.size());
+  bool any_elements = false;
+  for (const auto& m : out_meta) {
+    outputs.push_back(allocate_tensor(m.shape, m.dtype, dev));
+    any_elements = any_elements || shape_numel(m.shape) > 0;
+  }
+  if (!any_elements) return outputs;
+
+  int rank = op.layout == InputLayout::broadcast ? static_cast<int>(out_meta[0].shape.size()) : -1;
+  std::vector<OarTensorView> in_views, out_views;
+  in_views.reserve(inputs.size());
+  for (const auto& t : inputs) in_views.push_back(make_view(t.contiguous(), rank));
+  for (const auto& t : outputs) out_views.push_back(make_view(t));
+
+  OarKernelContext ctx{};
+  ctx.struct_size = sizeof ctx;
+  ctx.device = dev.index;
+  ctx.stream = backend.slot(dev.index).stream;
+  ctx.num_inputs = static_cast<int32_t>(in_views.size());
+  ctx.inputs = in_views.data();
+  ctx.num_outputs = static_cast<int32_t>(out_views.size());
+  ctx.outputs = out_views.data();
+  ctx.attrs = attrs_handle(attrs);
+  ctx.op_name = op.name.c_str();
+  host_clear_error();
+  OarStatus status = kernel->fn(&ctx);
+  if (status != OAR_OK) {
+    std::string message = host_take_error();
+    throw Error(static_cast<ErrorCode>(status),
+                message.empty() ? op.name + ": the " + dev.type + " kernel failed with status " + std::to_string(status)
+                                : message);
+  }
+  return outputs;
+}
+
+}  // namespace oar

@@ -1,0 +1,100 @@
+// Creation ops: full, arange, and counter-based random numbers (uniform,
+// normal) whose values depend only on (seed, offset, shape).
+#include <atomic>
+#include <cmath>
+
+#include "oar/ops.h"
+#include "oar/runtime.h"
+#include "ops/op_util.h"
+
+namespace oar {
+
+namespace {
+
+std::vector<TensorMeta> creation_meta(const OpDef& op, std::span<const TensorMeta>, const Attrs& attrs) {
+  const Shape& shape = attrs.get_ints("shape");
+  for (int64_t d : shape) {
+    check_arg(d >= 0, op.name + ": shape " + shape_str(shape) + " has a negative dim");
+  }
+  auto dtype = static_cast<DType>(attrs.get_int("dtype"));
+  if ((op.name == "uniform" || op.name == "normal") && !is_floating(dtype)) {
+    throw Error(ErrorCode::invalid_argument, op.name + ": dtype " + std::string(dtype_name(dtype)) +
+                                                 " is not a floating dtype");
+  }
+  return {{dtype, shape}};
+}
+
+// Global generator (paddle.seed): each random call takes the next offset.
+struct Generator {
+  std::atomic<uint64_t> seed{0x5eed};
+  std::atomic<uint64_t> offset{0};
+};
+Generator& generator() {
+  static Generator g;
+  return g;
+}
+
+Tensor create(const OpDef& op, Attrs attrs, const std::optional<Device>& device) {
+  Device dev = device ? *device : default_device();
+  return apply1(op, {}, attrs, &dev);
+}
+
+Tensor random(const OpDef& op, const Shape& shape, double a, double b, const char* a_name, const char* b_name,
+              DType dtype, const std::optional<Device>& device, std::optional<uint64_t> seed, uint64_t offset) {
+  if (!seed) {
+    seed = generator().seed.load();
+    offset = generator().offset.fetch_add(1);
+  }
+  return create(op,
+                Attrs{{"shape", shape},
+                      {"dtype", static_cast<int64_t>(dtype)},
+                      {"seed", static_cast<int64_t>(*seed)},
+                      {"offset", static_cast<int64_t>(offset)},
+                      {a_name, a},
+                      {b_name, b}},
+                device);
+}
+
+}  // namespace
+
+OAR_REGISTER_OPS(creation) {
+  for (const char* name : {"full", "arange", "uniform", "normal"}) {
+    add_op({.name = name, .num_inputs = 0, .meta = creation_meta});
+  }
+}
+
+Tensor full(const Shape& shape, double value, DType dtype, std::optional<Device> device) {
+  return create(OAR_OP("full"), Attrs{{"shape", shape}, {"dtype", static_cast<int64_t>(dtype)}, {"value", value}},
+                device);
+}
+Tensor zeros(const Shape& shape, DType dtype, std::optional<Device> device) { return full(shape, 0.0, dtype, device); }
+Tensor ones(const Shape& shape, DType dtype, std::optional<Device> device) { return full(shape, 1.0, dtype, device); }
+Tensor full_like(const Tensor& x, double value) { return full(x.shape(), value, x.dtype(), x.device()); }
+Tensor zeros_like(const Tensor& x) { return full_like(x, 0.0); }
+Tensor ones_like(const Tensor& x) { return full_like(x, 1.0); }
+
+Tensor arange(double start, double end, double step, DType dtype, std::optional<Device> device) {
+  check_arg(step != 0, "arange: step is 0");
+  double count = std::ceil((end - start) / step);
+  auto n = static_cast<int64_t>(std::max(count, 0.0));
+  return create(OAR_OP("arange"),
+                Attrs{{"shape", Shape{n}}, {"dtype", static_cast<int64_t>(dtype)}, {"start", start}, {"step", step}},
+                device);
+}
+
+void seed(uint64_t value) {
+  generator().seed = value;
+  generator().offset = 0;
+}
+
+Tensor uniform(const Shape& shape, double low, double high, DType dtype, std::optional<Device> device,
+               std::optional<uint64_t> seed, uint64_t offset) {
+  return random(OAR_OP("uniform"), shape, low, high, "low", "high", dtype, device, seed, offset);
+}
+
+Tensor normal(const Shape& shape, double mean, double std, DType dtype, std::optional<Device> device,
+              std::optional<uint64_t> seed, uint64_t offset) {
+  return random(OAR_OP("normal"), shape, mean, std, "mean", "std", dtype, device, seed, offset);
+}
+
+}  // namespace oar

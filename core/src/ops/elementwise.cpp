@@ -1,0 +1,153 @@
+// Elementwise ops: unary math, broadcasting binary ops, comparisons,
+// logical ops, where, cast, copy.
+#include <array>
+
+#include "oar/ops.h"
+#include "ops/op_util.h"
+
+namespace oar {
+
+namespace {
+
+using meta::broadcast_shapes;
+
+// Unary ops allowed on every numeric dtype (the rest need floats).
+bool unary_accepts_ints(const std::string& name) { return name == "neg" || name == "abs" || name == "sign"; }
+
+std::vector<TensorMeta> unary_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs&) {
+  if (!unary_accepts_ints(op.name)) meta::require_float(op, in, 0);
+  else if (in[0].dtype == DType::boolean) {
+    throw Error(ErrorCode::invalid_argument, op.name + ": input 0 has dtype bool but a numeric dtype is required");
+  }
+  return {in[0]};
+}
+
+std::vector<TensorMeta> logical_not_meta(const OpDef&, std::span<const TensorMeta> in, const Attrs&) {
+  return {{DType::boolean, in[0].shape}};
+}
+
+std::vector<TensorMeta> arithmetic_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs&) {
+  meta::require_same_dtype(op, in);
+  if (op.name == "pow") meta::require_float(op, in, 0);
+  if (in[0].dtype == DType::boolean) {
+    throw Error(ErrorCode::invalid_argument, op.name + ": inputs have dtype bool but a numeric dtype is required");
+  }
+  return {{in[0].dtype, broadcast_shapes(op.name, in[0].shape, in[1].shape)}};
+}
+
+std::vector<TensorMeta> compare_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs&) {
+  meta::require_same_dtype(op, in);
+  return {{DType::boolean, broadcast_shapes(op.name, in[0].shape, in[1].shape)}};
+}
+
+std::vector<TensorMeta> where_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs&) {
+  if (in[0].dtype != DType::boolean) {
+    throw Error(ErrorCode::invalid_argument, "where: condition has dtype " + std::string(dtype_name(in[0].dtype)) +
+                                                 " but bool is required");
+  }
+  meta::require_same_dtype(op, in.subspan(1));
+  Shape s = broadcast_shapes("where", broadcast_shapes("where", in[0].shape, in[1].shape), in[2].shape);
+  return {{in[1].dtype, s}};
+}
+
+std::vector<TensorMeta> cast_meta(const OpDef&, std::span<const TensorMeta> in, const Attrs& attrs) {
+  return {{static_cast<DType>(attrs.get_int("dtype")), in[0].shape}};
+}
+
+constexpr std::array<const char*, 13> kUnary = {"neg", "abs",  "exp", "log",  "sqrt",  "rsqrt", "sin",
+                                                "cos", "tanh", "erf", "sign", "floor", "ceil"};
+constexpr std::array<const char*, 7> kArithmetic = {"add", "sub", "mul", "div", "pow", "maximum", "minimum"};
+constexpr std::array<const char*, 8> kCompare = {"equal", "not_equal",     "less",        "less_equal",
+                                                 "greater", "greater_equal", "logical_and", "logical_or"};
+
+}  // namespace
+
+OAR_REGISTER_OPS(elementwise) {
+  for (const char* name : kUnary) add_op({.name = name, .meta = unary_meta});
+  add_op({.name = "logical_not", .meta = logical_not_meta});
+  for (const char* name : kArithmetic) {
+    add_op({.name = name, .num_inputs = 2, .layout = InputLayout::broadcast, .meta = arithmetic_meta});
+  }
+  for (const char* name : kCompare) {
+    add_op({.name = name, .num_inputs = 2, .layout = InputLayout::broadcast, .meta = compare_meta});
+  }
+  add_op({.name = "where", .num_inputs = 3, .layout = InputLayout::broadcast, .meta = where_meta});
+  add_op({.name = "cast", .meta = cast_meta});
+  add_op({.name = "copy", .meta = meta::same_as_input});
+}
+
+namespace {
+Tensor unary(const OpDef& op, const Tensor& x) {
+  std::array<Tensor, 1> in{x};
+  return apply1(op, in);
+}
+
+// Promotes both operands, then applies a two-input op.
+Tensor binary(const OpDef& op, const Tensor& a, const Tensor& b) {
+  DType d = promote_types(a.dtype(), b.dtype());
+  std::array<Tensor, 2> in{cast(a, d), cast(b, d)};
+  return apply1(op, in);
+}
+}  // namespace
+
+Tensor neg(const Tensor& x) { return unary(OAR_OP("neg"), x); }
+Tensor abs(const Tensor& x) { return unary(OAR_OP("abs"), x); }
+Tensor exp(const Tensor& x) { return unary(OAR_OP("exp"), x); }
+Tensor log(const Tensor& x) { return unary(OAR_OP("log"), x); }
+Tensor sqrt(const Tensor& x) { return unary(OAR_OP("sqrt"), x); }
+Tensor rsqrt(const Tensor& x) { return unary(OAR_OP("rsqrt"), x); }
+Tensor sin(const Tensor& x) { return unary(OAR_OP("sin"), x); }
+Tensor cos(const Tensor& x) { return unary(OAR_OP("cos"), x); }
+Tensor tanh(const Tensor& x) { return unary(OAR_OP("tanh"), x); }
+Tensor erf(const Tensor& x) { return unary(OAR_OP("erf"), x); }
+Tensor sign(const Tensor& x) { return unary(OAR_OP("sign"), x); }
+Tensor floor(const Tensor& x) { return unary(OAR_OP("floor"), x); }
+Tensor ceil(const Tensor& x) { return unary(OAR_OP("ceil"), x); }
+Tensor logical_not(const Tensor& x) { return unary(OAR_OP("logical_not"), x); }
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary(OAR_OP("add"), a, b); }
+Tensor subtract(const Tensor& a, const Tensor& b) { return binary(OAR_OP("sub"), a, b); }
+Tensor multiply(const Tensor& a, const Tensor& b) { return binary(OAR_OP("mul"), a, b); }
+Tensor divide(const Tensor& a, const Tensor& b) { return binary(OAR_OP("div"), a, b); }
+Tensor pow(const Tensor& a, const Tensor& b) { return binary(OAR_OP("pow"), a, b); }
+Tensor pow(const Tensor& a, double exponent) { return pow(a, scalar_like(a, exponent)); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary(OAR_OP("maximum"), a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary(OAR_OP("minimum"), a, b); }
+Tensor equal(const Tensor& a, const Tensor& b) { return binary(OAR_OP("equal"), a, b); }
+Tensor not_equal(const Tensor& a, const Tensor& b) { return binary(OAR_OP("not_equal"), a, b); }
+Tensor less_than(const Tensor& a, const Tensor& b) { return binary(OAR_OP("less"), a, b); }
+Tensor less_equal(const Tensor& a, const Tensor& b) { return binary(OAR_OP("less_equal"), a, b); }
+Tensor greater_than(const Tensor& a, const Tensor& b) { return binary(OAR_OP("greater"), a, b); }
+Tensor greater_equal(const Tensor& a, const Tensor& b) { return binary(OAR_OP("greater_equal"), a, b); }
+Tensor logical_and(const Tensor& a, const Tensor& b) { return binary(OAR_OP("logical_and"), a, b); }
+Tensor logical_or(const Tensor& a, const Tensor& b) { return binary(OAR_OP("logical_or"), a, b); }
+
+Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y) {
+  DType d = promote_types(x.dtype(), y.dtype());
+  std::array<Tensor, 3> in{cond, cast(x, d), cast(y, d)};
+  return apply1(OAR_OP("where"), in);
+}
+
+Tensor scalar_like(const Tensor& x, double value) { return full({}, value, x.dtype(), x.device()); }
+
+Tensor cast(const Tensor& x, DType dtype) {
+  if (x.dtype() == dtype) return x;
+  std::array<Tensor, 1> in{x};
+  return apply1(OAR_OP("cast"), in, Attrs{{"dtype", static_cast<int64_t>(dtype)}});
+}
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return subtract(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return multiply(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return divide(a, b); }
+Tensor operator-(const Tensor& a) { return neg(a); }
+Tensor operator+(const Tensor& a, double b) { return add(a, scalar_like(a, b)); }
+Tensor operator-(const Tensor& a, double b) { return subtract(a, scalar_like(a, b)); }
+Tensor operator*(const Tensor& a, double b) { return multiply(a, scalar_like(a, b)); }
+Tensor operator/(const Tensor& a, double b) { return divide(a, scalar_like(a, b)); }
+Tensor operator+(double a, const Tensor& b) { return add(scalar_like(b, a), b); }
+Tensor operator-(double a, const Tensor& b) { return subtract(scalar_like(b, a), b); }
+Tensor operator*(double a, const Tensor& b) { return multiply(scalar_like(b, a), b); }
+Tensor operator/(double a, const Tensor& b) { return divide(scalar_like(b, a), b); }
+
+}  // namespace oar

@@ -1,0 +1,290 @@
+// Shape manipulation: reshape (a view), transpose, broadcast_to, slice,
+// concat, pad, gather, scatter_add; squeeze/unsqueeze/flatten via reshape.
+#include <algorithm>
+#include <array>
+
+#include "oar/ops.h"
+#include "ops/op_util.h"
+
+namespace oar {
+
+namespace {
+
+std::string ints_str(const std::vector<int64_t>& v) { return shape_str(v); }
+
+std::vector<TensorMeta> reshape_meta(const OpDef&, std::span<const TensorMeta> in, const Attrs& attrs) {
+  const Shape& shape = attrs.get_ints("shape");
+  if (shape_numel(shape) != shape_numel(in[0].shape) || std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; })) {
+    throw Error(ErrorCode::invalid_argument, "reshape: cannot reshape a tensor of shape " + shape_str(in[0].shape) +
+                                                 " (" + std::to_string(shape_numel(in[0].shape)) + " elements) to " +
+                                                 shape_str(shape));
+  }
+  return {{in[0].dtype, shape}};
+}
+
+std::vector<TensorMeta> transpose_meta(const OpDef&, std::span<const TensorMeta> in, const Attrs& attrs) {
+  const auto& perm = attrs.get_ints("perm");
+  const Shape& x = in[0].shape;
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  bool ok = perm.size() == x.size();
+  for (size_t i = 0; ok && i < sorted.size(); ++i) ok = sorted[i] == static_cast<int64_t>(i);
+  if (!ok) {
+    throw Error(ErrorCode::invalid_argument, "transpose: perm " + ints_str(perm) +
+                                                 " is not a permutation of the dims of shape " + shape_str(x));
+  }
+  Shape out;
+  for (int64_t p : perm) out.push_back(x[static_cast<size_t>(p)]);
+  return {{in[0].dtype, out}};
+}
+
+std::vector<TensorMeta> broadcast_to_meta(const OpDef&, std::span<const TensorMeta> in, const Attrs& attrs) {
+  const Shape& target = attrs.get_ints("shape");
+  const Shape& x = in[0].shape;
+  bool ok = x.size() <= target.size();
+  for (size_t i = 0; ok && i < x.size(); ++i) {
+    int64_t d = x[x.size() - 1 - i], t = target[target.size() - 1 - i];
+    ok = d == t || d == 1;
+  }
+  if (!ok) {
+    throw Error(ErrorCode::invalid_argument,
+                "broadcast_to: shape " + shape_str(x) + " cannot be broadcast to " + shape_str(target));
+  }
+  return {{in[0].dtype, target}};
+}
+
+std::vector<TensorMeta> slice_meta(const OpDef&, std::span<const TensorMeta> in, const Attrs& attrs) {
+  const auto& starts = attrs.get_ints("starts");
+  const auto& ends = attrs.get_ints("ends");
+  const auto& steps = attrs.get_ints("steps");
+  const Shape& x = in[0].shape;
+  if (starts.size() != x.size() || ends.size() != x.size() || steps.size() != x.size()) {
+    throw Error(ErrorCode::invalid_argument, "slice: starts/ends/steps need one entry per dim of shape " + shape_str(x));
+  }
+  Shape out(x.size());
+  for (size_t d = 0; d < x.size(); ++d) {
+    int64_t step = steps[d];
+    check_arg(step != 0, "slice: step of dim " + std::to_string(d) + " is 0");
+    int64_t len = step > 0 ? (ends[d] - starts[d] + step - 1) / step : (starts[d] - ends[d] - step - 1) / (-step);
+    out[d] = std::max<int64_t>(len, 0);
+    if (out[d] > 0) {
+      int64_t last = starts[d] + (out[d] - 1) * step;
+      check_arg(starts[d] >= 0 && starts[d] < x[d] && last >= 0 && last < x[d],
+                "slice: dim " + std::to_string(d) + " selects indices outside [0, " + std::to_string(x[d]) + ")");
+    }
+  }
+  return {{in[0].dtype, out}};
+}
+
+std::vector<TensorMeta> concat_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs& attrs) {
+  check_arg(!in.empty(), "concat: needs at least one input");
+  meta::require_same_dtype(op, in);
+  int64_t axis = attrs.get_int("axis");
+  Shape out = in[0].shape;
+  check_arg(axis >= 0 && axis < static_cast<int64_t>(out.size()),
+            "concat: axis " + std::to_string(axis) + " is out of range for shape " + shape_str(out));
+  for (size_t i = 1; i < in.size(); ++i) {
+    const Shape& s = in[i].shape;
+    bool ok = s.size() == out.size();
+    for (size_t d = 0; ok && d < s.size(); ++d) ok = static_cast<int64_t>(d) == axis || s[d] == out[d];
+    if (!ok) {
+      throw Error(ErrorCode::invalid_argument, "concat: input 0 has shape " + shape_str(in[0].shape) + " but input " +
+                                                   std::to_string(i) + " has shape " + shape_str(s) +
+                                                   "; they must agree except along axis " + std::to_string(axis));
+    }
+    out[static_cast<size_t>(axis)] += s[static_cast<size_t>(axis)];
+  }
+  return {{in[0].dtype, out}};
+}
+
+std::vector<TensorMeta> pad_meta(const OpDef&, std::span<const TensorMeta> in, const Attrs& attrs) {
+  const auto& pads = attrs.get_ints("pads");
+  Shape out = in[0].shape;
+  check_arg(pads.size() == 2 * out.size(), "pad: pads has " + std::to_string(pads.size()) + " entries but shape " +
+                                               shape_str(out) + " needs " + std::to_string(2 * out.size()));
+  for (size_t d = 0; d < out.size(); ++d) {
+    check_arg(pads[2 * d] >= 0 && pads[2 * d + 1] >= 0, "pad: pads " + ints_str(pads) + " has a negative entry");
+    out[d] += pads[2 * d] + pads[2 * d + 1];
+  }
+  return {{in[0].dtype, out}};
+}
+
+void check_index(const std::string& op, const TensorMeta& index) {
+  if ((index.dtype != DType::i32 && index.dtype != DType::i64) || index.shape.size() != 1) {
+    throw Error(ErrorCode::invalid_argument, op + ": index must be a 1-D int32 or int64 tensor but has dtype " +
+                                                 std::string(dtype_name(index.dtype)) + " and shape " +
+                                                 shape_str(index.shape));
+  }
+}
+
+std::vector<TensorMeta> gather_meta(const OpDef&, std::span<const TensorMeta> in, const Attrs& attrs) {
+  check_index("gather", in[1]);
+  int64_t axis = attrs.get_int("axis");
+  Shape out = in[0].shape;
+  check_arg(axis >= 0 && axis < static_cast<int64_t>(out.size()),
+            "gather: axis " + std::to_string(axis) + " is out of range for shape " + shape_str(out));
+  out[static_cast<size_t>(axis)] = in[1].shape[0];
+  return {{in[0].dtype, out}};
+}
+
+std::vector<TensorMeta> scatter_add_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs& attrs) {
+  check_index("scatter_add", in[1]);
+  int64_t axis = attrs.get_int("axis");
+  Shape expected = in[0].shape;
+  check_arg(axis >= 0 && axis < static_cast<int64_t>(expected.size()),
+            "scatter_add: axis " + std::to_string(axis) + " is out of range for shape " + shape_str(expected));
+  expected[static_cast<size_t>(axis)] = in[1].shape[0];
+  if (in[2].shape != expected || in[2].dtype != in[0].dtype) {
+    throw Error(ErrorCode::invalid_argument, op.name + ": updates must have shape " + shape_str(expected) + " and dtype " +
+                                                 std::string(dtype_name(in[0].dtype)) + " but have " +
+                                                 shape_str(in[2].shape) + " and " + std::string(dtype_name(in[2].dtype)));
+  }
+  return {in[0]};
+}
+
+// Python-style normalization of one slice dim.
+void normalize_slice(int64_t n, int64_t& start, int64_t& end, int64_t step) {
+  auto fix = [n](int64_t v, int64_t lo, int64_t hi) {
+    if (v < 0) v += n;
+    return std::clamp(v, lo, hi);
+  };
+  if (step > 0) {
+    start = fix(start, 0, n);
+    end = fix(end, 0, n);
+  } else {
+    start = fix(start, -1, n - 1);
+    end = fix(end, -1, n - 1);
+  }
+}
+
+}  // namespace
+
+OAR_REGISTER_OPS(manipulation) {
+  add_op({.name = "reshape", .kind = OpKind::view, .meta = reshape_meta});
+  add_op({.name = "transpose", .meta = transpose_meta});
+  add_op({.name = "broadcast_to", .layout = InputLayout::broadcast, .meta = broadcast_to_meta});
+  add_op({.name = "slice", .meta = slice_meta});
+  add_op({.name = "concat", .num_inputs = -1, .meta = concat_meta});
+  add_op({.name = "pad", .meta = pad_meta});
+  add_op({.name = "gather", .num_inputs = 2, .meta = gather_meta});
+  add_op({.name = "scatter_add", .num_inputs = 3, .meta = scatter_add_meta});
+}
+
+Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape) {
+  Shape out = shape;
+  int64_t infer = -1, known = 1;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == 0 && i < x.shape().size()) out[i] = x.shape()[i];
+    if (out[i] == -1) {
+      check_arg(infer < 0, "reshape: shape " + shape_str(shape) + " has more than one -1");
+      infer = static_cast<int64_t>(i);
+    } else {
+      known *= out[i];
+    }
+  }
+  if (infer >= 0) {
+    check_arg(known != 0 && x.numel() % known == 0,
+              "reshape: cannot reshape a tensor of shape " + shape_str(x.shape()) + " to " + shape_str(shape));
+    out[static_cast<size_t>(infer)] = x.numel() / known;
+  }
+  if (out == x.shape()) return x;
+  std::array<Tensor, 1> in{x};
+  return apply1(OAR_OP("reshape"), in, Attrs{{"shape", out}});
+}
+
+Tensor transpose(const Tensor& x, const std::vector<int64_t>& perm) {
+  std::vector<int64_t> p = perm;
+  for (auto& a : p) a = meta::normalize_axis("transpose", a, x.dim());
+  std::array<Tensor, 1> in{x};
+  return apply1(OAR_OP("transpose"), in, Attrs{{"perm", p}});
+}
+
+Tensor broadcast_to(const Tensor& x, const Shape& shape) {
+  if (x.shape() == shape) return x;
+  std::array<Tensor, 1> in{x};
+  return apply1(OAR_OP("broadcast_to"), in, Attrs{{"shape", shape}});
+}
+
+Tensor slice(const Tensor& x, const std::vector<int64_t>& axes, const std::vector<int64_t>& starts,
+             const std::vector<int64_t>& ends, const std::vector<int64_t>& steps) {
+  check_arg(starts.size() == axes.size() && ends.size() == axes.size() && (steps.empty() || steps.size() == axes.size()),
+            "slice: axes, starts, ends (and steps) must have the same length");
+  size_t rank = x.shape().size();
+  std::vector<int64_t> all_starts(rank, 0), all_ends(x.shape()), all_steps(rank, 1);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    auto d = static_cast<size_t>(meta::normalize_axis("slice", axes[i], x.dim()));
+    int64_t step = steps.empty() ? 1 : steps[i];
+    check_arg(step != 0, "slice: step for axis " + std::to_string(axes[i]) + " is 0");
+    int64_t s = starts[i], e = ends[i];
+    normalize_slice(x.shape()[d], s, e, step);
+    all_starts[d] = s;
+    all_ends[d] = e;
+    all_steps[d] = step;
+  }
+  std::array<Tensor, 1> in{x};
+  return apply1(OAR_OP("slice"), in, Attrs{{"starts", all_starts}, {"ends", all_ends}, {"steps", all_steps}});
+}
+
+Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
+  check_arg(!xs.empty(), "concat: needs at least one input");
+  DType d = xs[0].dtype();
+  for (const auto& t : xs) d = promote_types(d, t.dtype());
+  std::vector<Tensor> in;
+  for (const auto& t : xs) in.push_back(cast(t, d));
+  int64_t a = meta::normalize_axis("concat", axis, xs[0].dim());
+  return apply1(OAR_OP("concat"), in, Attrs{{"axis", a}});
+}
+
+Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, double value) {
+  std::array<Tensor, 1> in{x};
+  return apply1(OAR_OP("pad"), in, Attrs{{"pads", pads}, {"value", value}});
+}
+
+Tensor gather(const Tensor& x, const Tensor& index, int64_t axis) {
+  std::array<Tensor, 2> in{x, index};
+  return apply1(OAR_OP("gather"), in, Attrs{{"axis", meta::normalize_axis("gather", axis, x.dim())}});
+}
+
+Tensor scatter_add(const Tensor& x, const Tensor& index, const Tensor& updates, int64_t axis) {
+  std::array<Tensor, 3> in{x, index, updates};
+  return apply1(OAR_OP("scatter_add"), in, Attrs{{"axis", meta::normalize_axis("scatter_add", axis, x.dim())}});
+}
+
+Tensor squeeze(const Tensor& x, std::vector<int64_t> axes) {
+  axes = meta::normalize_axes("squeeze", std::move(axes), x.dim());
+  Shape out;
+  for (size_t i = 0; i < x.shape().size(); ++i) {
+    bool listed = std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end();
+    if (!(listed && x.shape()[i] == 1)) out.push_back(x.shape()[i]);
+  }
+  return reshape(x, out);
+}
+
+Tensor unsqueeze(const Tensor& x, std::vector<int64_t> axes) {
+  int64_t rank = x.dim() + static_cast<int64_t>(axes.size());
+  for (auto& a : axes) a = meta::normalize_axis("unsqueeze", a, rank);
+  std::sort(axes.begin(), axes.end());
+  Shape out;
+  size_t src = 0;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (std::find(axes.begin(), axes.end(), i) != axes.end()) out.push_back(1);
+    else out.push_back(x.shape()[src++]);
+  }
+  return reshape(x, out);
+}
+
+Tensor flatten(const Tensor& x, int64_t start_axis, int64_t stop_axis) {
+  if (x.dim() == 0) return reshape(x, {1});
+  int64_t s = meta::normalize_axis("flatten", start_axis, x.dim());
+  int64_t e = meta::normalize_axis("flatten", stop_axis, x.dim());
+  check_arg(s <= e, "flatten: start_axis " + std::to_string(start_axis) + " is after stop_axis " + std::to_string(stop_axis));
+  Shape out;
+  for (int64_t i = 0; i < s; ++i) out.push_back(x.shape()[static_cast<size_t>(i)]);
+  int64_t merged = 1;
+  for (int64_t i = s; i <= e; ++i) merged *= x.shape()[static_cast<size_t>(i)];
+  out.push_back(merged);
+  for (int64_t i = e + 1; i < x.dim(); ++i) out.push_back(x.shape()[static_cast<size_t>(i)]);
+  return reshape(x, out);
+}
+
+}  // namespace oar

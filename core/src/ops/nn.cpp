@@ -1,0 +1,150 @@
+// Composite nn ops, each defined by its decomposition into primitives (a
+// device may register a fused kernel under the same name): relu, sigmoid,
+// silu, gelu, softmax, log_softmax, layer_norm, rms_norm.
+#include <array>
+#include <cmath>
+#include <numeric>
+
+#include "oar/ops.h"
+#include "ops/op_util.h"
+
+namespace oar {
+
+namespace {
+
+std::vector<TensorMeta> axis_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs& attrs) {
+  meta::require_float(op, in, 0);
+  int64_t axis = attrs.get_int("axis");
+  check_arg(axis >= 0 && axis < std::max<int64_t>(static_cast<int64_t>(in[0].shape.size()), 1),
+            op.name + ": axis " + std::to_string(axis) + " is out of range for shape " + shape_str(in[0].shape));
+  return {in[0]};
+}
+
+// Weight (and bias) must have the normalized shape x.shape[begin_axis:].
+std::vector<TensorMeta> norm_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs& attrs) {
+  meta::require_float(op, in, 0);
+  meta::require_same_dtype(op, in);
+  int64_t begin = attrs.get_int("begin_axis");
+  const Shape& x = in[0].shape;
+  check_arg(begin >= 0 && begin < std::max<int64_t>(static_cast<int64_t>(x.size()), 1),
+            op.name + ": begin_axis " + std::to_string(begin) + " is out of range for shape " + shape_str(x));
+  Shape normalized(x.begin() + begin, x.end());
+  for (size_t i = 1; i < in.size(); ++i) {
+    if (in[i].shape != normalized) {
+      throw Error(ErrorCode::invalid_argument, op.name + ": x has shape " + shape_str(x) + " so input " +
+                                                   std::to_string(i) + " must have the normalized shape " +
+                                                   shape_str(normalized) + " but has " + shape_str(in[i].shape));
+    }
+  }
+  return {in[0]};
+}
+
+std::vector<int64_t> axes_from(int64_t begin, int64_t rank) {
+  std::vector<int64_t> axes(static_cast<size_t>(rank - begin));
+  std::iota(axes.begin(), axes.end(), begin);
+  return axes;
+}
+
+std::vector<Tensor> relu_decompose(std::span<const Tensor> in, const Attrs&) {
+  return {maximum(in[0], zeros_like(in[0]))};
+}
+
+std::vector<Tensor> sigmoid_decompose(std::span<const Tensor> in, const Attrs&) {
+  return {1.0 / (1.0 + exp(-in[0]))};
+}
+
+std::vector<Tensor> silu_decompose(std::span<const Tensor> in, const Attrs&) { return {in[0] * sigmoid(in[0])}; }
+
+std::vector<Tensor> gelu_decompose(std::span<const Tensor> in, const Attrs& attrs) {
+  const Tensor& x = in[0];
+  if (attrs.get_bool("approximate")) {
+    Tensor inner = (x + x * x * x * 0.044715) * std::sqrt(2.0 / M_PI);
+    return {x * 0.5 * (1.0 + tanh(inner))};
+  }
+  return {x * 0.5 * (1.0 + erf(x * M_SQRT1_2))};
+}
+
+std::vector<Tensor> softmax_decompose(std::span<const Tensor> in, const Attrs& attrs) {
+  int64_t axis = attrs.get_int("axis");
+  Tensor shifted = in[0] - max(in[0], {axis}, true);
+  Tensor e = exp(shifted);
+  return {e / sum(e, {axis}, true)};
+}
+
+std::vector<Tensor> log_softmax_decompose(std::span<const Tensor> in, const Attrs& attrs) {
+  int64_t axis = attrs.get_int("axis");
+  Tensor shifted = in[0] - max(in[0], {axis}, true);
+  return {shifted - log(sum(exp(shifted), {axis}, true))};
+}
+
+std::vector<Tensor> layer_norm_decompose(std::span<const Tensor> in, const Attrs& attrs) {
+  auto axes = axes_from(attrs.get_int("begin_axis"), in[0].dim());
+  Tensor centered = in[0] - mean(in[0], axes, true);
+  Tensor variance = mean(centered * centered, axes, true);
+  return {centered * rsqrt(variance + attrs.get_float("epsilon")) * in[1] + in[2]};
+}
+
+std::vector<Tensor> rms_norm_decompose(std::span<const Tensor> in, const Attrs& attrs) {
+  auto axes = axes_from(attrs.get_int("begin_axis"), in[0].dim());
+  Tensor ms = mean(in[0] * in[0], axes, true);
+  return {in[0] * rsqrt(ms + attrs.get_float("epsilon")) * in[1]};
+}
+
+Tensor composite(const OpDef& op, std::span<const Tensor> in, Attrs attrs = {}) { return apply1(op, in, attrs); }
+
+Tensor with_axis(const OpDef& op, const Tensor& x, int64_t axis) {
+  std::array<Tensor, 1> in{x};
+  return composite(op, in, Attrs{{"axis", meta::normalize_axis(op.name, axis, x.dim())}});
+}
+
+}  // namespace
+
+OAR_REGISTER_OPS(nn) {
+  auto add_composite = [](const char* name, int inputs, MetaFn m, DecomposeFn d) {
+    add_op({.name = name, .kind = OpKind::composite, .num_inputs = inputs, .meta = m, .decompose = d});
+  };
+  add_composite("relu", 1, meta::same_as_input, relu_decompose);
+  add_composite("sigmoid", 1, meta::same_as_float_input, sigmoid_decompose);
+  add_composite("silu", 1, meta::same_as_float_input, silu_decompose);
+  add_composite("gelu", 1, meta::same_as_float_input, gelu_decompose);
+  add_composite("softmax", 1, axis_meta, softmax_decompose);
+  add_composite("log_softmax", 1, axis_meta, log_softmax_decompose);
+  add_composite("layer_norm", 3, norm_meta, layer_norm_decompose);
+  add_composite("rms_norm", 2, norm_meta, rms_norm_decompose);
+}
+
+Tensor relu(const Tensor& x) {
+  std::array<Tensor, 1> in{x};
+  return composite(OAR_OP("relu"), in);
+}
+Tensor sigmoid(const Tensor& x) {
+  std::array<Tensor, 1> in{x};
+  return composite(OAR_OP("sigmoid"), in);
+}
+Tensor silu(const Tensor& x) {
+  std::array<Tensor, 1> in{x};
+  return composite(OAR_OP("silu"), in);
+}
+Tensor gelu(const Tensor& x, bool approximate) {
+  std::array<Tensor, 1> in{x};
+  return composite(OAR_OP("gelu"), in, Attrs{{"approximate", approximate}});
+}
+Tensor softmax(const Tensor& x, int64_t axis) { return with_axis(OAR_OP("softmax"), x, axis); }
+Tensor log_softmax(const Tensor& x, int64_t axis) { return with_axis(OAR_OP("log_softmax"), x, axis); }
+
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double epsilon, int64_t begin_axis) {
+  int64_t begin = meta::normalize_axis("layer_norm", begin_axis, x.dim());
+  Shape normalized(x.shape().begin() + begin, x.shape().end());
+  std::array<Tensor, 3> in{x, weight.defined() ? weight : ones(normalized, x.dtype(), x.device()),
+                           bias.defined() ? bias : zeros(normalized, x.dtype(), x.device())};
+  return composite(OAR_OP("layer_norm"), in, Attrs{{"epsilon", epsilon}, {"begin_axis", begin}});
+}
+
+Tensor rms_norm(const Tensor& x, const Tensor& weight, double epsilon) {
+  int64_t begin = meta::normalize_axis("rms_norm", -1, x.dim());
+  Shape normalized(x.shape().begin() + begin, x.shape().end());
+  std::array<Tensor, 2> in{x, weight.defined() ? weight : ones(normalized, x.dtype(), x.device())};
+  return composite(OAR_OP("rms_norm"), in, Attrs{{"epsilon", epsilon}, {"begin_axis", begin}});
+}
+
+}  // namespace oar

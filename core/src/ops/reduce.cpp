@@ -1,0 +1,139 @@
+// Reductions: sum, prod, max, min, argmax, argmin (primitives); mean, var
+// (composites).
+#include <array>
+
+#include "oar/ops.h"
+#include "ops/op_util.h"
+
+namespace oar {
+
+namespace {
+
+// Shape after reducing normalized `axes` (attribute "axes").
+Shape reduced_shape(const Shape& shape, const std::vector<int64_t>& axes, bool keepdim) {
+  Shape out;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    bool reduced = std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end();
+    if (!reduced) out.push_back(shape[i]);
+    else if (keepdim) out.push_back(1);
+  }
+  return out;
+}
+
+std::vector<int64_t> checked_axes(const OpDef& op, const TensorMeta& x, const Attrs& attrs) {
+  const auto& axes = attrs.get_ints("axes");
+  auto rank = static_cast<int64_t>(x.shape.size());
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i] < 0 || axes[i] >= rank || (i > 0 && axes[i] <= axes[i - 1])) {
+      throw Error(ErrorCode::invalid_argument, op.name + ": axes must be sorted, unique and in [0, " +
+                                                   std::to_string(rank) + ") for input shape " + shape_str(x.shape));
+    }
+  }
+  return axes;
+}
+
+std::vector<TensorMeta> reduce_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs& attrs) {
+  const TensorMeta& x = in[0];
+  auto axes = checked_axes(op, x, attrs);
+  if (op.name == "max" || op.name == "min") {
+    for (int64_t a : axes) {
+      if (x.shape[static_cast<size_t>(a)] == 0) {
+        throw Error(ErrorCode::invalid_argument, op.name + ": cannot reduce over axis " + std::to_string(a) +
+                                                     " of size 0 (input shape " + shape_str(x.shape) + ")");
+      }
+    }
+  }
+  DType out = x.dtype;
+  if ((op.name == "sum" || op.name == "prod") && !is_floating(x.dtype)) out = DType::i64;
+  return {{out, reduced_shape(x.shape, axes, attrs.get_bool("keepdim"))}};
+}
+
+std::vector<TensorMeta> arg_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs& attrs) {
+  const TensorMeta& x = in[0];
+  auto rank = static_cast<int64_t>(x.shape.size());
+  int64_t axis = attrs.get_int("axis");
+  if (axis < 0 || axis >= std::max<int64_t>(rank, 1)) {
+    throw Error(ErrorCode::invalid_argument, op.name + ": axis " + std::to_string(axis) + " is out of range for shape " +
+                                                 shape_str(x.shape));
+  }
+  if (rank > 0 && x.shape[static_cast<size_t>(axis)] == 0) {
+    throw Error(ErrorCode::invalid_argument, op.name + ": cannot search axis " + std::to_string(axis) +
+                                                 " of size 0 (input shape " + shape_str(x.shape) + ")");
+  }
+  std::vector<int64_t> axes;
+  if (rank > 0) axes.push_back(axis);
+  return {{DType::i64, reduced_shape(x.shape, axes, attrs.get_bool("keepdim"))}};
+}
+
+std::vector<TensorMeta> mean_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs& attrs) {
+  meta::require_float(op, in, 0);
+  return {{in[0].dtype, reduced_shape(in[0].shape, checked_axes(op, in[0], attrs), attrs.get_bool("keepdim"))}};
+}
+
+// Number of elements reduced over `axes`.
+int64_t reduced_count(const Shape& shape, const std::vector<int64_t>& axes) {
+  int64_t n = 1;
+  for (int64_t a : axes) n *= shape[static_cast<size_t>(a)];
+  return n;
+}
+
+std::vector<Tensor> mean_decompose(std::span<const Tensor> in, const Attrs& attrs) {
+  const auto& axes = attrs.get_ints("axes");
+  int64_t n = reduced_count(in[0].shape(), axes);
+  return {sum(in[0], axes, attrs.get_bool("keepdim")) / static_cast<double>(n)};
+}
+
+std::vector<Tensor> var_decompose(std::span<const Tensor> in, const Attrs& attrs) {
+  const auto& axes = attrs.get_ints("axes");
+  int64_t n = reduced_count(in[0].shape(), axes);
+  Tensor centered = in[0] - mean(in[0], axes, true);
+  int64_t denom = attrs.get_bool("unbiased") ? n - 1 : n;
+  return {sum(centered * centered, axes, attrs.get_bool("keepdim")) / static_cast<double>(denom)};
+}
+
+Tensor reduce(const OpDef& op, const Tensor& x, std::vector<int64_t> axes, bool keepdim) {
+  axes = meta::normalize_axes(op.name, std::move(axes), x.dim());
+  std::array<Tensor, 1> in{x};
+  return apply1(op, in, Attrs{{"axes", std::move(axes)}, {"keepdim", keepdim}});
+}
+
+Tensor arg_reduce(const OpDef& op, const Tensor& x, std::optional<int64_t> axis, bool keepdim) {
+  if (!axis) {
+    Tensor flat = reshape(x, {-1});
+    std::array<Tensor, 1> in{flat};
+    Tensor r = apply1(op, in, Attrs{{"axis", int64_t{0}}, {"keepdim", false}});
+    return keepdim ? reshape(r, Shape(static_cast<size_t>(x.dim()), 1)) : r;
+  }
+  int64_t a = meta::normalize_axis(op.name, *axis, x.dim());
+  std::array<Tensor, 1> in{x};
+  return apply1(op, in, Attrs{{"axis", a}, {"keepdim", keepdim}});
+}
+
+}  // namespace
+
+OAR_REGISTER_OPS(reduce) {
+  for (const char* name : {"sum", "prod", "max", "min"}) add_op({.name = name, .meta = reduce_meta});
+  for (const char* name : {"argmax", "argmin"}) add_op({.name = name, .meta = arg_meta});
+  add_op({.name = "mean", .kind = OpKind::composite, .meta = mean_meta, .decompose = mean_decompose});
+  add_op({.name = "var", .kind = OpKind::composite, .meta = mean_meta, .decompose = var_decompose});
+}
+
+Tensor sum(const Tensor& x, std::vector<int64_t> axes, bool keepdim) { return reduce(OAR_OP("sum"), x, axes, keepdim); }
+Tensor prod(const Tensor& x, std::vector<int64_t> axes, bool keepdim) { return reduce(OAR_OP("prod"), x, axes, keepdim); }
+Tensor max(const Tensor& x, std::vector<int64_t> axes, bool keepdim) { return reduce(OAR_OP("max"), x, axes, keepdim); }
+Tensor min(const Tensor& x, std::vector<int64_t> axes, bool keepdim) { return reduce(OAR_OP("min"), x, axes, keepdim); }
+Tensor argmax(const Tensor& x, std::optional<int64_t> axis, bool keepdim) {
+  return arg_reduce(OAR_OP("argmax"), x, axis, keepdim);
+}
+Tensor argmin(const Tensor& x, std::optional<int64_t> axis, bool keepdim) {
+  return arg_reduce(OAR_OP("argmin"), x, axis, keepdim);
+}
+Tensor mean(const Tensor& x, std::vector<int64_t> axes, bool keepdim) { return reduce(OAR_OP("mean"), x, axes, keepdim); }
+
+Tensor var(const Tensor& x, std::vector<int64_t> axes, bool unbiased, bool keepdim) {
+  axes = meta::normalize_axes("var", std::move(axes), x.dim());
+  std::array<Tensor, 1> in{x};
+  return apply1(OAR_OP("var"), in, Attrs{{"axes", std::move(axes)}, {"keepdim", keepdim}, {"unbiased", unbiased}});
+}
+
+}  // namespace oar

@@ -1,0 +1,95 @@
+// The runtime's private state: device backends (one per registered device
+// type), their kernels, per-device streams and allocators.
+#pragma once
+
+#include <boost/dll/shared_library.hpp>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "oar/dtype.h"
+#include "oar/error.h"
+#include "oar/plugin_api.h"
+#include "oar/runtime.h"
+#include "runtime/caching_allocator.h"
+
+namespace oar {
+
+/// One registered kernel with its dtype signature.
+struct KernelEntry {
+  std::vector<int32_t> input_dtypes;   // empty with any_inputs
+  std::vector<int32_t> output_dtypes;  // empty with any_outputs
+  bool any_inputs = false;
+  bool any_outputs = false;
+  uint32_t flags = 0;
+  OarKernelFn fn = nullptr;
+
+  bool matches(std::span<const DType> inputs, std::span<const DType> outputs) const;
+};
+
+/// One device of a backend.
+struct DeviceSlot {
+  OarStream_t stream = nullptr;  // the compute stream every kernel runs on
+  std::unique_ptr<CachingAllocator> allocator;
+};
+
+/// A device type registered by a plugin.
+struct DeviceBackend {
+  OarDeviceApi api{};
+  std::string type;
+  std::string plugin_path;
+  int count = 0;
+  std::vector<DeviceSlot> slots;
+  std::unordered_map<std::string, std::vector<KernelEntry>> kernels_by_name;
+  std::vector<std::vector<KernelEntry>> kernels_by_op;  // indexed by OpDef::id
+  bool shut_down = false;
+
+  /// Throws oar::Error(status) with "<type>: <what> failed: <plugin's message>".
+  void check(OarStatus status, const char* what) const;
+  DeviceSlot& slot(int index);
+  /// The kernel for an op and dtypes, or nullptr.
+  const KernelEntry* find_kernel(int op_id, std::span<const DType> inputs,
+                                 std::span<const DType> outputs) const;
+  bool has_kernel(int op_id) const {
+    return op_id >= 0 && static_cast<size_t>(op_id) < kernels_by_op.size() &&
+           !kernels_by_op[static_cast<size_t>(op_id)].empty();
+  }
+};
+
+/// Everything a Runtime owns.
+class RuntimeState {
+ public:
+  std::vector<boost::dll::shared_library> libraries;  // kept loaded for the process
+  std::vector<std::unique_ptr<OarHostApi>> host_tables;  // one per plugin tried; plugins keep the pointer
+  std::vector<std::unique_ptr<void, void (*)(void*)>> host_states;  // the tables' `host` (loading transactions)
+  std::vector<std::unique_ptr<DeviceBackend>> backends;  // best first
+  std::vector<int32_t> priorities;                       // parallel to backends
+  std::vector<PluginRecord> plugins;
+  std::vector<SkippedPlugin> skipped;
+  Device default_device;
+  bool has_default = false;
+
+  /// nullptr when no plugin registered the type.
+  DeviceBackend* find(const std::string& type) const;
+  /// Throws oar::Error listing present devices when absent.
+  DeviceBackend& backend(const Device& device) const;
+  std::string present_devices() const;
+  void shutdown();
+};
+
+/// Thread-local error the plugin set through OarHostApi.set_error.
+void host_clear_error();
+std::string host_take_error();
+/// Fills the host table's services (all but register_device/kernel).
+void fill_host_services(OarHostApi& api);
+/// Wraps Attrs as the ABI's opaque attribute handle.
+class Attrs;
+OarAttrs_t attrs_handle(const Attrs& attrs);
+
+/// Log to stderr when `level` >= $OAR_LOG_LEVEL (default warning).
+void log_message(int32_t level, const std::string& message);
+
+}  // namespace oar

@@ -1,0 +1,268 @@
+// Tensor: creation from host data, copies between host and devices, printing.
+#include "oar/tensor.h"
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "dispatch/device_context.h"
+#include "oar/plugin_util.h"
+#include "oar/runtime.h"
+
+namespace oar {
+
+int64_t shape_numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string shape_str(const Shape& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+Shape contiguous_strides(const Shape& shape) {
+  Shape strides(shape.size());
+  int64_t s = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= std::max<int64_t>(shape[i], 1);
+  }
+  return strides;
+}
+
+Storage::~Storage() {
+  if (allocator_) allocator_->release(data_);
+}
+
+DeviceBackend& backend_of(const Device& device) { return Runtime::global().state().backend(device); }
+
+Tensor allocate_tensor(const Shape& shape, DType dtype, const Device& device) {
+  for (int64_t d : shape) {
+    check_arg(d >= 0, "tensor: shape " + shape_str(shape) + " has a negative dim");
+  }
+  check_arg(shape.size() <= OAR_MAX_NDIM, "tensor: shape " + shape_str(shape) + " has " +
+                                              std::to_string(shape.size()) + " dims; at most " +
+                                              std::to_string(OAR_MAX_NDIM) + " are supported");
+  DeviceBackend& backend = backend_of(device);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = shape;
+  impl->strides = contiguous_strides(shape);
+  impl->dtype = dtype;
+  impl->device = device;
+  uint64_t bytes = static_cast<uint64_t>(shape_numel(shape)) * dtype_size(dtype);
+  if (bytes > 0) {
+    CachingAllocator* allocator = backend.slot(device.index).allocator.get();
+    void* data = allocator->allocate(bytes);
+    impl->storage = std::make_shared<Storage>(device, data, bytes, allocator);
+  }
+  return Tensor(std::move(impl));
+}
+
+void sync_compute_stream(DeviceBackend& backend, int device) {
+  host_clear_error();
+  backend.check(backend.api.stream_synchronize(backend.api.impl, device, backend.slot(device).stream),
+                "stream_synchronize");
+}
+
+OarTensorView make_view(const Tensor& t, int ndim) {
+  const TensorImpl& impl = t.impl();
+  int own = static_cast<int>(impl.shape.size());
+  if (ndim < own) ndim = own;
+  OarTensorView v{};
+  v.struct_size = sizeof v;
+  v.data = impl.storage ? impl.storage->data() : nullptr;
+  v.byte_offset = impl.byte_offset;
+  v.dtype = static_cast<int32_t>(impl.dtype);
+  v.ndim = ndim;
+  int pad = ndim - own;
+  int64_t stride = shape_numel(impl.shape);
+  for (int i = 0; i < pad; ++i) {
+    v.shape[i] = 1;
+    v.strides[i] = std::max<int64_t>(stride, 1);
+  }
+  for (int i = 0; i < own; ++i) {
+    v.shape[pad + i] = impl.shape[static_cast<size_t>(i)];
+    v.strides[pad + i] = impl.strides[static_cast<size_t>(i)];
+  }
+  return v;
+}
+
+TensorImpl& Tensor::impl() const {
+  if (!impl_) throw Error(ErrorCode::invalid_argument, "tensor: this tensor is undefined (default-constructed)");
+  return *impl_;
+}
+
+bool Tensor::is_contiguous() const { return impl().strides == contiguous_strides(impl().shape); }
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, const Device& device) {
+  return allocate_tensor(shape, dtype, device);
+}
+
+Tensor Tensor::from_host(const void* data, const Shape& shape, DType dtype, const Device& device) {
+  Tensor t = allocate_tensor(shape, dtype, device);
+  uint64_t bytes = static_cast<uint64_t>(t.numel()) * dtype_size(dtype);
+  if (bytes == 0) return t;
+  DeviceBackend& b = backend_of(device);
+  OarStream_t stream = b.slot(device.index).stream;
+  void* dst = static_cast<char*>(t.impl().storage->data());
+  host_clear_error();
+  if (b.api.memcpy_h2d_async) {
+    b.check(b.api.memcpy_h2d_async(b.api.impl, device.index, dst, data, bytes, stream), "memcpy_h2d_async");
+    sync_compute_stream(b, device.index);  // `data` must outlive the copy
+  } else {
+    sync_compute_stream(b, device.index);  // the block may still be read by queued kernels
+    b.check(b.api.memcpy_h2d(b.api.impl, device.index, dst, data, bytes), "memcpy_h2d");
+  }
+  return t;
+}
+
+template <typename T>
+Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape, const Device& device) {
+  check_arg(static_cast<int64_t>(values.size()) == shape_numel(shape),
+            "from_vector: " + std::to_string(values.size()) + " values do not fill shape " + shape_str(shape) +
+                " (" + std::to_string(shape_numel(shape)) + " elements)");
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<uint8_t> bytes(values.begin(), values.end());
+    return from_host(bytes.data(), shape, DType::boolean, device);
+  } else {
+    return from_host(values.data(), shape, dtype_of<T>(), device);
+  }
+}
+
+template <typename T>
+Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape) {
+  return from_vector(values, shape, oar::default_device());
+}
+
+void Tensor::copy_to_host(void* dst) const {
+  const TensorImpl& im = impl();
+  uint64_t bytes = static_cast<uint64_t>(numel()) * dtype_size(im.dtype);
+  if (bytes == 0) return;
+  if (!is_contiguous()) {
+    contiguous().copy_to_host(dst);
+    return;
+  }
+  DeviceBackend& b = backend_of(im.device);
+  const void* src = static_cast<const char*>(im.storage->data()) + im.byte_offset;
+  host_clear_error();
+  if (b.api.memcpy_d2h_async) {
+    b.check(b.api.memcpy_d2h_async(b.api.impl, im.device.index, dst, src, bytes, b.slot(im.device.index).stream),
+            "memcpy_d2h_async");
+    sync_compute_stream(b, im.device.index);
+  } else {
+    sync_compute_stream(b, im.device.index);
+    b.check(b.api.memcpy_d2h(b.api.impl, im.device.index, dst, src, bytes), "memcpy_d2h");
+  }
+}
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  DType want = dtype_of<T>();
+  check_arg(dtype() == want, "to_vector: the tensor has dtype " + std::string(dtype_name(dtype())) +
+                                 " but " + std::string(dtype_name(want)) + " was requested; cast it first");
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(numel()));
+    copy_to_host(bytes.data());
+    return std::vector<bool>(bytes.begin(), bytes.end());
+  } else {
+    std::vector<T> out(static_cast<size_t>(numel()));
+    copy_to_host(out.data());
+    return out;
+  }
+}
+
+#define OAR_INSTANTIATE(T)                                                                   \
+  template Tensor Tensor::from_vector<T>(const std::vector<T>&, const Shape&, const Device&); \
+  template Tensor Tensor::from_vector<T>(const std::vector<T>&, const Shape&);               \
+  template std::vector<T> Tensor::to_vector<T>() const;
+OAR_INSTANTIATE(float)
+OAR_INSTANTIATE(double)
+OAR_INSTANTIATE(int8_t)
+OAR_INSTANTIATE(uint8_t)
+OAR_INSTANTIATE(int32_t)
+OAR_INSTANTIATE(int64_t)
+OAR_INSTANTIATE(bool)
+#undef OAR_INSTANTIATE
+
+namespace {
+// Host element i of raw bytes as double.
+double element_as_double(const std::vector<uint8_t>& raw, DType dtype, size_t i) {
+  const uint8_t* p = raw.data() + i * dtype_size(dtype);
+  auto read = [p](auto zero) {
+    decltype(zero) v;
+    std::memcpy(&v, p, sizeof v);
+    return static_cast<double>(v);
+  };
+  switch (dtype) {
+    case DType::f32: return read(float{});
+    case DType::f64: return read(double{});
+    case DType::f16: { uint16_t h; std::memcpy(&h, p, 2); return oar_f16_to_f32(h); }
+    case DType::bf16: { uint16_t h; std::memcpy(&h, p, 2); return oar_bf16_to_f32(h); }
+    case DType::i8: return read(int8_t{});
+    case DType::u8: return read(uint8_t{});
+    case DType::i32: return read(int32_t{});
+    case DType::i64: return read(int64_t{});
+    case DType::boolean: return *p ? 1.0 : 0.0;
+  }
+  return 0.0;
+}
+
+std::vector<uint8_t> host_bytes(const Tensor& t) {
+  std::vector<uint8_t> raw(static_cast<size_t>(t.numel()) * dtype_size(t.dtype()));
+  t.copy_to_host(raw.data());
+  return raw;
+}
+}  // namespace
+
+double Tensor::item() const {
+  check_arg(numel() == 1, "item: the tensor has shape " + shape_str(shape()) + " (" +
+                              std::to_string(numel()) + " elements); item() needs exactly one");
+  return element_as_double(host_bytes(*this), dtype(), 0);
+}
+
+Tensor Tensor::to(const Device& device) const {
+  const TensorImpl& im = impl();
+  if (device == im.device) return *this;
+  Runtime::global().check_device(device);
+  Tensor src = contiguous();
+  uint64_t bytes = static_cast<uint64_t>(numel()) * dtype_size(im.dtype);
+  DeviceBackend& from = backend_of(im.device);
+  DeviceBackend& to = backend_of(device);
+  if (&from == &to && from.api.memcpy_peer && bytes > 0) {
+    Tensor dst = allocate_tensor(im.shape, im.dtype, device);
+    sync_compute_stream(from, im.device.index);
+    sync_compute_stream(to, device.index);  // the new block may still be read by queued kernels
+    host_clear_error();
+    from.check(from.api.memcpy_peer(from.api.impl, device.index, dst.impl().storage->data(), im.device.index,
+                                    static_cast<const char*>(src.impl().storage->data()) + src.impl().byte_offset,
+                                    bytes),
+               "memcpy_peer");
+    return dst;
+  }
+  std::vector<uint8_t> staging(bytes);
+  src.copy_to_host(staging.data());
+  return from_host(staging.data(), im.shape, im.dtype, device);
+}
+
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  throw Error(ErrorCode::internal, "tensor: non-contiguous tensors are not produced by any op yet");
+}
+
+std::string Tensor::str(int64_t max_values) const {
+  if (!defined()) return "Tensor(undefined)";
+  std::ostringstream out;
+  out << "Tensor(shape=" << shape_str(shape()) << ", dtype=" << dtype_name(dtype()) << ", device=" << device().str()
+      << ", values=[";
+  auto raw = host_bytes(*this);
+  int64_t n = std::min(numel(), max_values);
+  for (int64_t i = 0; i < n; ++i) out << (i ? ", " : "") << element_as_double(raw, dtype(), static_cast<size_t>(i));
+  if (numel() > n) out << ", ...";
+  out << "])";
+  return out.str();
+}
+
+}  // namespace oar

@@ -1,0 +1,124 @@
+// The `oar` command: `oar devices` lists plugins and devices, `oar ops`
+// shows which ops each device runs natively and which run decomposed.
+#include <cstdio>
+#include <algorithm>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "oar/oar.h"
+#include "oar/plugin_api.h"
+
+namespace {
+
+std::string human_bytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) v /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+int list_devices() {
+  oar::Runtime& rt = oar::Runtime::global();
+  std::cout << "Plugins loaded:\n";
+  if (rt.plugins().empty()) std::cout << "  (none)\n";
+  for (const auto& p : rt.plugins()) {
+    std::cout << "  " << p.path << "\n    name " << p.name << ", ABI " << p.abi_major << "." << p.abi_minor << ", "
+              << p.num_kernels << " kernels\n";
+    for (const auto& type : p.device_types) {
+      int count = rt.device_count(type);
+      std::cout << "    device type '" << type << "': " << count << (count == 1 ? " device\n" : " devices\n");
+      for (int i = 0; i < count; ++i) {
+        oar::DeviceInfo info = rt.device_info({type, i});
+        std::cout << "      " << info.device.str() << "  " << info.name << "  [" << info.isa << "]  memory "
+                  << human_bytes(info.total_memory) << " total, " << human_bytes(info.free_memory) << " free, "
+                  << info.compute_units << " compute units"
+                  << ((info.flags & OAR_DEVICE_HOST_ADDRESSABLE) ? ", host-addressable" : "") << "\n";
+      }
+    }
+  }
+  std::cout << "Plugins skipped:\n";
+  if (rt.skipped().empty()) std::cout << "  (none)\n";
+  for (const auto& s : rt.skipped()) std::cout << "  " << s.path << "\n    reason: " << s.reason << "\n";
+  std::string default_device;
+  try {
+    default_device = rt.default_device().str();
+  } catch (const oar::Error& e) {
+    default_device = std::string("none (") + e.what() + ")";
+  }
+  std::cout << "Default device: " << default_device << "\n";
+  return 0;
+}
+
+int list_ops(const std::string& only_type) {
+  oar::Runtime& rt = oar::Runtime::global();
+  std::vector<std::string> types;
+  for (const auto& t : rt.device_types()) {
+    if (only_type.empty() || t == only_type) types.push_back(t);
+  }
+  if (types.empty() && only_type.empty()) {
+    std::cout << "No device types are registered (see `oar devices`).\n";
+    return 0;
+  }
+  if (types.empty()) {
+    std::cerr << "oar ops: device type '" << only_type << "' is not registered; registered types:";
+    for (const auto& t : rt.device_types()) std::cerr << " " << t;
+    std::cerr << "\n";
+    return 2;
+  }
+  for (const auto& type : types) {
+    auto native = rt.kernel_ops(type);
+    auto has = [&](const std::string& op) { return std::find(native.begin(), native.end(), op) != native.end(); };
+    std::string nat, dec, missing;
+    for (const oar::OpDef* op : oar::OpRegistry::instance().all()) {
+      if (op->kind == oar::OpKind::view) continue;
+      std::string& list = has(op->name) ? nat : (op->kind == oar::OpKind::composite ? dec : missing);
+      list += (list.empty() ? "" : " ") + op->name;
+    }
+    std::cout << "Device type '" << type << "':\n  native kernels: " << (nat.empty() ? "(none)" : nat)
+              << "\n  runs decomposed: " << (dec.empty() ? "(none)" : dec)
+              << "\n  missing (primitive without kernel): " << (missing.empty() ? "(none)" : missing) << "\n";
+  }
+  return 0;
+}
+
+void usage() {
+  std::cout << "usage: oar <command>\n"
+               "  devices             list plugins found (and skipped) and their devices\n"
+               "  ops [--device T]    ops each device type runs natively, decomposed, or lacks\n"
+               "Environment: OAR_PLUGIN_PATH (':'-separated dirs or files), OAR_DEVICE=type[:index],\n"
+               "             OAR_LOG_LEVEL=debug|info|warning|error\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    std::string cmd = argc > 1 ? argv[1] : "";
+    if (cmd == "devices") return list_devices();
+    if (cmd == "ops") {
+      std::string type;
+      for (int i = 2; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--device") == 0 && i + 1 < argc) type = argv[++i];
+        else if (std::strncmp(argv[i], "--device=", 9) == 0) type = argv[i] + 9;
+        else {
+          std::cerr << "oar ops: unknown argument '" << argv[i] << "'\n";
+          return 2;
+        }
+      }
+      return list_ops(type);
+    }
+    if (cmd == "-h" || cmd == "--help" || cmd == "help") {
+      usage();
+      return 0;
+    }
+    usage();
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "oar: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,331 @@
+// Shared helpers of the CPU plugin: errors, attributes, the strided
+// iterator (Note [Strided iteration] in cpu_common.h), registration.
+#include "cpu_common.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <new>
+
+namespace oar_cpu {
+
+const OarHostApi* g_host = nullptr;
+int g_num_threads = 1;
+
+namespace {
+
+OarStatus vfail(const char* op, OarStatus code, const char* fmt, va_list args) {
+  char body[512];
+  std::vsnprintf(body, sizeof body, fmt, args);
+  char message[640];
+  if (op != nullptr) {
+    std::snprintf(message, sizeof message, "%s: %s", op, body);
+  } else {
+    std::snprintf(message, sizeof message, "cpu plugin: %s", body);
+  }
+  if (g_host != nullptr && g_host->set_error != nullptr) g_host->set_error(g_host->host, code, message);
+  return code;
+}
+
+}  // namespace
+
+OarStatus fail(const OarKernelContext* ctx, OarStatus code, const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  const char* op = ctx != nullptr && ctx->op_name != nullptr ? ctx->op_name : "cpu kernel";
+  OarStatus s = vfail(op, code, fmt, args);
+  va_end(args);
+  return s;
+}
+
+OarStatus fail_plain(OarStatus code, const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  OarStatus s = vfail(nullptr, code, fmt, args);
+  va_end(args);
+  return s;
+}
+
+OarStatus on_exception(const OarKernelContext* ctx) noexcept {
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    return fail(ctx, OAR_ERROR_OUT_OF_MEMORY, "out of host memory for temporary buffers");
+  } catch (const std::exception& e) {
+    return fail(ctx, OAR_ERROR_INTERNAL, "internal error: %s", e.what());
+  } catch (...) {
+    return fail(ctx, OAR_ERROR_INTERNAL, "unknown internal error");
+  }
+}
+
+void apply_num_threads_to_this_thread() {
+  thread_local int applied = 0;
+  if (applied != g_num_threads) {
+    omp_set_num_threads(g_num_threads);
+    applied = g_num_threads;
+  }
+}
+
+// ---------------------------------------------------------- attributes ---
+
+void Attrs::missing(const char* name, const char* kind) {
+  if (status_ == OAR_OK) {
+    status_ = fail(ctx_, OAR_ERROR_INVALID_ARGUMENT, "attribute '%s' (%s) is missing or of another kind",
+                   name, kind);
+  }
+}
+
+bool Attrs::has(const char* name) const {
+  return g_host->attr_kind(ctx_->attrs, name) != OAR_ATTR_MISSING;
+}
+
+int64_t Attrs::get_int(const char* name) {
+  int64_t v = 0;
+  if (status_ == OAR_OK && g_host->attr_int(ctx_->attrs, name, &v) != OAR_OK) missing(name, "int");
+  return v;
+}
+
+int64_t Attrs::get_int(const char* name, int64_t fallback) {
+  return has(name) ? get_int(name) : fallback;
+}
+
+double Attrs::get_float(const char* name) {
+  double v = 0;
+  if (status_ != OAR_OK) return v;
+  if (g_host->attr_float(ctx_->attrs, name, &v) == OAR_OK) return v;
+  int64_t i = 0;  // an integral value given as an int attribute is accepted
+  if (g_host->attr_int(ctx_->attrs, name, &i) == OAR_OK) return static_cast<double>(i);
+  missing(name, "float");
+  return v;
+}
+
+bool Attrs::get_bool(const char* name, bool fallback) {
+  if (status_ != OAR_OK || !has(name)) return fallback;
+  int32_t v = 0;
+  if (g_host->attr_bool(ctx_->attrs, name, &v) != OAR_OK) {
+    missing(name, "bool");
+    return fallback;
+  }
+  return v != 0;
+}
+
+const int64_t* Attrs::get_ints(const char* name, int64_t* count) {
+  const int64_t* values = nullptr;
+  *count = 0;
+  if (status_ == OAR_OK && g_host->attr_int_array(ctx_->attrs, name, &values, count) != OAR_OK) {
+    missing(name, "int array");
+    *count = 0;
+  }
+  return values;
+}
+
+// ------------------------------------------------------------ iterator ---
+
+bool make_iter(const OarKernelContext* ctx, StridedIter* it, const OarTensorView& out,
+               std::initializer_list<const OarTensorView*> ins) {
+  const int nd = out.ndim;
+  it->nops = 1 + static_cast<int>(ins.size());
+  const OarTensorView* views[kMaxOperands] = {&out};
+  int k = 1;
+  for (const OarTensorView* v : ins) views[k++] = v;
+  for (int op = 1; op < it->nops; ++op) {
+    const OarTensorView& v = *views[op];
+    if (v.ndim != nd) {
+      fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "input %d has rank %d but the output has rank %d", op - 1,
+           v.ndim, nd);
+      return false;
+    }
+    for (int d = 0; d < nd; ++d) {
+      if (v.shape[d] != out.shape[d] && v.shape[d] != 1) {
+        fail(ctx, OAR_ERROR_INVALID_ARGUMENT,
+             "input %d has size %lld in dim %d, which neither equals the output's %lld nor is 1",
+             op - 1, static_cast<long long>(v.shape[d]), d, static_cast<long long>(out.shape[d]));
+        return false;
+      }
+    }
+  }
+  it->numel = oar_view_numel(&out);
+  for (int op = 0; op < it->nops; ++op) {
+    it->base[op] = static_cast<char*>(oar_view_ptr(views[op]));
+  }
+  // Keep the dims of size != 1, merging neighbours contiguous for all operands.
+  int n = 0;
+  for (int d = 0; d < nd; ++d) {
+    if (out.shape[d] == 1) continue;
+    int64_t s[kMaxOperands];
+    for (int op = 0; op < it->nops; ++op) {
+      const OarTensorView& v = *views[op];
+      s[op] = v.shape[d] == 1 ? 0 : v.strides[d] * static_cast<int64_t>(oar_dtype_size(v.dtype));
+    }
+    bool merge = n > 0;
+    for (int op = 0; merge && op < it->nops; ++op) {
+      merge = it->strides[op][n - 1] == s[op] * out.shape[d];
+    }
+    if (merge) {
+      it->shape[n - 1] *= out.shape[d];
+      for (int op = 0; op < it->nops; ++op) it->strides[op][n - 1] = s[op];
+    } else {
+      it->shape[n] = out.shape[d];
+      for (int op = 0; op < it->nops; ++op) it->strides[op][n] = s[op];
+      ++n;
+    }
+  }
+  if (n == 0) {  // a scalar or all-ones shape: one row of one element
+    it->shape[0] = 1;
+    for (int op = 0; op < it->nops; ++op) it->strides[op][0] = 0;
+    n = 1;
+  }
+  it->ndim = n;
+  return true;
+}
+
+void iter_run(const StridedIter& it, RowFn fn, void* fn_ctx) {
+  if (it.numel <= 0) return;
+  constexpr int64_t kTile = 16384;  // elements per parallel task
+  const int nd = it.ndim;
+  const int nops = it.nops;
+  const int64_t inner = it.shape[nd - 1];
+  const int64_t rows = it.numel / inner;
+  int64_t inner_strides[kMaxOperands];
+  for (int op = 0; op < nops; ++op) inner_strides[op] = it.strides[op][nd - 1];
+
+  // Row r's operand pointers, from its multi-index over the outer dims.
+  auto row_ptrs = [&](int64_t r, char** ptrs, int64_t* idx) {
+    for (int op = 0; op < nops; ++op) ptrs[op] = it.base[op];
+    for (int d = nd - 2; d >= 0; --d) {
+      idx[d] = r % it.shape[d];
+      r /= it.shape[d];
+      for (int op = 0; op < nops; ++op) ptrs[op] += idx[d] * it.strides[op][d];
+    }
+  };
+
+  if (inner >= kTile) {  // long rows: tiles are pieces of one row
+    const int64_t per_row = (inner + kTile - 1) / kTile;
+    const int64_t tiles = rows * per_row;
+#pragma omp parallel for num_threads(g_num_threads) schedule(static) if (tiles > 1)
+    for (int64_t t = 0; t < tiles; ++t) {
+      char* ptrs[kMaxOperands];
+      int64_t idx[OAR_MAX_NDIM];
+      row_ptrs(t / per_row, ptrs, idx);
+      const int64_t col = (t % per_row) * kTile;
+      for (int op = 0; op < nops; ++op) ptrs[op] += col * inner_strides[op];
+      fn(fn_ctx, ptrs, inner_strides, std::min(kTile, inner - col));
+    }
+    return;
+  }
+  // Short rows: tiles are groups of whole rows, walked with an odometer.
+  const int64_t rows_per_tile = std::max<int64_t>(1, kTile / inner);
+  const int64_t tiles = (rows + rows_per_tile - 1) / rows_per_tile;
+#pragma omp parallel for num_threads(g_num_threads) schedule(static) \
+    if (tiles > 1 && it.numel >= kParallelMin)
+  for (int64_t t = 0; t < tiles; ++t) {
+    char* ptrs[kMaxOperands];
+    int64_t idx[OAR_MAX_NDIM];
+    const int64_t r0 = t * rows_per_tile;
+    const int64_t r1 = std::min(rows, r0 + rows_per_tile);
+    row_ptrs(r0, ptrs, idx);
+    for (int64_t r = r0; r < r1; ++r) {
+      fn(fn_ctx, ptrs, inner_strides, inner);
+      for (int d = nd - 2; d >= 0; --d) {  // advance to the next row
+        for (int op = 0; op < nops; ++op) ptrs[op] += it.strides[op][d];
+        if (++idx[d] < it.shape[d]) break;
+        for (int op = 0; op < nops; ++op) ptrs[op] -= it.shape[d] * it.strides[op][d];
+        idx[d] = 0;
+      }
+    }
+  }
+}
+
+namespace {
+
+template <class T>
+void copy_row(void*, char* const* p, const int64_t* s, int64_t n) {
+  T* dst = reinterpret_cast<T*>(p[0]);
+  const T* src = reinterpret_cast<const T*>(p[1]);
+  if (s[0] == sizeof(T) && s[1] == sizeof(T)) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(T));
+  } else if (s[0] == sizeof(T) && s[1] == 0) {
+    const T v = *src;
+    for (int64_t i = 0; i < n; ++i) dst[i] = v;
+  } else if (s[0] == sizeof(T)) {
+    const int64_t ss = s[1] / static_cast<int64_t>(sizeof(T));
+    for (int64_t i = 0; i < n; ++i) dst[i] = src[i * ss];
+  } else {
+    const char* sp = p[1];
+    char* dp = p[0];
+    for (int64_t i = 0; i < n; ++i, sp += s[1], dp += s[0]) {
+      *reinterpret_cast<T*>(dp) = *reinterpret_cast<const T*>(sp);
+    }
+  }
+}
+
+}  // namespace
+
+bool strided_copy(const OarKernelContext* ctx, const OarTensorView& out, const OarTensorView& in) {
+  StridedIter it;
+  if (!make_iter(ctx, &it, out, {&in})) return false;
+  RowFn fn = nullptr;
+  visit_by_size(out.dtype, [&](auto tag) { fn = &copy_row<decltype(tag)>; });
+  if (fn == nullptr) {
+    fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "unsupported dtype %d", out.dtype);
+    return false;
+  }
+  iter_run(it, fn, nullptr);
+  return true;
+}
+
+bool is_contiguous(const OarTensorView& v) {
+  int64_t expected = 1;
+  for (int d = v.ndim - 1; d >= 0; --d) {
+    if (v.shape[d] != 1 && v.strides[d] != expected) return false;
+    expected *= v.shape[d];
+  }
+  return true;
+}
+
+void set_contiguous_strides(OarTensorView* v) {
+  int64_t s = 1;
+  for (int d = v->ndim - 1; d >= 0; --d) {
+    v->strides[d] = s;
+    s *= v->shape[d];
+  }
+}
+
+// -------------------------------------------------------- registration ---
+
+void Registrar::add(const char* op, std::initializer_list<int32_t> ins,
+                    std::initializer_list<int32_t> outs, uint32_t flags, OarKernelFn fn) {
+  int32_t in_dtypes[8];
+  int32_t ni = 0;
+  for (int32_t d : ins) in_dtypes[ni++] = d;
+  add_desc(op, in_dtypes, ni, outs, flags, fn);
+}
+
+void Registrar::add_any_inputs(const char* op, std::initializer_list<int32_t> outs, uint32_t flags,
+                               OarKernelFn fn) {
+  add_desc(op, nullptr, 0, outs, flags, fn);
+}
+
+void Registrar::add_desc(const char* op, const int32_t* ins, int32_t ni,
+                         std::initializer_list<int32_t> outs, uint32_t flags, OarKernelFn fn) {
+  if (status != OAR_OK) return;
+  int32_t out_dtypes[8];
+  int32_t no = 0;
+  for (int32_t d : outs) out_dtypes[no++] = d;
+  OarKernelDesc desc;
+  std::memset(&desc, 0, sizeof desc);
+  desc.struct_size = OAR_STRUCT_SIZE(OarKernelDesc, fn);
+  desc.num_input_dtypes = ni;
+  desc.input_dtypes = ins;
+  desc.num_output_dtypes = no;
+  desc.output_dtypes = out_dtypes;
+  desc.flags = flags;
+  desc.fn = fn;
+  status = g_host->register_kernel(g_host->host, "cpu", op, &desc);
+}
+
+}  // namespace oar_cpu

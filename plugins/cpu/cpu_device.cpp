@@ -1,0 +1,405 @@
+// The CPU device plugin: entry point and device table.
+//
+// Note [CPU streams are synchronous]: every stream of the CPU device runs its
+// work in the calling thread at launch — a kernel has finished when its
+// function returns, an "async" copy is a plain copy. So stream_synchronize,
+// stream_query, events and stream_wait_event are trivially complete. Memory
+// is ordinary host memory (OAR_DEVICE_HOST_ADDRESSABLE): the host may read it
+// directly.
+//
+// Collectives are left NULL for now: CPU collectives come with Gloo in the
+// distribution work.
+#include <omp.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <new>
+#include <string>
+#include <unordered_map>
+
+#include "cpu_common.h"
+
+namespace oar_cpu {
+namespace {
+
+constexpr const char* kPluginVersion = "0.1.0";
+
+/// Plugin-wide state (the `impl` of the device table).
+struct CpuState {
+  std::mutex mutex;
+  std::unordered_map<void*, uint64_t> sizes;  // live allocations
+  uint64_t used = 0;
+  std::string name;
+  std::string isa;
+  bool has_bf16 = false;
+};
+
+CpuState* g_state = nullptr;  // owned; deleted at shutdown
+
+/// Reads "model name" and the flags line of /proc/cpuinfo.
+void probe_cpu(CpuState* s) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  std::string flags;
+  while (std::getline(in, line)) {
+    auto value = [&] {
+      size_t colon = line.find(':');
+      if (colon == std::string::npos) return std::string();
+      size_t start = line.find_first_not_of(" \t", colon + 1);
+      return start == std::string::npos ? std::string() : line.substr(start);
+    };
+    if (s->name.empty() && line.rfind("model name", 0) == 0) s->name = value();
+    if (flags.empty() && (line.rfind("flags", 0) == 0 || line.rfind("Features", 0) == 0)) {
+      flags.assign(1, ' ');
+      flags += value();
+      flags += ' ';
+    }
+  }
+  if (s->name.empty()) s->name = "cpu";
+  auto has = [&](const char* f) { return flags.find(std::string(" ") + f + " ") != std::string::npos; };
+#if defined(__x86_64__)
+  s->isa = "x86-64";
+  if (has("avx512_bf16")) {
+    s->isa += " avx512_bf16";
+  } else if (has("avx512f")) {
+    s->isa += " avx512f";
+  } else if (has("avx2")) {
+    s->isa += " avx2";
+  }
+  if (has("amx_tile")) s->isa += " amx";
+  s->has_bf16 = has("avx512_bf16");
+#elif defined(__aarch64__)
+  s->isa = "aarch64";
+  if (has("sve")) s->isa += " sve";
+  s->has_bf16 = has("bf16");
+#else
+  s->isa = "unknown";
+#endif
+}
+
+uint64_t total_memory() {
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+}
+
+uint64_t available_memory() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit) {
+    if (key == "MemAvailable:") return kb * 1024;
+  }
+  long pages = sysconf(_SC_AVPHYS_PAGES);
+  long page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+}
+
+CpuState* state(void* impl) { return static_cast<CpuState*>(impl); }
+
+OarStatus check_device(int32_t device) {
+  if (device != 0) {
+    return fail_plain(OAR_ERROR_INVALID_ARGUMENT, "device index %d is out of range (1 cpu device)", device);
+  }
+  return OAR_OK;
+}
+
+// --- device ---
+
+OarStatus device_count(void*, int32_t* count) {
+  *count = 1;
+  return OAR_OK;
+}
+
+OarStatus device_properties(void* impl, int32_t device, OarDeviceProperties* props) {
+  if (OarStatus s = check_device(device)) return s;
+  CpuState* st = state(impl);
+  const size_t size = props->struct_size;
+  auto fits = [&](size_t end) { return end <= size; };
+  if (fits(offsetof(OarDeviceProperties, name) + sizeof props->name)) {
+    std::snprintf(props->name, sizeof props->name, "%s", st->name.c_str());
+  }
+  if (fits(OAR_STRUCT_SIZE(OarDeviceProperties, isa))) {
+    std::snprintf(props->isa, sizeof props->isa, "%s", st->isa.c_str());
+  }
+  if (fits(OAR_STRUCT_SIZE(OarDeviceProperties, total_memory))) props->total_memory = total_memory();
+  if (fits(OAR_STRUCT_SIZE(OarDeviceProperties, free_memory))) props->free_memory = available_memory();
+  if (fits(OAR_STRUCT_SIZE(OarDeviceProperties, compute_units))) props->compute_units = g_num_threads;
+  if (fits(OAR_STRUCT_SIZE(OarDeviceProperties, flags))) {
+    props->flags = OAR_DEVICE_HOST_ADDRESSABLE | OAR_DEVICE_SUPPORTS_F16 |
+                   (st->has_bf16 ? uint32_t{OAR_DEVICE_SUPPORTS_BF16} : 0u);
+  }
+  return OAR_OK;
+}
+
+OarStatus set_device(void*, int32_t device) { return check_device(device); }
+
+OarStatus synchronize_device(void*, int32_t device) { return check_device(device); }
+
+// --- memory ---
+
+OarStatus cpu_malloc(void* impl, int32_t device, uint64_t bytes, uint64_t alignment, void** ptr) {
+  if (OarStatus s = check_device(device)) return s;
+  uint64_t align = alignment < 64 ? 64 : alignment;
+  if ((align & (align - 1)) != 0) {
+    return fail_plain(OAR_ERROR_INVALID_ARGUMENT, "malloc: alignment %llu is not a power of two",
+                      static_cast<unsigned long long>(alignment));
+  }
+  // aligned_alloc wants a size that is a multiple of the alignment; 0 bytes
+  // still returns a distinct pointer.
+  uint64_t rounded = bytes == 0 ? align : (bytes + align - 1) / align * align;
+  void* p = rounded < bytes ? nullptr : std::aligned_alloc(align, rounded);
+  if (p == nullptr) {
+    return fail_plain(OAR_ERROR_OUT_OF_MEMORY, "malloc of %llu bytes failed (available: %llu bytes)",
+                      static_cast<unsigned long long>(bytes),
+                      static_cast<unsigned long long>(available_memory()));
+  }
+  CpuState* st = state(impl);
+  try {
+    std::lock_guard<std::mutex> lock(st->mutex);
+    st->sizes.emplace(p, bytes);
+    st->used += bytes;
+  } catch (const std::bad_alloc&) {
+    std::free(p);
+    return fail_plain(OAR_ERROR_OUT_OF_MEMORY, "malloc: out of memory for bookkeeping");
+  }
+  *ptr = p;
+  return OAR_OK;
+}
+
+OarStatus cpu_free(void* impl, int32_t device, void* ptr) {
+  if (OarStatus s = check_device(device)) return s;
+  if (ptr == nullptr) return OAR_OK;
+  CpuState* st = state(impl);
+  {
+    std::lock_guard<std::mutex> lock(st->mutex);
+    auto it = st->sizes.find(ptr);
+    if (it == st->sizes.end()) {
+      return fail_plain(OAR_ERROR_INVALID_ARGUMENT, "free: %p was not allocated by this device", ptr);
+    }
+    st->used -= it->second;
+    st->sizes.erase(it);
+  }
+  std::free(ptr);
+  return OAR_OK;
+}
+
+OarStatus copy_bytes(int32_t device, void* dst, const void* src, uint64_t bytes) {
+  if (OarStatus s = check_device(device)) return s;
+  if (bytes != 0 && dst != src) std::memmove(dst, src, bytes);
+  return OAR_OK;
+}
+
+OarStatus memcpy_sync(void*, int32_t device, void* dst, const void* src, uint64_t bytes) {
+  return copy_bytes(device, dst, src, bytes);
+}
+
+OarStatus memcpy_async(void*, int32_t device, void* dst, const void* src, uint64_t bytes,
+                       OarStream_t) {
+  return copy_bytes(device, dst, src, bytes);  // Note [CPU streams are synchronous]
+}
+
+OarStatus memcpy_peer(void*, int32_t dst_device, void* dst, int32_t src_device, const void* src,
+                      uint64_t bytes) {
+  if (OarStatus s = check_device(src_device)) return s;
+  return copy_bytes(dst_device, dst, src, bytes);
+}
+
+OarStatus memset_async(void*, int32_t device, void* ptr, int32_t value, uint64_t bytes, OarStream_t) {
+  if (OarStatus s = check_device(device)) return s;
+  if (bytes != 0) std::memset(ptr, value, bytes);
+  return OAR_OK;
+}
+
+OarStatus memory_stats(void* impl, int32_t device, OarMemoryStats* stats) {
+  if (OarStatus s = check_device(device)) return s;
+  CpuState* st = state(impl);
+  uint64_t used;
+  {
+    std::lock_guard<std::mutex> lock(st->mutex);
+    used = st->used;
+  }
+  const size_t size = stats->struct_size;
+  if (OAR_STRUCT_SIZE(OarMemoryStats, used) <= size) stats->used = used;
+  if (OAR_STRUCT_SIZE(OarMemoryStats, free) <= size) stats->free = available_memory();
+  if (OAR_STRUCT_SIZE(OarMemoryStats, total) <= size) stats->total = total_memory();
+  return OAR_OK;
+}
+
+// --- streams and events: Note [CPU streams are synchronous] ---
+
+struct OpaqueHandle {
+  int32_t device;
+};
+
+OarStatus stream_create(void*, int32_t device, OarStream_t* stream) {
+  if (OarStatus s = check_device(device)) return s;
+  auto* h = new (std::nothrow) OpaqueHandle{device};
+  if (h == nullptr) return fail_plain(OAR_ERROR_OUT_OF_MEMORY, "stream_create: out of memory");
+  *stream = reinterpret_cast<OarStream_t>(h);
+  return OAR_OK;
+}
+
+OarStatus stream_destroy(void*, int32_t, OarStream_t stream) {
+  delete reinterpret_cast<OpaqueHandle*>(stream);
+  return OAR_OK;
+}
+
+OarStatus stream_synchronize(void*, int32_t device, OarStream_t) { return check_device(device); }
+
+OarStatus stream_query(void*, int32_t device, OarStream_t, int32_t* done) {
+  *done = 1;
+  return check_device(device);
+}
+
+OarStatus event_create(void*, int32_t device, OarEvent_t* event) {
+  if (OarStatus s = check_device(device)) return s;
+  auto* h = new (std::nothrow) OpaqueHandle{device};
+  if (h == nullptr) return fail_plain(OAR_ERROR_OUT_OF_MEMORY, "event_create: out of memory");
+  *event = reinterpret_cast<OarEvent_t>(h);
+  return OAR_OK;
+}
+
+OarStatus event_destroy(void*, int32_t, OarEvent_t event) {
+  delete reinterpret_cast<OpaqueHandle*>(event);
+  return OAR_OK;
+}
+
+OarStatus event_record(void*, int32_t device, OarEvent_t, OarStream_t) { return check_device(device); }
+
+OarStatus event_synchronize(void*, int32_t device, OarEvent_t) { return check_device(device); }
+
+OarStatus event_query(void*, int32_t device, OarEvent_t, int32_t* done) {
+  *done = 1;
+  return check_device(device);
+}
+
+OarStatus stream_wait_event(void*, int32_t device, OarStream_t, OarEvent_t) {
+  return check_device(device);
+}
+
+void shutdown(void* impl) {
+  if (impl == g_state) {
+    delete g_state;
+    g_state = nullptr;
+  }
+}
+
+/// Threads of every parallel region: OAR_NUM_THREADS, else all cores.
+int choose_num_threads(const OarHostApi* host) {
+  int n = omp_get_num_procs();
+  const char* option = nullptr;
+  if (host->struct_size >= OAR_STRUCT_SIZE(OarHostApi, get_option) && host->get_option != nullptr) {
+    option = host->get_option(host->host, "OAR_NUM_THREADS");
+  }
+  if (option != nullptr && *option != '\0') {
+    char* end = nullptr;
+    long v = std::strtol(option, &end, 10);
+    if (end != option && *end == '\0' && v > 0 && v <= 4096) {
+      n = static_cast<int>(v);
+    } else if (host->log != nullptr) {
+      char message[200];
+      std::snprintf(message, sizeof message,
+                    "cpu plugin: ignoring OAR_NUM_THREADS='%.40s' (expected a positive integer)",
+                    option);
+      host->log(host->host, OAR_LOG_WARNING, message);
+    }
+  }
+  return n < 1 ? 1 : n;
+}
+
+}  // namespace
+}  // namespace oar_cpu
+
+extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host, OarPluginInfo* info) {
+  using namespace oar_cpu;
+  if (host == nullptr) return OAR_ERROR_INVALID_ARGUMENT;
+  if (host->abi_major != OAR_ABI_VERSION_MAJOR) {
+    char message[160];
+    std::snprintf(message, sizeof message,
+                  "cpu plugin: incompatible plugin ABI major version (plugin: %d, host: %d)",
+                  OAR_ABI_VERSION_MAJOR, host->abi_major);
+    host->set_error(host->host, OAR_ERROR_UNSUPPORTED, message);
+    return OAR_ERROR_UNSUPPORTED;
+  }
+  g_host = host;
+  if (info != nullptr) {
+    if (info->struct_size >= OAR_STRUCT_SIZE(OarPluginInfo, abi_major)) {
+      info->abi_major = OAR_ABI_VERSION_MAJOR;
+    }
+    if (info->struct_size >= OAR_STRUCT_SIZE(OarPluginInfo, abi_minor)) {
+      info->abi_minor = OAR_ABI_VERSION_MINOR;
+    }
+    if (info->struct_size >= OAR_STRUCT_SIZE(OarPluginInfo, name)) info->name = "oar-cpu";
+  }
+  g_num_threads = choose_num_threads(host);
+  omp_set_num_threads(g_num_threads);
+
+  if (g_state == nullptr) {
+    g_state = new (std::nothrow) CpuState();
+    if (g_state == nullptr) return fail_plain(OAR_ERROR_OUT_OF_MEMORY, "init: out of memory");
+    try {
+      probe_cpu(g_state);
+    } catch (...) {
+      g_state->name = "cpu";
+      g_state->isa = "unknown";
+    }
+  }
+
+  OarDeviceApi api;
+  std::memset(&api, 0, sizeof api);
+  api.struct_size = OAR_STRUCT_SIZE(OarDeviceApi, shutdown);
+  api.device_type = "cpu";
+  api.plugin_version = kPluginVersion;
+  api.priority = 0;
+  api.impl = g_state;
+  api.device_count = device_count;
+  api.device_properties = device_properties;
+  api.set_device = set_device;
+  api.synchronize_device = synchronize_device;
+  api.malloc = cpu_malloc;
+  api.free = cpu_free;
+  api.memcpy_h2d = memcpy_sync;
+  api.memcpy_d2h = memcpy_sync;
+  api.memcpy_d2d = memcpy_sync;
+  api.memcpy_h2d_async = memcpy_async;
+  api.memcpy_d2h_async = memcpy_async;
+  api.memcpy_d2d_async = memcpy_async;
+  api.memcpy_peer = memcpy_peer;
+  api.memset_async = memset_async;
+  api.memory_stats = memory_stats;
+  api.stream_create = stream_create;
+  api.stream_destroy = stream_destroy;
+  api.stream_synchronize = stream_synchronize;
+  api.stream_query = stream_query;
+  api.event_create = event_create;
+  api.event_destroy = event_destroy;
+  api.event_record = event_record;
+  api.event_synchronize = event_synchronize;
+  api.event_query = event_query;
+  api.stream_wait_event = stream_wait_event;
+  // Collectives stay NULL until Gloo arrives (distribution work).
+  api.shutdown = shutdown;
+  if (OarStatus s = host->register_device(host->host, &api)) return s;
+
+  Registrar r;
+  register_elementwise_kernels(r);
+  register_cast_kernels(r);
+  register_reduce_kernels(r);
+  register_shape_kernels(r);
+  register_matmul_kernels(r);
+  if (r.status != OAR_OK) return r.status;
+
+  if (host->log != nullptr) {
+    char message[320];
+    std::snprintf(message, sizeof message, "cpu plugin %s: %s (%s), %d threads", kPluginVersion,
+                  g_state->name.c_str(), g_state->isa.c_str(), g_num_threads);
+    host->log(host->host, OAR_LOG_INFO, message);
+  }
+  return OAR_OK;
+}

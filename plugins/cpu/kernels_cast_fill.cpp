@@ -1,0 +1,161 @@
+// cast, copy and the creation kernels: full, arange, uniform, normal.
+// uniform/normal evaluate oar_uniform_at / oar_normal_at (plugin_util.h) per
+// element, so they match every other device bit for bit.
+#include <cstring>
+
+#include "cpu_common.h"
+
+namespace oar_cpu {
+namespace {
+
+template <class S, class D>
+void cast_row(void*, char* const* p, const int64_t* s, int64_t n) {
+  D* y = reinterpret_cast<D*>(p[0]);
+  const S* x = reinterpret_cast<const S*>(p[1]);
+  if (s[0] == sizeof(D) && s[1] == sizeof(S)) {
+    for (int64_t i = 0; i < n; ++i) y[i] = to<D>(Num<S>::load(x[i]));
+  } else {
+    const int64_t sy = s[0] / static_cast<int64_t>(sizeof(D));
+    const int64_t sx = s[1] / static_cast<int64_t>(sizeof(S));
+    for (int64_t i = 0; i < n; ++i) y[i * sy] = to<D>(Num<S>::load(x[i * sx]));
+  }
+}
+
+OarStatus one_in_one_out(const OarKernelContext* ctx, int inputs) {
+  if (ctx->num_inputs != inputs || ctx->num_outputs != 1) {
+    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "expected %d inputs and 1 output, got %d and %d",
+                inputs, ctx->num_inputs, ctx->num_outputs);
+  }
+  return OAR_OK;
+}
+
+OarStatus cast_kernel(const OarKernelContext* ctx) {
+  if (OarStatus s = one_in_one_out(ctx, 1)) return s;
+  const OarTensorView& x = ctx->inputs[0];
+  const OarTensorView& y = ctx->outputs[0];
+  RowFn fn = nullptr;
+  visit_all(x.dtype, [&](auto src) {
+    visit_all(y.dtype, [&](auto dst) { fn = &cast_row<decltype(src), decltype(dst)>; });
+  });
+  if (fn == nullptr) {
+    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "cast from dtype %d to dtype %d is not supported",
+                x.dtype, y.dtype);
+  }
+  StridedIter it;
+  if (!make_iter(ctx, &it, y, {&x})) return OAR_ERROR_INVALID_ARGUMENT;
+  iter_run(it, fn, nullptr);
+  return OAR_OK;
+}
+
+OarStatus copy_kernel(const OarKernelContext* ctx) {
+  if (OarStatus s = one_in_one_out(ctx, 1)) return s;
+  const OarTensorView& x = ctx->inputs[0];
+  const OarTensorView& y = ctx->outputs[0];
+  if (x.dtype != y.dtype) {
+    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "input dtype %s differs from output dtype %s",
+                dtype_name(x.dtype), dtype_name(y.dtype));
+  }
+  return strided_copy(ctx, y, x) ? OAR_OK : OAR_ERROR_INVALID_ARGUMENT;
+}
+
+/// Contiguous output view check shared by the creation kernels.
+OarStatus creation_output(const OarKernelContext* ctx, bool floats_only) {
+  if (OarStatus s = one_in_one_out(ctx, 0)) return s;
+  const OarTensorView& y = ctx->outputs[0];
+  if ((floats_only && !visit_float(y.dtype, [](auto) {})) || oar_dtype_size(y.dtype) == 0) {
+    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "dtype %s is not supported", dtype_name(y.dtype));
+  }
+  return OAR_OK;
+}
+
+template <class T>
+void fill_value(const OarTensorView& y, double value) {
+  T* out = static_cast<T*>(oar_view_ptr(&y));
+  const int64_t n = oar_view_numel(&y);
+  // Fill by bit pattern so f16/bf16 loops are plain integer stores.
+  const T v = to<T>(value);
+  if constexpr (sizeof(T) == 1) {
+    std::memset(out, *reinterpret_cast<const uint8_t*>(&v), static_cast<size_t>(n));
+  } else {
+    using Bits = std::conditional_t<sizeof(T) == 2, uint16_t,
+                                    std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
+    Bits bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    Bits* o = reinterpret_cast<Bits*>(out);
+#pragma omp parallel for num_threads(g_num_threads) schedule(static) if (n >= kParallelMin)
+    for (int64_t i = 0; i < n; ++i) o[i] = bits;
+  }
+}
+
+OarStatus full_kernel(const OarKernelContext* ctx) {
+  if (OarStatus s = creation_output(ctx, false)) return s;
+  Attrs attrs(ctx);
+  const double value = attrs.get_float("value");
+  if (!attrs.ok()) return attrs.status();
+  const OarTensorView& y = ctx->outputs[0];
+  visit_all(y.dtype, [&](auto tag) { fill_value<decltype(tag)>(y, value); });
+  return OAR_OK;
+}
+
+OarStatus arange_kernel(const OarKernelContext* ctx) {
+  if (OarStatus s = creation_output(ctx, false)) return s;
+  Attrs attrs(ctx);
+  const double start = attrs.get_float("start");
+  const double step = attrs.get_float("step");
+  if (!attrs.ok()) return attrs.status();
+  const OarTensorView& y = ctx->outputs[0];
+  const int64_t n = oar_view_numel(&y);
+  visit_all(y.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* out = static_cast<T*>(oar_view_ptr(&y));
+#pragma omp parallel for num_threads(g_num_threads) schedule(static) if (n >= kParallelMin)
+    for (int64_t i = 0; i < n; ++i) out[i] = to<T>(start + static_cast<double>(i) * step);
+  });
+  return OAR_OK;
+}
+
+template <bool kNormal>
+OarStatus random_kernel(const OarKernelContext* ctx) {
+  if (OarStatus s = creation_output(ctx, true)) return s;
+  Attrs attrs(ctx);
+  const uint64_t seed = static_cast<uint64_t>(attrs.get_int("seed"));
+  const uint64_t offset = static_cast<uint64_t>(attrs.get_int("offset", 0));
+  const double a = attrs.get_float(kNormal ? "mean" : "low");
+  const double b = attrs.get_float(kNormal ? "std" : "high");
+  if (!attrs.ok()) return attrs.status();
+  const OarTensorView& y = ctx->outputs[0];
+  const int64_t n = oar_view_numel(&y);
+  visit_float(y.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* out = static_cast<T*>(oar_view_ptr(&y));
+#pragma omp parallel for num_threads(g_num_threads) schedule(static) if (n >= 4096)
+    for (int64_t i = 0; i < n; ++i) {
+      const uint64_t u = static_cast<uint64_t>(i);
+      const double v = kNormal ? a + b * oar_normal_at(seed, offset, u)
+                               : a + (b - a) * oar_uniform_at(seed, offset, u);
+      out[i] = to<T>(v);
+    }
+  });
+  return OAR_OK;
+}
+
+}  // namespace
+
+void register_cast_kernels(Registrar& r) {
+  for (int32_t src : kAllDtypes) {
+    for (int32_t dst : kAllDtypes) {
+      r.add("cast", {src}, {dst}, OAR_KERNEL_STRIDED, &guarded<&cast_kernel>);
+    }
+  }
+  for (int32_t dt : kAllDtypes) {
+    r.add("copy", {dt}, {dt}, OAR_KERNEL_STRIDED, &guarded<&copy_kernel>);
+    r.add("full", {}, {dt}, 0, &guarded<&full_kernel>);
+    r.add("arange", {}, {dt}, 0, &guarded<&arange_kernel>);
+  }
+  for (int32_t dt : kFloatDtypes) {
+    r.add("uniform", {}, {dt}, 0, &guarded<&random_kernel<false>>);
+    r.add("normal", {}, {dt}, 0, &guarded<&random_kernel<true>>);
+  }
+}
+
+}  // namespace oar_cpu

@@ -1,0 +1,416 @@
+// Reductions: sum, prod, max, min over axes; argmax, argmin over one axis.
+//
+// Note [Blocked reduction]: the input (contiguous) is coalesced into kept
+// and reduced dims. Values are combined in fixed blocks — up to kBlock
+// contiguous elements (reduced innermost dim) or kRowBlock rows (kept
+// innermost dim) — in a narrow "block" type with several independent
+// accumulators the compiler vectorizes, and the blocks are then combined in
+// order in a wide "acc" type (f32 sums: blocks in float, blocks combined in
+// double, so 1e8 ones sum to exactly 1e8). The blocking never depends on the
+// thread count, so results are identical for any OAR_NUM_THREADS; threads
+// share outputs when there are many, else they share the blocks of one
+// output.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "cpu_common.h"
+
+namespace oar_cpu {
+namespace {
+
+constexpr int64_t kBlock = 8192;    // contiguous elements per block
+constexpr int64_t kRowBlock = 1024; // rows per block when the inner dim is kept
+constexpr int64_t kRowTile = 512;   // inner elements per tile when the inner dim is kept
+
+enum class RedOp { kSum, kProd, kMax, kMin };
+
+/// Block, Acc and Out types of a reduction (Note [Blocked reduction]).
+template <class T, RedOp kOp>
+struct RedTypes {
+  using C = typename Num<T>::C;
+  static constexpr bool kIntegral = !kIsFloat<T>;  // ints and bool
+  static constexpr bool kArith = kOp == RedOp::kSum || kOp == RedOp::kProd;
+  // Integer sums and products wrap in uint64 and are written as i64.
+  using Acc = std::conditional_t<kArith, std::conditional_t<kIntegral, uint64_t, double>, C>;
+  using Block = std::conditional_t<kOp == RedOp::kSum && std::is_same_v<C, float>, float, Acc>;
+  using Out = std::conditional_t<kArith && kIntegral, int64_t, T>;
+};
+
+template <RedOp kOp>
+struct Combine {
+  template <class A>
+  static A identity() {
+    if constexpr (kOp == RedOp::kSum) {
+      return A(0);
+    } else if constexpr (kOp == RedOp::kProd) {
+      return A(1);
+    } else if constexpr (kOp == RedOp::kMax) {
+      return std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity()
+                                                  : std::numeric_limits<A>::lowest();
+    } else {
+      return std::numeric_limits<A>::has_infinity ? std::numeric_limits<A>::infinity()
+                                                  : std::numeric_limits<A>::max();
+    }
+  }
+  template <class A>
+  static A f(A a, A b) {  // max/min propagate NaN
+    if constexpr (kOp == RedOp::kSum) return a + b;
+    else if constexpr (kOp == RedOp::kProd) return a * b;
+    else if constexpr (kOp == RedOp::kMax) return (a > b || a != a) ? a : b;
+    else return (a < b || a != a) ? a : b;
+  }
+};
+
+/// Reduces n contiguous elements with 8 independent accumulators.
+template <class T, class B, RedOp kOp>
+B block_reduce(const T* x, int64_t n) {
+  using Op = Combine<kOp>;
+  B acc[8];
+  for (B& a : acc) a = Op::template identity<B>();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) acc[j] = Op::f(acc[j], static_cast<B>(Num<T>::load(x[i + j])));
+  }
+  for (int j = 0; i < n; ++i, ++j) acc[j] = Op::f(acc[j], static_cast<B>(Num<T>::load(x[i])));
+  return Op::f(Op::f(Op::f(acc[0], acc[1]), Op::f(acc[2], acc[3])),
+               Op::f(Op::f(acc[4], acc[5]), Op::f(acc[6], acc[7])));
+}
+
+/// Coalesced layout of a reduction over a contiguous input.
+struct RedPlan {
+  int nkept = 0, nred = 0;  // outer kept / reduced dims (the innermost dim excluded)
+  int64_t kept_shape[OAR_MAX_NDIM], kept_stride[OAR_MAX_NDIM];
+  int64_t red_shape[OAR_MAX_NDIM], red_stride[OAR_MAX_NDIM];
+  bool inner_reduced = false;
+  int64_t inner = 1;        // innermost dim: L (reduced) or B (kept)
+  int64_t outer_count = 1;  // product of kept_shape
+  int64_t red_count = 1;    // product of red_shape
+
+  int64_t kept_offset(int64_t o) const { return offset(o, nkept, kept_shape, kept_stride); }
+  int64_t red_offset(int64_t q) const { return offset(q, nred, red_shape, red_stride); }
+  static int64_t offset(int64_t i, int n, const int64_t* shape, const int64_t* stride) {
+    int64_t off = 0;
+    for (int d = n - 1; d >= 0; --d) {
+      off += (i % shape[d]) * stride[d];
+      i /= shape[d];
+    }
+    return off;
+  }
+};
+
+RedPlan make_plan(const OarTensorView& x, const bool* reduced) {
+  int64_t shape[OAR_MAX_NDIM];
+  bool red[OAR_MAX_NDIM];
+  int n = 0;
+  for (int d = 0; d < x.ndim; ++d) {
+    if (x.shape[d] == 1) continue;
+    if (n > 0 && red[n - 1] == reduced[d]) {
+      shape[n - 1] *= x.shape[d];
+    } else {
+      shape[n] = x.shape[d];
+      red[n++] = reduced[d];
+    }
+  }
+  if (n == 0) {  // scalar: one kept element
+    shape[0] = 1;
+    red[0] = false;
+    n = 1;
+  }
+  RedPlan p;
+  int64_t stride = 1;
+  p.inner = shape[n - 1];
+  p.inner_reduced = red[n - 1];
+  stride = p.inner;
+  for (int d = n - 2; d >= 0; --d) {  // filled innermost first, then reversed
+    if (red[d]) {
+      p.red_shape[p.nred] = shape[d];
+      p.red_stride[p.nred++] = stride;
+    } else {
+      p.kept_shape[p.nkept] = shape[d];
+      p.kept_stride[p.nkept++] = stride;
+    }
+    stride *= shape[d];
+  }
+  std::reverse(p.red_shape, p.red_shape + p.nred);
+  std::reverse(p.red_stride, p.red_stride + p.nred);
+  std::reverse(p.kept_shape, p.kept_shape + p.nkept);
+  std::reverse(p.kept_stride, p.kept_stride + p.nkept);
+  for (int d = 0; d < p.nkept; ++d) p.outer_count *= p.kept_shape[d];
+  for (int d = 0; d < p.nred; ++d) p.red_count *= p.red_shape[d];
+  return p;
+}
+
+/// Innermost dim reduced: output o = combine over q of the contiguous run
+/// of L elements at kept_offset(o) + red_offset(q), in blocks of kBlock.
+template <class T, RedOp kOp>
+void reduce_inner(const RedPlan& p, const T* x, typename RedTypes<T, kOp>::Out* y) {
+  using Ty = RedTypes<T, kOp>;
+  using Acc = typename Ty::Acc;
+  using Block = typename Ty::Block;
+  using Op = Combine<kOp>;
+  const int64_t L = p.inner;
+  const int64_t per_run = (L + kBlock - 1) / kBlock;
+  const int64_t pieces = p.red_count * per_run;
+  auto piece = [&](const T* base, int64_t k) -> Acc {
+    const int64_t q = k / per_run;
+    const int64_t c = (k % per_run) * kBlock;
+    return static_cast<Acc>(
+        block_reduce<T, Block, kOp>(base + p.red_offset(q) + c, std::min(kBlock, L - c)));
+  };
+  const int64_t total = p.outer_count * pieces * std::min(L, kBlock);
+  if (p.outer_count >= g_num_threads || total < kParallelMin) {
+#pragma omp parallel for num_threads(g_num_threads) schedule(static) if (total >= kParallelMin)
+    for (int64_t o = 0; o < p.outer_count; ++o) {
+      const T* base = x + p.kept_offset(o);
+      Acc acc = Op::template identity<Acc>();
+      for (int64_t k = 0; k < pieces; ++k) acc = Op::f(acc, piece(base, k));
+      y[o] = to<typename Ty::Out>(acc);
+    }
+    return;
+  }
+  // Few outputs: threads share their pieces (not std::vector: Acc may be bool).
+  std::unique_ptr<Acc[]> partial(new Acc[static_cast<size_t>(pieces)]);
+  for (int64_t o = 0; o < p.outer_count; ++o) {
+    const T* base = x + p.kept_offset(o);
+#pragma omp parallel for num_threads(g_num_threads) schedule(static)
+    for (int64_t k = 0; k < pieces; ++k) partial[static_cast<size_t>(k)] = piece(base, k);
+    Acc acc = Op::template identity<Acc>();
+    for (int64_t k = 0; k < pieces; ++k) acc = Op::f(acc, partial[static_cast<size_t>(k)]);
+    y[o] = to<typename Ty::Out>(acc);
+  }
+}
+
+/// Innermost dim kept (B wide): output row o' accumulates the rows at
+/// kept_offset(o') + red_offset(q), kRowBlock rows per block, in tiles of
+/// kRowTile columns.
+template <class T, RedOp kOp>
+void reduce_outer(const RedPlan& p, const T* x, typename RedTypes<T, kOp>::Out* y) {
+  using Ty = RedTypes<T, kOp>;
+  using Acc = typename Ty::Acc;
+  using Block = typename Ty::Block;
+  using Op = Combine<kOp>;
+  const int64_t B = p.inner;
+  const int64_t col_tiles = (B + kRowTile - 1) / kRowTile;
+  const int64_t tiles = p.outer_count * col_tiles;
+  const int64_t row_blocks = (p.red_count + kRowBlock - 1) / kRowBlock;
+  // Block `rb` of tile (o', c0..c0+w) into blk[0..w).
+  auto block = [&](const T* base, int64_t rb, int64_t w, Block* blk) {
+    for (int64_t b = 0; b < w; ++b) blk[b] = Op::template identity<Block>();
+    const int64_t q0 = rb * kRowBlock;
+    const int64_t q1 = std::min(p.red_count, q0 + kRowBlock);
+    if (p.nred == 1 && p.red_stride[0] == B && w == B && B <= 32) {
+      // Narrow rows stored back to back: walk the block as one flat run with
+      // L = k * B accumulators (column j % B), which vectorizes.
+      const T* flat = base + q0 * B;
+      const int64_t len = (q1 - q0) * B;
+      const int64_t L = (64 / B) * B;
+      Block acc[64];
+      for (int64_t j = 0; j < L; ++j) acc[j] = Op::template identity<Block>();
+      int64_t i = 0;
+      for (; i + L <= len; i += L) {
+        for (int64_t j = 0; j < L; ++j) acc[j] = Op::f(acc[j], static_cast<Block>(Num<T>::load(flat[i + j])));
+      }
+      for (int64_t j = 0; i < len; ++i, ++j) acc[j] = Op::f(acc[j], static_cast<Block>(Num<T>::load(flat[i])));
+      for (int64_t j = 0; j < L; ++j) blk[j % B] = Op::f(blk[j % B], acc[j]);
+      return;
+    }
+    // Walk the reduced dims with an odometer (no division per row).
+    int64_t idx[OAR_MAX_NDIM];
+    int64_t rest = q0;
+    for (int d = p.nred - 1; d >= 0; --d) {
+      idx[d] = rest % p.red_shape[d];
+      rest /= p.red_shape[d];
+    }
+    const T* row = base + p.red_offset(q0);
+    for (int64_t q = q0; q < q1; ++q) {
+      for (int64_t b = 0; b < w; ++b) blk[b] = Op::f(blk[b], static_cast<Block>(Num<T>::load(row[b])));
+      for (int d = p.nred - 1; d >= 0; --d) {
+        row += p.red_stride[d];
+        if (++idx[d] < p.red_shape[d]) break;
+        row -= p.red_shape[d] * p.red_stride[d];
+        idx[d] = 0;
+      }
+    }
+  };
+  const int64_t total = p.outer_count * p.red_count * B;
+  if (tiles >= g_num_threads || total < kParallelMin) {
+#pragma omp parallel for num_threads(g_num_threads) schedule(static) if (total >= kParallelMin)
+    for (int64_t t = 0; t < tiles; ++t) {
+      const int64_t o = t / col_tiles;
+      const int64_t c0 = (t % col_tiles) * kRowTile;
+      const int64_t w = std::min(kRowTile, B - c0);
+      const T* base = x + p.kept_offset(o) + c0;
+      Block blk[kRowTile];
+      Acc acc[kRowTile];
+      for (int64_t b = 0; b < w; ++b) acc[b] = Op::template identity<Acc>();
+      for (int64_t rb = 0; rb < row_blocks; ++rb) {
+        block(base, rb, w, blk);
+        for (int64_t b = 0; b < w; ++b) acc[b] = Op::f(acc[b], static_cast<Acc>(blk[b]));
+      }
+      for (int64_t b = 0; b < w; ++b) y[o * B + c0 + b] = to<typename Ty::Out>(acc[b]);
+    }
+    return;
+  }
+  // Few tiles: threads share the row blocks of each tile.
+  std::unique_ptr<Block[]> partial(new Block[static_cast<size_t>(row_blocks * std::min(B, kRowTile))]);
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t o = t / col_tiles;
+    const int64_t c0 = (t % col_tiles) * kRowTile;
+    const int64_t w = std::min(kRowTile, B - c0);
+    const T* base = x + p.kept_offset(o) + c0;
+#pragma omp parallel for num_threads(g_num_threads) schedule(static)
+    for (int64_t rb = 0; rb < row_blocks; ++rb) block(base, rb, w, &partial[static_cast<size_t>(rb * w)]);
+    for (int64_t b = 0; b < w; ++b) {
+      Acc acc = Op::template identity<Acc>();
+      for (int64_t rb = 0; rb < row_blocks; ++rb) {
+        acc = Op::f(acc, static_cast<Acc>(partial[static_cast<size_t>(rb * w + b)]));
+      }
+      y[o * B + c0 + b] = to<typename Ty::Out>(acc);
+    }
+  }
+}
+
+template <RedOp kOp>
+OarStatus reduce_kernel(const OarKernelContext* ctx) {
+  if (ctx->num_inputs != 1 || ctx->num_outputs != 1) {
+    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "expected 1 input and 1 output");
+  }
+  const OarTensorView& x = ctx->inputs[0];
+  const OarTensorView& y = ctx->outputs[0];
+  Attrs attrs(ctx);
+  bool reduced[OAR_MAX_NDIM] = {};
+  int64_t count = 0;
+  const int64_t* axes = attrs.has("axes") ? attrs.get_ints("axes", &count) : nullptr;
+  if (!attrs.ok()) return attrs.status();
+  for (int64_t i = 0; i < count; ++i) {
+    if (axes[i] < 0 || axes[i] >= x.ndim) {
+      return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "axis %lld is out of range for rank %d",
+                  static_cast<long long>(axes[i]), x.ndim);
+    }
+    reduced[axes[i]] = true;
+  }
+  if (count == 0) std::fill(reduced, reduced + OAR_MAX_NDIM, true);  // empty axes: all axes
+  bool ok = false;
+  visit_all(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using Ty = RedTypes<T, kOp>;
+    using Out = typename Ty::Out;
+    int32_t want = std::is_same_v<Out, int64_t> && !std::is_same_v<T, int64_t> ? int32_t{OAR_DTYPE_I64}
+                                                                              : x.dtype;
+    if (y.dtype != want) return;
+    ok = true;
+    Out* out = static_cast<Out*>(oar_view_ptr(&y));
+    const int64_t n_out = oar_view_numel(&y);
+    if (n_out == 0) return;
+    if (oar_view_numel(&x) == 0) {  // empty reduction: sum 0, prod 1
+      const Out v = to<Out>(Combine<kOp>::template identity<typename Ty::Acc>());
+      std::fill(out, out + n_out, v);
+      return;
+    }
+    const RedPlan plan = make_plan(x, reduced);
+    const T* in = static_cast<const T*>(oar_view_ptr(&x));
+    if (plan.inner_reduced) {
+      reduce_inner<T, kOp>(plan, in, out);
+    } else {
+      reduce_outer<T, kOp>(plan, in, out);
+    }
+  });
+  if (!ok) {
+    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "dtypes %s -> %s are not supported",
+                dtype_name(x.dtype), dtype_name(y.dtype));
+  }
+  return OAR_OK;
+}
+
+// ------------------------------------------------------- argmax/argmin ---
+
+template <class C, bool kMax>
+bool better(C v, C best) {  // NaN is the extreme; the first one wins
+  if (best != best) return false;
+  if (v != v) return true;
+  return kMax ? v > best : v < best;
+}
+
+template <bool kMax>
+OarStatus arg_kernel(const OarKernelContext* ctx) {
+  if (ctx->num_inputs != 1 || ctx->num_outputs != 1) {
+    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "expected 1 input and 1 output");
+  }
+  const OarTensorView& x = ctx->inputs[0];
+  const OarTensorView& y = ctx->outputs[0];
+  if (y.dtype != OAR_DTYPE_I64) {
+    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "output dtype is %s, expected i64", dtype_name(y.dtype));
+  }
+  Attrs attrs(ctx);
+  const int64_t axis = attrs.get_int("axis", -1);  // missing: over the flattened tensor
+  if (!attrs.ok()) return attrs.status();
+  if (axis >= x.ndim || (axis < 0 && attrs.has("axis"))) {
+    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "axis %lld is out of range for rank %d",
+                static_cast<long long>(axis), x.ndim);
+  }
+  int64_t A = 1, R = oar_view_numel(&x), B = 1;
+  if (axis >= 0) {
+    R = x.shape[axis];
+    for (int d = 0; d < axis; ++d) A *= x.shape[d];
+    for (int d = static_cast<int>(axis) + 1; d < x.ndim; ++d) B *= x.shape[d];
+  }
+  int64_t* out = static_cast<int64_t*>(oar_view_ptr(&y));
+  if (A * B == 0) return OAR_OK;
+  if (R == 0) {
+    std::fill(out, out + A * B, int64_t{0});
+    return OAR_OK;
+  }
+  const bool ok = visit_all(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using C = typename Num<T>::C;
+    const T* in = static_cast<const T*>(oar_view_ptr(&x));
+    const int64_t tiles_per_a = (B + kRowTile - 1) / kRowTile;
+    const int64_t tiles = A * tiles_per_a;
+#pragma omp parallel for num_threads(g_num_threads) schedule(static) if (A * R * B >= kParallelMin)
+    for (int64_t t = 0; t < tiles; ++t) {
+      const int64_t a = t / tiles_per_a;
+      const int64_t b0 = (t % tiles_per_a) * kRowTile;
+      const int64_t w = std::min(kRowTile, B - b0);
+      const T* base = in + a * R * B + b0;
+      C best[kRowTile];
+      int64_t idx[kRowTile];
+      for (int64_t b = 0; b < w; ++b) {
+        best[b] = Num<T>::load(base[b]);
+        idx[b] = 0;
+      }
+      for (int64_t r = 1; r < R; ++r) {
+        const T* row = base + r * B;
+        for (int64_t b = 0; b < w; ++b) {
+          const C v = Num<T>::load(row[b]);
+          if (better<C, kMax>(v, best[b])) {
+            best[b] = v;
+            idx[b] = r;
+          }
+        }
+      }
+      for (int64_t b = 0; b < w; ++b) out[a * B + b0 + b] = idx[b];
+    }
+  });
+  if (!ok) return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "dtype %s is not supported", dtype_name(x.dtype));
+  return OAR_OK;
+}
+
+}  // namespace
+
+void register_reduce_kernels(Registrar& r) {
+  for (int32_t dt : kAllDtypes) {
+    const bool is_float = visit_float(dt, [](auto) {});
+    const int32_t arith_out = is_float ? dt : int32_t{OAR_DTYPE_I64};
+    r.add("sum", {dt}, {arith_out}, 0, &guarded<&reduce_kernel<RedOp::kSum>>);
+    r.add("prod", {dt}, {arith_out}, 0, &guarded<&reduce_kernel<RedOp::kProd>>);
+    r.add("max", {dt}, {dt}, 0, &guarded<&reduce_kernel<RedOp::kMax>>);
+    r.add("min", {dt}, {dt}, 0, &guarded<&reduce_kernel<RedOp::kMin>>);
+    r.add("argmax", {dt}, {OAR_DTYPE_I64}, 0, &guarded<&arg_kernel<true>>);
+    r.add("argmin", {dt}, {OAR_DTYPE_I64}, 0, &guarded<&arg_kernel<false>>);
+  }
+}
+
+}  // namespace oar_cpu
