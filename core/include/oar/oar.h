@@ -2,6 +2,7 @@
 /// Everything a C++ user of oar needs: tensors, ops, devices, the runtime.
 #pragma once
 
+#include "oar/autograd.h"
 #include "oar/builder.h"
 #include "oar/device.h"
 #include "oar/dtype.h"

@@ -63,6 +63,21 @@ using MetaFn = std::vector<TensorMeta> (*)(const OpDef& op, std::span<const Tens
 /// builder, so it runs eagerly or emits IR).
 using DecomposeFn = std::vector<Tensor> (*)(std::span<const Tensor> inputs, const Attrs& attrs);
 
+/// What a VJP rule receives. Inputs and outputs keep their autograd graph,
+/// so a rule run under create_graph is itself differentiated (grad-of-grad).
+struct VjpContext {
+  std::span<const Tensor> inputs;
+  std::span<const Tensor> outputs;
+  std::span<const Tensor> grads;  ///< one per output; an undefined one is zero
+  const Attrs& attrs;
+  std::span<const bool> needs;     ///< needs[i]: the gradient of input i is wanted
+};
+
+/// VJP rule: one gradient per input, written in ops (so it runs eagerly or
+/// emits IR). An undefined Tensor means "no gradient" for that input. Each
+/// gradient has its input's shape (broadcasting is summed back: sum_to).
+using VjpFn = std::vector<Tensor> (*)(const VjpContext& ctx);
+
 /// How the host prepares a kernel's inputs (docs/kernels.md).
 enum class InputLayout : uint8_t {
   as_is,      ///< inputs passed with their own shapes
@@ -85,6 +100,8 @@ struct OpDef {
   InputLayout layout = InputLayout::as_is;
   MetaFn meta = nullptr;
   DecomposeFn decompose = nullptr;  ///< composite ops only
+  VjpFn vjp = nullptr;              ///< null: composite ops differentiate their decomposition
+  bool differentiable = true;       ///< false: asking for a gradient through it is an error
   int id = -1;                      ///< index in the registry, set on registration
 };
 

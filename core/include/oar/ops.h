@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "oar/tensor.h"
@@ -143,5 +144,26 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 Tensor rms_norm(const Tensor& x, const Tensor& weight, double epsilon = 1e-6);
 /// x @ weight + bias, weight [in, out] (paddle.nn.functional.linear).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
+// ---- losses and layers (composite ops) ----
+/// Softmax cross entropy of `logits` (paddle.nn.functional.cross_entropy):
+/// hard labels are int32/int64 of logits' shape without `axis` (or with it
+/// as 1); soft labels (soft_label) are probabilities of logits' shape.
+/// reduction: "mean" (over labels != ignore_index), "sum" or "none" (shape
+/// of logits without `axis`).
+Tensor cross_entropy(const Tensor& logits, const Tensor& label, bool soft_label = false, int64_t axis = -1,
+                     const std::string& reduction = "mean", int64_t ignore_index = -100);
+/// Mean squared error; reduction "mean", "sum" or "none".
+Tensor mse_loss(const Tensor& input, const Tensor& label, const std::string& reduction = "mean");
+/// Zeroes elements with probability p and scales the rest by 1/(1-p) in
+/// training (Paddle's upscale_in_train); the mask comes from the global
+/// Philox generator, so oar::seed makes it reproducible.
+Tensor dropout(const Tensor& x, double p = 0.5, bool training = true);
+/// Rows of `weight` [num, dim] selected by integer `ids`: ids.shape + [dim].
+Tensor embedding(const Tensor& ids, const Tensor& weight);
+/// Attention over [batch, seq, heads, head_dim] (Paddle's layout):
+/// softmax(q k^T / sqrt(head_dim), with a causal mask if asked) v.
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    bool is_causal = false);
 
 }  // namespace oar

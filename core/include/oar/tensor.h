@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -99,6 +100,27 @@ class Tensor {
   Tensor contiguous() const;
   /// "Tensor(shape=[2], dtype=float32, device=cpu:0, values=[1, 2])".
   std::string str(int64_t max_values = 16) const;
+
+  // ---- autograd (see autograd.h) ----
+  /// True when gradients flow to this tensor (Paddle: not stop_gradient).
+  bool requires_grad() const;
+  /// Marks a leaf as requiring grad; returns *this. Throws on a non-leaf.
+  Tensor& set_requires_grad(bool requires_grad = true);
+  /// True unless the tensor was produced by a recorded op.
+  bool is_leaf() const;
+  /// Gradient accumulated by backward() into a leaf (undefined if none).
+  Tensor grad() const;
+  /// Resets the accumulated gradient.
+  void clear_grad();
+  /// Backpropagates from this tensor: a scalar, or any shape with `grad`.
+  void backward(const Tensor& grad = Tensor(), bool retain_graph = false, bool create_graph = false) const;
+  /// A tensor sharing the data with no autograd history.
+  Tensor detach() const;
+  /// Calls `hook` with the gradient computed for this tensor; a defined
+  /// result replaces the gradient.
+  void register_hook(std::function<Tensor(const Tensor&)> hook);
+  /// Name of the op that produced this tensor ("" for a leaf).
+  std::string grad_fn_name() const;
 
   TensorImpl& impl() const;
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }

@@ -3,6 +3,7 @@
 #include <array>
 
 #include "dispatch/device_context.h"
+#include "oar/autograd.h"
 #include "oar/builder.h"
 #include "oar/runtime.h"
 
@@ -65,13 +66,20 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
                                                    "; move them to one device with to()");
     }
   }
-  if (op.kind == OpKind::view) return {apply_view(inputs[0], out_meta[0])};
+  if (op.kind == OpKind::view) {
+    std::vector<Tensor> outputs{apply_view(inputs[0], out_meta[0])};
+    record_op(op, inputs, outputs, attrs);
+    return outputs;
+  }
 
   DeviceBackend& backend = backend_of(dev);
   std::vector<DType> in_dtypes, out_dtypes;
   for (const auto& m : in_meta) in_dtypes.push_back(m.dtype);
   for (const auto& m : out_meta) out_dtypes.push_back(m.dtype);
   const KernelEntry* kernel = backend.find_kernel(op.id, in_dtypes, out_dtypes);
+  // A fused kernel of a composite op without a VJP rule would end the tape:
+  // differentiate its decomposition instead.
+  if (kernel && op.decompose && !op.vjp && needs_recording(inputs)) kernel = nullptr;
   if (!kernel) {
     if (op.decompose) return op.decompose(inputs, attrs);
     throw Error(ErrorCode::unsupported,
@@ -87,7 +95,10 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
     outputs.push_back(allocate_tensor(m.shape, m.dtype, dev));
     any_elements = any_elements || shape_numel(m.shape) > 0;
   }
-  if (!any_elements) return outputs;
+  if (!any_elements) {
+    record_op(op, inputs, outputs, attrs);
+    return outputs;
+  }
 
   int rank = op.layout == InputLayout::broadcast ? static_cast<int>(out_meta[0].shape.size()) : -1;
   std::vector<OarTensorView> in_views, out_views;
@@ -113,6 +124,7 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
                 message.empty() ? op.name + ": the " + dev.type + " kernel failed with status " + std::to_string(status)
                                 : message);
   }
+  record_op(op, inputs, outputs, attrs);
   return outputs;
 }
 

@@ -1,6 +1,7 @@
 // Creation ops: full, arange, and counter-based random numbers (uniform,
 // normal) whose values depend only on (seed, offset, shape).
 #include <atomic>
+#include <tuple>
 #include <cmath>
 
 #include "oar/ops.h"
@@ -34,6 +35,14 @@ Generator& generator() {
   return g;
 }
 
+}  // namespace
+
+std::pair<uint64_t, uint64_t> next_random_state() {
+  return {generator().seed.load(), generator().offset.fetch_add(1)};
+}
+
+namespace {
+
 Tensor create(const OpDef& op, Attrs attrs, const std::optional<Device>& device) {
   Device dev = device ? *device : default_device();
   return apply1(op, {}, attrs, &dev);
@@ -41,10 +50,7 @@ Tensor create(const OpDef& op, Attrs attrs, const std::optional<Device>& device)
 
 Tensor random(const OpDef& op, const Shape& shape, double a, double b, const char* a_name, const char* b_name,
               DType dtype, const std::optional<Device>& device, std::optional<uint64_t> seed, uint64_t offset) {
-  if (!seed) {
-    seed = generator().seed.load();
-    offset = generator().offset.fetch_add(1);
-  }
+  if (!seed) std::tie(seed, offset) = next_random_state();
   return create(op,
                 Attrs{{"shape", shape},
                       {"dtype", static_cast<int64_t>(dtype)},

@@ -1,7 +1,9 @@
 // Elementwise ops: unary math, broadcasting binary ops, comparisons,
 // logical ops, where, cast, copy.
 #include <array>
+#include <cmath>
 
+#include "oar/autograd.h"
 #include "oar/ops.h"
 #include "ops/op_util.h"
 
@@ -54,26 +56,98 @@ std::vector<TensorMeta> cast_meta(const OpDef&, std::span<const TensorMeta> in, 
   return {{static_cast<DType>(attrs.get_int("dtype")), in[0].shape}};
 }
 
-constexpr std::array<const char*, 13> kUnary = {"neg", "abs",  "exp", "log",  "sqrt",  "rsqrt", "sin",
-                                                "cos", "tanh", "erf", "sign", "floor", "ceil"};
-constexpr std::array<const char*, 7> kArithmetic = {"add", "sub", "mul", "div", "pow", "maximum", "minimum"};
+// ---- VJP rules (one line each; Note [Builder] in builder.h) ----
+using Grads = std::vector<Tensor>;
+const Tensor& X(const VjpContext& c, size_t i = 0) { return c.inputs[i]; }
+const Tensor& G(const VjpContext& c) { return c.grads[0]; }
+const Tensor& Y(const VjpContext& c) { return c.outputs[0]; }
+// Gradient for input i, summed back over broadcast dims, if wanted.
+Tensor to_input(const VjpContext& c, size_t i, const Tensor& g) { return c.needs[i] ? sum_to(g, X(c, i).shape()) : Tensor(); }
+
+Grads neg_vjp(const VjpContext& c) { return {-G(c)}; }
+Grads abs_vjp(const VjpContext& c) { return {G(c) * sign(X(c))}; }
+Grads exp_vjp(const VjpContext& c) { return {G(c) * Y(c)}; }
+Grads log_vjp(const VjpContext& c) { return {G(c) / X(c)}; }
+Grads sqrt_vjp(const VjpContext& c) { return {G(c) / (Y(c) * 2.0)}; }
+Grads rsqrt_vjp(const VjpContext& c) { return {G(c) * (Y(c) * Y(c) * Y(c)) * -0.5}; }
+Grads sin_vjp(const VjpContext& c) { return {G(c) * cos(X(c))}; }
+Grads cos_vjp(const VjpContext& c) { return {-(G(c) * sin(X(c)))}; }
+Grads tanh_vjp(const VjpContext& c) { return {G(c) * (1.0 - Y(c) * Y(c))}; }
+Grads erf_vjp(const VjpContext& c) { return {G(c) * exp(-(X(c) * X(c))) * (2.0 / std::sqrt(M_PI))}; }
+// sign, floor, ceil: the derivative is 0 wherever it exists.
+Grads zero_vjp(const VjpContext& c) { return {zeros_like(X(c))}; }
+
+Grads add_vjp(const VjpContext& c) { return {to_input(c, 0, G(c)), to_input(c, 1, G(c))}; }
+Grads sub_vjp(const VjpContext& c) { return {to_input(c, 0, G(c)), c.needs[1] ? to_input(c, 1, -G(c)) : Tensor()}; }
+Grads mul_vjp(const VjpContext& c) {
+  return {c.needs[0] ? to_input(c, 0, G(c) * X(c, 1)) : Tensor(), c.needs[1] ? to_input(c, 1, G(c) * X(c, 0)) : Tensor()};
+}
+Grads div_vjp(const VjpContext& c) {
+  return {c.needs[0] ? to_input(c, 0, G(c) / X(c, 1)) : Tensor(),
+          c.needs[1] ? to_input(c, 1, -(G(c) * Y(c) / X(c, 1))) : Tensor()};
+}
+Grads pow_vjp(const VjpContext& c) {
+  return {c.needs[0] ? to_input(c, 0, G(c) * X(c, 1) * pow(X(c, 0), X(c, 1) - 1.0)) : Tensor(),
+          c.needs[1] ? to_input(c, 1, G(c) * Y(c) * log(X(c, 0))) : Tensor()};
+}
+// Ties split the gradient evenly between the operands.
+Grads extremum_vjp(const VjpContext& c, bool is_max) {
+  const Tensor &a = X(c, 0), &b = X(c, 1);
+  Tensor wins = cast(is_max ? greater_than(a, b) : less_than(a, b), a.dtype());
+  Tensor share = wins + cast(equal(a, b), a.dtype()) * 0.5;
+  return {c.needs[0] ? to_input(c, 0, G(c) * share) : Tensor(),
+          c.needs[1] ? to_input(c, 1, G(c) * (1.0 - share)) : Tensor()};
+}
+Grads maximum_vjp(const VjpContext& c) { return extremum_vjp(c, true); }
+Grads minimum_vjp(const VjpContext& c) { return extremum_vjp(c, false); }
+Grads where_vjp(const VjpContext& c) {
+  Tensor zero = zeros_like(G(c).detach());
+  return {Tensor(), c.needs[1] ? to_input(c, 1, where(X(c), G(c), zero)) : Tensor(),
+          c.needs[2] ? to_input(c, 2, where(X(c), zero, G(c))) : Tensor()};
+}
+Grads cast_vjp(const VjpContext& c) {
+  if (!is_floating(X(c).dtype()) || !is_floating(Y(c).dtype())) {
+    throw Error(ErrorCode::invalid_argument, "cast: a cast from " + std::string(dtype_name(X(c).dtype())) + " to " +
+                                                 std::string(dtype_name(Y(c).dtype())) + " is not differentiable");
+  }
+  return {cast(G(c), X(c).dtype())};
+}
+Grads copy_vjp(const VjpContext& c) { return {G(c)}; }
+
+struct UnaryDef {
+  const char* name;
+  VjpFn vjp;
+};
+constexpr std::array<UnaryDef, 13> kUnary = {{{"neg", neg_vjp},   {"abs", abs_vjp},   {"exp", exp_vjp},
+                                              {"log", log_vjp},   {"sqrt", sqrt_vjp}, {"rsqrt", rsqrt_vjp},
+                                              {"sin", sin_vjp},   {"cos", cos_vjp},   {"tanh", tanh_vjp},
+                                              {"erf", erf_vjp},   {"sign", zero_vjp}, {"floor", zero_vjp},
+                                              {"ceil", zero_vjp}}};
+constexpr std::array<UnaryDef, 7> kArithmetic = {{{"add", add_vjp},
+                                                  {"sub", sub_vjp},
+                                                  {"mul", mul_vjp},
+                                                  {"div", div_vjp},
+                                                  {"pow", pow_vjp},
+                                                  {"maximum", maximum_vjp},
+                                                  {"minimum", minimum_vjp}}};
 constexpr std::array<const char*, 8> kCompare = {"equal", "not_equal",     "less",        "less_equal",
                                                  "greater", "greater_equal", "logical_and", "logical_or"};
 
 }  // namespace
 
 OAR_REGISTER_OPS(elementwise) {
-  for (const char* name : kUnary) add_op({.name = name, .meta = unary_meta});
-  add_op({.name = "logical_not", .meta = logical_not_meta});
-  for (const char* name : kArithmetic) {
-    add_op({.name = name, .num_inputs = 2, .layout = InputLayout::broadcast, .meta = arithmetic_meta});
+  for (const auto& u : kUnary) add_op({.name = u.name, .meta = unary_meta, .vjp = u.vjp});
+  add_op({.name = "logical_not", .meta = logical_not_meta, .differentiable = false});
+  for (const auto& b : kArithmetic) {
+    add_op({.name = b.name, .num_inputs = 2, .layout = InputLayout::broadcast, .meta = arithmetic_meta, .vjp = b.vjp});
   }
   for (const char* name : kCompare) {
-    add_op({.name = name, .num_inputs = 2, .layout = InputLayout::broadcast, .meta = compare_meta});
+    add_op({.name = name, .num_inputs = 2, .layout = InputLayout::broadcast, .meta = compare_meta,
+            .differentiable = false});
   }
-  add_op({.name = "where", .num_inputs = 3, .layout = InputLayout::broadcast, .meta = where_meta});
-  add_op({.name = "cast", .meta = cast_meta});
-  add_op({.name = "copy", .meta = meta::same_as_input});
+  add_op({.name = "where", .num_inputs = 3, .layout = InputLayout::broadcast, .meta = where_meta, .vjp = where_vjp});
+  add_op({.name = "cast", .meta = cast_meta, .vjp = cast_vjp});
+  add_op({.name = "copy", .meta = meta::same_as_input, .vjp = copy_vjp});
 }
 
 namespace {

@@ -1,6 +1,7 @@
 // matmul (primitive) and linear (composite).
 #include <array>
 
+#include "oar/autograd.h"
 #include "oar/ops.h"
 #include "ops/op_util.h"
 
@@ -32,6 +33,17 @@ std::vector<TensorMeta> matmul_meta(const OpDef& op, std::span<const TensorMeta>
   return {{in[0].dtype, batch}};
 }
 
+// C = op(A) op(B): dA = g op(B)^T (or op(B) g^T when A is transposed),
+// dB = op(A)^T g (or g^T op(A)); broadcast batch dims are summed back.
+std::vector<Tensor> matmul_vjp(const VjpContext& c) {
+  const Tensor &a = c.inputs[0], &b = c.inputs[1], &g = c.grads[0];
+  bool ta = c.attrs.get_bool("transpose_a"), tb = c.attrs.get_bool("transpose_b");
+  Tensor da, db;
+  if (c.needs[0]) da = sum_to(ta ? matmul(b, g, tb, true) : matmul(g, b, false, !tb), a.shape());
+  if (c.needs[1]) db = sum_to(tb ? matmul(g, a, true, ta) : matmul(a, g, !ta, false), b.shape());
+  return {da, db};
+}
+
 std::vector<TensorMeta> linear_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs&) {
   meta::require_same_dtype(op, in);
   const Shape& x = in[0].shape;
@@ -57,7 +69,7 @@ std::vector<Tensor> linear_decompose(std::span<const Tensor> in, const Attrs&) {
 }  // namespace
 
 OAR_REGISTER_OPS(linalg) {
-  add_op({.name = "matmul", .num_inputs = 2, .layout = InputLayout::broadcast, .meta = matmul_meta});
+  add_op({.name = "matmul", .num_inputs = 2, .layout = InputLayout::broadcast, .meta = matmul_meta, .vjp = matmul_vjp});
   add_op({.name = "linear", .kind = OpKind::composite, .num_inputs = 3, .meta = linear_meta,
           .decompose = linear_decompose});
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "oar/autograd.h"
 #include "oar/ops.h"
 #include "ops/op_util.h"
 
@@ -157,17 +158,77 @@ void normalize_slice(int64_t n, int64_t& start, int64_t& end, int64_t step) {
   }
 }
 
+// ---- VJP rules ----
+using Grads = std::vector<Tensor>;
+Grads reshape_vjp(const VjpContext& c) { return {reshape(c.grads[0], c.inputs[0].shape())}; }
+Grads transpose_vjp(const VjpContext& c) {
+  const auto& perm = c.attrs.get_ints("perm");
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  return {transpose(c.grads[0], inverse)};
+}
+Grads broadcast_to_vjp(const VjpContext& c) { return {sum_to(c.grads[0], c.inputs[0].shape())}; }
+// Scatters g back dim by dim: the slice along a dim is a gather with the
+// index arange(start, start + len * step, step), whose adjoint is scatter_add.
+Grads slice_vjp(const VjpContext& c) {
+  const Shape& x = c.inputs[0].shape();
+  const auto& starts = c.attrs.get_ints("starts");
+  const auto& steps = c.attrs.get_ints("steps");
+  Tensor g = c.grads[0];
+  for (size_t d = x.size(); d-- > 0;) {
+    int64_t len = g.shape()[d];
+    if (len == x[d] && starts[d] == 0 && steps[d] == 1) continue;
+    Tensor index = arange(static_cast<double>(starts[d]), static_cast<double>(starts[d] + len * steps[d]),
+                          static_cast<double>(steps[d]), DType::i64, g.device());
+    Shape full_shape = g.shape();
+    full_shape[d] = x[d];
+    g = scatter_add(zeros(full_shape, g.dtype(), g.device()), index, g, static_cast<int64_t>(d));
+  }
+  return {g};
+}
+Grads concat_vjp(const VjpContext& c) {
+  int64_t axis = c.attrs.get_int("axis");
+  Grads out;
+  int64_t offset = 0;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    int64_t n = c.inputs[i].shape()[static_cast<size_t>(axis)];
+    out.push_back(c.needs[i] ? slice(c.grads[0], {axis}, {offset}, {offset + n}) : Tensor());
+    offset += n;
+  }
+  return out;
+}
+Grads pad_vjp(const VjpContext& c) {
+  const auto& pads = c.attrs.get_ints("pads");
+  const Shape& x = c.inputs[0].shape();
+  std::vector<int64_t> axes, starts, ends;
+  for (size_t d = 0; d < x.size(); ++d) {
+    axes.push_back(static_cast<int64_t>(d));
+    starts.push_back(pads[2 * d]);
+    ends.push_back(pads[2 * d] + x[d]);
+  }
+  return {slice(c.grads[0], axes, starts, ends)};
+}
+Grads gather_vjp(const VjpContext& c) {
+  const Tensor& x = c.inputs[0];
+  return {scatter_add(zeros(x.shape(), c.grads[0].dtype(), x.device()), c.inputs[1], c.grads[0], c.attrs.get_int("axis")),
+          Tensor()};
+}
+Grads scatter_add_vjp(const VjpContext& c) {
+  return {c.needs[0] ? c.grads[0] : Tensor(), Tensor(),
+          c.needs[2] ? gather(c.grads[0], c.inputs[1], c.attrs.get_int("axis")) : Tensor()};
+}
+
 }  // namespace
 
 OAR_REGISTER_OPS(manipulation) {
-  add_op({.name = "reshape", .kind = OpKind::view, .meta = reshape_meta});
-  add_op({.name = "transpose", .meta = transpose_meta});
-  add_op({.name = "broadcast_to", .layout = InputLayout::broadcast, .meta = broadcast_to_meta});
-  add_op({.name = "slice", .meta = slice_meta});
-  add_op({.name = "concat", .num_inputs = -1, .meta = concat_meta});
-  add_op({.name = "pad", .meta = pad_meta});
-  add_op({.name = "gather", .num_inputs = 2, .meta = gather_meta});
-  add_op({.name = "scatter_add", .num_inputs = 3, .meta = scatter_add_meta});
+  add_op({.name = "reshape", .kind = OpKind::view, .meta = reshape_meta, .vjp = reshape_vjp});
+  add_op({.name = "transpose", .meta = transpose_meta, .vjp = transpose_vjp});
+  add_op({.name = "broadcast_to", .layout = InputLayout::broadcast, .meta = broadcast_to_meta, .vjp = broadcast_to_vjp});
+  add_op({.name = "slice", .meta = slice_meta, .vjp = slice_vjp});
+  add_op({.name = "concat", .num_inputs = -1, .meta = concat_meta, .vjp = concat_vjp});
+  add_op({.name = "pad", .meta = pad_meta, .vjp = pad_vjp});
+  add_op({.name = "gather", .num_inputs = 2, .meta = gather_meta, .vjp = gather_vjp});
+  add_op({.name = "scatter_add", .num_inputs = 3, .meta = scatter_add_meta, .vjp = scatter_add_vjp});
 }
 
 Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "oar/autograd.h"
 #include "oar/ops.h"
 #include "ops/op_util.h"
 
@@ -90,6 +91,28 @@ std::vector<Tensor> rms_norm_decompose(std::span<const Tensor> in, const Attrs& 
   return {in[0] * rsqrt(ms + attrs.get_float("epsilon")) * in[1]};
 }
 
+// ---- VJP rules, used when a device ran a fused kernel (first order). They
+// are written in primitives, so higher orders differentiate them again. ----
+using Grads = std::vector<Tensor>;
+Grads relu_vjp(const VjpContext& c) {
+  return {c.grads[0] * cast(greater_than(c.inputs[0], zeros_like(c.inputs[0].detach())), c.inputs[0].dtype())};
+}
+Grads sigmoid_vjp(const VjpContext& c) { return {c.grads[0] * c.outputs[0] * (1.0 - c.outputs[0])}; }
+Grads silu_vjp(const VjpContext& c) {
+  Tensor s = sigmoid(c.inputs[0]);
+  return {c.grads[0] * s * (1.0 + c.inputs[0] * (1.0 - s))};
+}
+Grads softmax_vjp(const VjpContext& c) {
+  int64_t axis = c.attrs.get_int("axis");
+  const Tensor &y = c.outputs[0], &g = c.grads[0];
+  return {y * (g - sum(g * y, {axis}, true))};
+}
+Grads log_softmax_vjp(const VjpContext& c) {
+  int64_t axis = c.attrs.get_int("axis");
+  const Tensor &y = c.outputs[0], &g = c.grads[0];
+  return {g - exp(y) * sum(g, {axis}, true)};
+}
+
 Tensor composite(const OpDef& op, std::span<const Tensor> in, Attrs attrs = {}) { return apply1(op, in, attrs); }
 
 Tensor with_axis(const OpDef& op, const Tensor& x, int64_t axis) {
@@ -100,15 +123,15 @@ Tensor with_axis(const OpDef& op, const Tensor& x, int64_t axis) {
 }  // namespace
 
 OAR_REGISTER_OPS(nn) {
-  auto add_composite = [](const char* name, int inputs, MetaFn m, DecomposeFn d) {
-    add_op({.name = name, .kind = OpKind::composite, .num_inputs = inputs, .meta = m, .decompose = d});
+  auto add_composite = [](const char* name, int inputs, MetaFn m, DecomposeFn d, VjpFn vjp = nullptr) {
+    add_op({.name = name, .kind = OpKind::composite, .num_inputs = inputs, .meta = m, .decompose = d, .vjp = vjp});
   };
-  add_composite("relu", 1, meta::same_as_input, relu_decompose);
-  add_composite("sigmoid", 1, meta::same_as_float_input, sigmoid_decompose);
-  add_composite("silu", 1, meta::same_as_float_input, silu_decompose);
+  add_composite("relu", 1, meta::same_as_input, relu_decompose, relu_vjp);
+  add_composite("sigmoid", 1, meta::same_as_float_input, sigmoid_decompose, sigmoid_vjp);
+  add_composite("silu", 1, meta::same_as_float_input, silu_decompose, silu_vjp);
   add_composite("gelu", 1, meta::same_as_float_input, gelu_decompose);
-  add_composite("softmax", 1, axis_meta, softmax_decompose);
-  add_composite("log_softmax", 1, axis_meta, log_softmax_decompose);
+  add_composite("softmax", 1, axis_meta, softmax_decompose, softmax_vjp);
+  add_composite("log_softmax", 1, axis_meta, log_softmax_decompose, log_softmax_vjp);
   add_composite("layer_norm", 3, norm_meta, layer_norm_decompose);
   add_composite("rms_norm", 2, norm_meta, rms_norm_decompose);
 }

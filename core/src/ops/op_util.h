@@ -39,6 +39,9 @@ std::vector<TensorMeta> same_as_float_input(const OpDef& op, std::span<const Ten
 
 }  // namespace meta
 
+/// Takes the next (seed, offset) of the global random generator (oar::seed).
+std::pair<uint64_t, uint64_t> next_random_state();
+
 /// Registers an op definition (shorthand used inside OAR_REGISTER_OPS).
 inline const OpDef& add_op(OpDef def) { return OpRegistry::instance().add(std::move(def)); }
 

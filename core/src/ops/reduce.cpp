@@ -2,6 +2,7 @@
 // (composites).
 #include <array>
 
+#include "oar/autograd.h"
 #include "oar/ops.h"
 #include "ops/op_util.h"
 
@@ -91,6 +92,34 @@ std::vector<Tensor> var_decompose(std::span<const Tensor> in, const Attrs& attrs
   return {sum(centered * centered, axes, attrs.get_bool("keepdim")) / static_cast<double>(denom)};
 }
 
+// ---- VJP rules ----
+// g (reduced over `axes`) broadcast back to the input's shape.
+Tensor expand_back(const Tensor& g, const Shape& shape, const std::vector<int64_t>& axes, bool keepdim) {
+  Tensor kept = g;
+  if (!keepdim) kept = reshape(g, reduced_shape(shape, axes, true));
+  return broadcast_to(kept, shape);
+}
+std::vector<Tensor> sum_vjp(const VjpContext& c) {
+  return {expand_back(c.grads[0], c.inputs[0].shape(), c.attrs.get_ints("axes"), c.attrs.get_bool("keepdim"))};
+}
+// d prod / dx_i = prod / x_i (inputs with zeros get NaN-free results only
+// where x_i != 0; see README "Not done yet").
+std::vector<Tensor> prod_vjp(const VjpContext& c) {
+  const auto& axes = c.attrs.get_ints("axes");
+  bool keepdim = c.attrs.get_bool("keepdim");
+  const Shape& shape = c.inputs[0].shape();
+  return {expand_back(c.grads[0], shape, axes, keepdim) * expand_back(c.outputs[0], shape, axes, keepdim) / c.inputs[0]};
+}
+// The gradient goes to the extreme elements, split evenly among ties.
+std::vector<Tensor> extremum_vjp(const VjpContext& c) {
+  const auto& axes = c.attrs.get_ints("axes");
+  bool keepdim = c.attrs.get_bool("keepdim");
+  const Tensor& x = c.inputs[0];
+  Tensor hit = cast(equal(x, expand_back(c.outputs[0], x.shape(), axes, keepdim)), x.dtype());
+  Tensor count = sum(hit, axes, true);
+  return {expand_back(c.grads[0], x.shape(), axes, keepdim) * hit / count};
+}
+
 Tensor reduce(const OpDef& op, const Tensor& x, std::vector<int64_t> axes, bool keepdim) {
   axes = meta::normalize_axes(op.name, std::move(axes), x.dim());
   std::array<Tensor, 1> in{x};
@@ -112,8 +141,11 @@ Tensor arg_reduce(const OpDef& op, const Tensor& x, std::optional<int64_t> axis,
 }  // namespace
 
 OAR_REGISTER_OPS(reduce) {
-  for (const char* name : {"sum", "prod", "max", "min"}) add_op({.name = name, .meta = reduce_meta});
-  for (const char* name : {"argmax", "argmin"}) add_op({.name = name, .meta = arg_meta});
+  add_op({.name = "sum", .meta = reduce_meta, .vjp = sum_vjp});
+  add_op({.name = "prod", .meta = reduce_meta, .vjp = prod_vjp});
+  add_op({.name = "max", .meta = reduce_meta, .vjp = extremum_vjp});
+  add_op({.name = "min", .meta = reduce_meta, .vjp = extremum_vjp});
+  for (const char* name : {"argmax", "argmin"}) add_op({.name = name, .meta = arg_meta, .differentiable = false});
   add_op({.name = "mean", .kind = OpKind::composite, .meta = mean_meta, .decompose = mean_decompose});
   add_op({.name = "var", .kind = OpKind::composite, .meta = mean_meta, .decompose = var_decompose});
 }

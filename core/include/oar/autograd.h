@@ -1,0 +1,78 @@
+/// \file autograd.h
+/// Eager autograd: every op whose inputs require grad records a node holding
+/// its saved tensors and its OpDef (whose VJP rule computes the backward).
+/// `grad` follows paddle.grad; with create_graph the backward is recorded
+/// too, so derivatives of any order come from applying it again.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "oar/op.h"
+#include "oar/tensor.h"
+
+namespace oar {
+
+/// One recorded op application (Note [Saved tensors] in autograd.cpp).
+struct Node;
+
+/// Per-tensor autograd state.
+struct AutogradMeta {
+  bool requires_grad = false;
+  std::shared_ptr<Node> grad_fn;  ///< null for a leaf
+  int output_index = 0;
+  Tensor grad;                    ///< accumulated by backward() (leaves)
+  std::vector<std::function<Tensor(const Tensor&)>> hooks;
+};
+
+/// Gradients of `outputs` with respect to `inputs` (paddle.grad).
+/// grad_outputs: one per output, undefined = ones. retain_graph defaults to
+/// create_graph. An input not reached is an error unless allow_unused, then
+/// its gradient is an undefined Tensor.
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs = {}, bool create_graph = false,
+                         std::optional<bool> retain_graph = std::nullopt, bool allow_unused = false);
+
+/// True unless a NoGrad scope is active on this thread.
+bool grad_enabled();
+
+/// Disables recording on this thread for its lifetime (paddle.no_grad).
+class NoGrad {
+ public:
+  NoGrad();
+  ~NoGrad();
+  NoGrad(const NoGrad&) = delete;
+  NoGrad& operator=(const NoGrad&) = delete;
+
+ private:
+  bool previous_;
+};
+
+/// Sets grad mode for a scope (used by the engine for create_graph).
+class GradMode {
+ public:
+  explicit GradMode(bool enabled);
+  ~GradMode();
+  GradMode(const GradMode&) = delete;
+  GradMode& operator=(const GradMode&) = delete;
+
+ private:
+  bool previous_;
+};
+
+/// Called by the eager builder after an op ran: records a node when grad
+/// mode is on and an input requires grad. Returns whether it recorded.
+bool record_op(const OpDef& op, std::span<const Tensor> inputs, std::span<Tensor> outputs, const Attrs& attrs);
+/// True when grad mode is on and some input requires grad.
+bool needs_recording(std::span<const Tensor> inputs);
+
+/// Number of live recorded nodes (for tests of memory release).
+int64_t live_autograd_nodes();
+
+/// g summed over the dims broadcast from `shape` (the VJP of broadcasting).
+Tensor sum_to(const Tensor& g, const Shape& shape);
+
+}  // namespace oar
