@@ -42,6 +42,19 @@ class BuilderScope {
   Builder* previous_;
 };
 
+/// While alive on a thread, composite ops run their decomposition even on a
+/// device with a fused kernel (to compare the two paths, or to debug).
+class DecompositionScope {
+ public:
+  DecompositionScope();
+  ~DecompositionScope();
+  DecompositionScope(const DecompositionScope&) = delete;
+  DecompositionScope& operator=(const DecompositionScope&) = delete;
+
+ private:
+  bool previous_;
+};
+
 /// The eager builder: runs the meta rule, picks the device's kernel (or the
 /// decomposition of a composite op without one), allocates the outputs and
 /// launches the kernel on the device's stream.

@@ -11,6 +11,7 @@ namespace oar {
 
 namespace {
 thread_local Builder* t_builder = nullptr;
+thread_local bool t_prefer_decomposition = false;
 
 std::string dtype_list(std::span<const DType> dtypes) {
   std::string out;
@@ -27,6 +28,9 @@ Tensor apply_view(const Tensor& x, const TensorMeta& meta) {
   return Tensor(std::move(impl));
 }
 }  // namespace
+
+DecompositionScope::DecompositionScope() : previous_(t_prefer_decomposition) { t_prefer_decomposition = true; }
+DecompositionScope::~DecompositionScope() { t_prefer_decomposition = previous_; }
 
 Builder& current_builder() { return t_builder ? *t_builder : EagerBuilder::instance(); }
 
@@ -79,7 +83,7 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
   const KernelEntry* kernel = backend.find_kernel(op.id, in_dtypes, out_dtypes);
   // A fused kernel of a composite op without a VJP rule would end the tape:
   // differentiate its decomposition instead.
-  if (kernel && op.decompose && !op.vjp && needs_recording(inputs)) kernel = nullptr;
+  if (kernel && op.decompose && ((!op.vjp && needs_recording(inputs)) || t_prefer_decomposition)) kernel = nullptr;
   if (!kernel) {
     if (op.decompose) return op.decompose(inputs, attrs);
     throw Error(ErrorCode::unsupported,
