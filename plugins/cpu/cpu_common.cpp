@@ -27,7 +27,8 @@ OarStatus vfail(const char* op, OarStatus code, const char* fmt, va_list args) {
   } else {
     std::snprintf(message, sizeof message, "cpu plugin: %s", body);
   }
-  if (g_host != nullptr && g_host->set_error != nullptr) g_host->set_error(g_host->host, code, message);
+  if (g_host != nullptr && g_host->set_error != nullptr)
+    g_host->set_error(g_host->host, code, message);
   return code;
 }
 
@@ -74,8 +75,8 @@ void apply_num_threads_to_this_thread() {
 
 void Attrs::missing(const char* name, const char* kind) {
   if (status_ == OAR_OK) {
-    status_ = fail(ctx_, OAR_ERROR_INVALID_ARGUMENT, "attribute '%s' (%s) is missing or of another kind",
-                   name, kind);
+    status_ = fail(ctx_, OAR_ERROR_INVALID_ARGUMENT,
+                   "attribute '%s' (%s) is missing or of another kind", name, kind);
   }
 }
 
@@ -135,8 +136,8 @@ bool make_iter(const OarKernelContext* ctx, StridedIter* it, const OarTensorView
   for (int op = 1; op < it->nops; ++op) {
     const OarTensorView& v = *views[op];
     if (v.ndim != nd) {
-      fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "input %d has rank %d but the output has rank %d", op - 1,
-           v.ndim, nd);
+      fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "input %d has rank %d but the output has rank %d",
+           op - 1, v.ndim, nd);
       return false;
     }
     for (int d = 0; d < nd; ++d) {
@@ -220,8 +221,8 @@ void iter_run(const StridedIter& it, RowFn fn, void* fn_ctx) {
   // Short rows: tiles are groups of whole rows, walked with an odometer.
   const int64_t rows_per_tile = std::max<int64_t>(1, kTile / inner);
   const int64_t tiles = (rows + rows_per_tile - 1) / rows_per_tile;
-#pragma omp parallel for num_threads(g_num_threads) schedule(static) \
-    if (tiles > 1 && it.numel >= kParallelMin)
+#pragma omp parallel for num_threads(g_num_threads) \
+    schedule(static) if (tiles > 1 && it.numel >= kParallelMin)
   for (int64_t t = 0; t < tiles; ++t) {
     char* ptrs[kMaxOperands];
     int64_t idx[OAR_MAX_NDIM];

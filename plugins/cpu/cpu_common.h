@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <type_traits>
 
 #include "oar/plugin_api.h"
@@ -62,10 +63,10 @@ inline constexpr bool kIsHalf = std::is_same_v<T, f16_t> || std::is_same_v<T, bf
 template <class T>
 inline constexpr bool kIsFloat = std::is_floating_point_v<T> || kIsHalf<T>;
 
-/// Converts a compute value to storage type D with the cast contract:
-/// float->int truncates toward zero (NaN -> 0, saturating at the int64 range,
-/// then wrapping to narrower ints), ->bool is v != 0, ->f16/bf16 rounds to
-/// nearest even through float.
+/// Converts a compute value to storage type D with the cast contract (the
+/// mock's): float->int truncates toward zero and saturates at D's range
+/// (NaN -> 0), int->int wraps, ->bool is v != 0 (NaN is true), ->f16/bf16
+/// rounds to nearest even through float.
 template <class D, class V>
 inline D to(V v) {
   if constexpr (std::is_same_v<D, f16_t>) {
@@ -77,17 +78,15 @@ inline D to(V v) {
   } else if constexpr (std::is_floating_point_v<D> || !std::is_floating_point_v<V>) {
     return static_cast<D>(v);
   } else {
-    int64_t i;
-    if (v != v) {
-      i = 0;
-    } else if (v >= static_cast<V>(9.2233720368547758e18)) {
-      i = INT64_MAX;
-    } else if (v <= static_cast<V>(-9.2233720368547758e18)) {
-      i = INT64_MIN;
-    } else {
-      i = static_cast<int64_t>(v);
-    }
-    return static_cast<D>(i);
+    // Limits compare exactly in double; i64's max rounds up to 2^63, so >=
+    // sends it to the max.
+    const double d = static_cast<double>(v);
+    if (d != d) return D(0);
+    if (d <= static_cast<double>(std::numeric_limits<D>::min()))
+      return std::numeric_limits<D>::min();
+    if (d >= static_cast<double>(std::numeric_limits<D>::max()))
+      return std::numeric_limits<D>::max();
+    return static_cast<D>(d);
   }
 }
 
@@ -96,21 +95,39 @@ inline D to(V v) {
 template <class F>
 bool visit_float(int32_t dtype, F&& f) {
   switch (dtype) {
-    case OAR_DTYPE_F32: f(float{}); return true;
-    case OAR_DTYPE_F64: f(double{}); return true;
-    case OAR_DTYPE_F16: f(f16_t{}); return true;
-    case OAR_DTYPE_BF16: f(bf16_t{}); return true;
-    default: return false;
+    case OAR_DTYPE_F32:
+      f(float{});
+      return true;
+    case OAR_DTYPE_F64:
+      f(double{});
+      return true;
+    case OAR_DTYPE_F16:
+      f(f16_t{});
+      return true;
+    case OAR_DTYPE_BF16:
+      f(bf16_t{});
+      return true;
+    default:
+      return false;
   }
 }
 template <class F>
 bool visit_int(int32_t dtype, F&& f) {
   switch (dtype) {
-    case OAR_DTYPE_I8: f(int8_t{}); return true;
-    case OAR_DTYPE_U8: f(uint8_t{}); return true;
-    case OAR_DTYPE_I32: f(int32_t{}); return true;
-    case OAR_DTYPE_I64: f(int64_t{}); return true;
-    default: return false;
+    case OAR_DTYPE_I8:
+      f(int8_t{});
+      return true;
+    case OAR_DTYPE_U8:
+      f(uint8_t{});
+      return true;
+    case OAR_DTYPE_I32:
+      f(int32_t{});
+      return true;
+    case OAR_DTYPE_I64:
+      f(int64_t{});
+      return true;
+    default:
+      return false;
   }
 }
 template <class F>
@@ -129,16 +146,26 @@ bool visit_all(int32_t dtype, F&& f) {
 template <class F>
 bool visit_by_size(int32_t dtype, F&& f) {
   switch (oar_dtype_size(dtype)) {
-    case 1: f(uint8_t{}); return true;
-    case 2: f(uint16_t{}); return true;
-    case 4: f(uint32_t{}); return true;
-    case 8: f(uint64_t{}); return true;
-    default: return false;
+    case 1:
+      f(uint8_t{});
+      return true;
+    case 2:
+      f(uint16_t{});
+      return true;
+    case 4:
+      f(uint32_t{});
+      return true;
+    case 8:
+      f(uint64_t{});
+      return true;
+    default:
+      return false;
   }
 }
 
 inline const char* dtype_name(int32_t dtype) {
-  static const char* const names[] = {"f32", "f64", "f16", "bf16", "i8", "u8", "i32", "i64", "bool"};
+  static const char* const names[] = {"f32", "f64", "f16", "bf16", "i8",
+                                      "u8",  "i32", "i64", "bool"};
   return dtype >= 0 && dtype < OAR_DTYPE_COUNT ? names[dtype] : "unknown";
 }
 
@@ -146,12 +173,12 @@ inline const char* dtype_name(int32_t dtype) {
 inline constexpr int32_t kFloatDtypes[] = {OAR_DTYPE_F32, OAR_DTYPE_F64, OAR_DTYPE_F16,
                                            OAR_DTYPE_BF16};
 inline constexpr int32_t kIntDtypes[] = {OAR_DTYPE_I8, OAR_DTYPE_U8, OAR_DTYPE_I32, OAR_DTYPE_I64};
-inline constexpr int32_t kNumericDtypes[] = {OAR_DTYPE_F32, OAR_DTYPE_F64, OAR_DTYPE_F16,
+inline constexpr int32_t kNumericDtypes[] = {OAR_DTYPE_F32,  OAR_DTYPE_F64, OAR_DTYPE_F16,
                                              OAR_DTYPE_BF16, OAR_DTYPE_I8,  OAR_DTYPE_U8,
-                                             OAR_DTYPE_I32, OAR_DTYPE_I64};
-inline constexpr int32_t kAllDtypes[] = {OAR_DTYPE_F32, OAR_DTYPE_F64, OAR_DTYPE_F16,
+                                             OAR_DTYPE_I32,  OAR_DTYPE_I64};
+inline constexpr int32_t kAllDtypes[] = {OAR_DTYPE_F32,  OAR_DTYPE_F64, OAR_DTYPE_F16,
                                          OAR_DTYPE_BF16, OAR_DTYPE_I8,  OAR_DTYPE_U8,
-                                         OAR_DTYPE_I32, OAR_DTYPE_I64, OAR_DTYPE_BOOL};
+                                         OAR_DTYPE_I32,  OAR_DTYPE_I64, OAR_DTYPE_BOOL};
 
 // --------------------------------------------------------- attributes ---
 
@@ -167,6 +194,15 @@ class Attrs {
   /// Array attribute; `count` receives its length. Missing: error.
   const int64_t* get_ints(const char* name, int64_t* count);
   bool has(const char* name) const;
+  /// Attribute `name` as one element of T: an int attribute converts exactly
+  /// (integers wrap), a float one with cast semantics; `fallback` when
+  /// missing, or an error when `fallback` is null.
+  template <class T>
+  T element(const char* name, const double* fallback) {
+    if (fallback != nullptr && !has(name)) return to<T>(*fallback);
+    if (g_host->attr_kind(ctx_->attrs, name) == OAR_ATTR_INT) return to<T>(get_int(name));
+    return to<T>(get_float(name));
+  }
   bool ok() const { return status_ == OAR_OK; }
   OarStatus status() const { return status_; }
 

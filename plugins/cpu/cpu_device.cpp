@@ -60,7 +60,9 @@ void probe_cpu(CpuState* s) {
     }
   }
   if (s->name.empty()) s->name = "cpu";
-  auto has = [&](const char* f) { return flags.find(std::string(" ") + f + " ") != std::string::npos; };
+  auto has = [&](const char* f) {
+    return flags.find(std::string(" ") + f + " ") != std::string::npos;
+  };
 #if defined(__x86_64__)
   s->isa = "x86-64";
   if (has("avx512_bf16")) {
@@ -104,7 +106,8 @@ CpuState* state(void* impl) { return static_cast<CpuState*>(impl); }
 
 OarStatus check_device(int32_t device) {
   if (device != 0) {
-    return fail_plain(OAR_ERROR_INVALID_ARGUMENT, "device index %d is out of range (1 cpu device)", device);
+    return fail_plain(OAR_ERROR_INVALID_ARGUMENT, "device index %d is out of range (1 cpu device)",
+                      device);
   }
   return OAR_OK;
 }
@@ -127,9 +130,12 @@ OarStatus device_properties(void* impl, int32_t device, OarDeviceProperties* pro
   if (fits(OAR_STRUCT_SIZE(OarDeviceProperties, isa))) {
     std::snprintf(props->isa, sizeof props->isa, "%s", st->isa.c_str());
   }
-  if (fits(OAR_STRUCT_SIZE(OarDeviceProperties, total_memory))) props->total_memory = total_memory();
-  if (fits(OAR_STRUCT_SIZE(OarDeviceProperties, free_memory))) props->free_memory = available_memory();
-  if (fits(OAR_STRUCT_SIZE(OarDeviceProperties, compute_units))) props->compute_units = g_num_threads;
+  if (fits(OAR_STRUCT_SIZE(OarDeviceProperties, total_memory)))
+    props->total_memory = total_memory();
+  if (fits(OAR_STRUCT_SIZE(OarDeviceProperties, free_memory)))
+    props->free_memory = available_memory();
+  if (fits(OAR_STRUCT_SIZE(OarDeviceProperties, compute_units)))
+    props->compute_units = g_num_threads;
   if (fits(OAR_STRUCT_SIZE(OarDeviceProperties, flags))) {
     props->flags = OAR_DEVICE_HOST_ADDRESSABLE | OAR_DEVICE_SUPPORTS_F16 |
                    (st->has_bf16 ? uint32_t{OAR_DEVICE_SUPPORTS_BF16} : 0u);
@@ -155,7 +161,8 @@ OarStatus cpu_malloc(void* impl, int32_t device, uint64_t bytes, uint64_t alignm
   uint64_t rounded = bytes == 0 ? align : (bytes + align - 1) / align * align;
   void* p = rounded < bytes ? nullptr : std::aligned_alloc(align, rounded);
   if (p == nullptr) {
-    return fail_plain(OAR_ERROR_OUT_OF_MEMORY, "malloc of %llu bytes failed (available: %llu bytes)",
+    return fail_plain(OAR_ERROR_OUT_OF_MEMORY,
+                      "malloc of %llu bytes failed (available: %llu bytes)",
                       static_cast<unsigned long long>(bytes),
                       static_cast<unsigned long long>(available_memory()));
   }
@@ -180,7 +187,8 @@ OarStatus cpu_free(void* impl, int32_t device, void* ptr) {
     std::lock_guard<std::mutex> lock(st->mutex);
     auto it = st->sizes.find(ptr);
     if (it == st->sizes.end()) {
-      return fail_plain(OAR_ERROR_INVALID_ARGUMENT, "free: %p was not allocated by this device", ptr);
+      return fail_plain(OAR_ERROR_INVALID_ARGUMENT, "free: %p was not allocated by this device",
+                        ptr);
     }
     st->used -= it->second;
     st->sizes.erase(it);
@@ -210,7 +218,8 @@ OarStatus memcpy_peer(void*, int32_t dst_device, void* dst, int32_t src_device, 
   return copy_bytes(dst_device, dst, src, bytes);
 }
 
-OarStatus memset_async(void*, int32_t device, void* ptr, int32_t value, uint64_t bytes, OarStream_t) {
+OarStatus memset_async(void*, int32_t device, void* ptr, int32_t value, uint64_t bytes,
+                       OarStream_t) {
   if (OarStatus s = check_device(device)) return s;
   if (bytes != 0) std::memset(ptr, value, bytes);
   return OAR_OK;
@@ -270,7 +279,9 @@ OarStatus event_destroy(void*, int32_t, OarEvent_t event) {
   return OAR_OK;
 }
 
-OarStatus event_record(void*, int32_t device, OarEvent_t, OarStream_t) { return check_device(device); }
+OarStatus event_record(void*, int32_t device, OarEvent_t, OarStream_t) {
+  return check_device(device);
+}
 
 OarStatus event_synchronize(void*, int32_t device, OarEvent_t) { return check_device(device); }
 
@@ -316,7 +327,8 @@ int choose_num_threads(const OarHostApi* host) {
 }  // namespace
 }  // namespace oar_cpu
 
-extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host, OarPluginInfo* info) {
+extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host,
+                                                       OarPluginInfo* info) {
   using namespace oar_cpu;
   if (host == nullptr) return OAR_ERROR_INVALID_ARGUMENT;
   if (host->abi_major != OAR_ABI_VERSION_MAJOR) {
@@ -324,7 +336,9 @@ extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host, O
     std::snprintf(message, sizeof message,
                   "cpu plugin: incompatible plugin ABI major version (plugin: %d, host: %d)",
                   OAR_ABI_VERSION_MAJOR, host->abi_major);
-    host->set_error(host->host, OAR_ERROR_UNSUPPORTED, message);
+    if (host->struct_size >= OAR_STRUCT_SIZE(OarHostApi, set_error) && host->set_error != nullptr) {
+      host->set_error(host->host, OAR_ERROR_UNSUPPORTED, message);
+    }
     return OAR_ERROR_UNSUPPORTED;
   }
   g_host = host;

@@ -69,11 +69,10 @@ OarStatus creation_output(const OarKernelContext* ctx, bool floats_only) {
 }
 
 template <class T>
-void fill_value(const OarTensorView& y, double value) {
+void fill_value(const OarTensorView& y, T v) {
   T* out = static_cast<T*>(oar_view_ptr(&y));
   const int64_t n = oar_view_numel(&y);
   // Fill by bit pattern so f16/bf16 loops are plain integer stores.
-  const T v = to<T>(value);
   if constexpr (sizeof(T) == 1) {
     std::memset(out, *reinterpret_cast<const uint8_t*>(&v), static_cast<size_t>(n));
   } else {
@@ -90,22 +89,26 @@ void fill_value(const OarTensorView& y, double value) {
 OarStatus full_kernel(const OarKernelContext* ctx) {
   if (OarStatus s = creation_output(ctx, false)) return s;
   Attrs attrs(ctx);
-  const double value = attrs.get_float("value");
-  if (!attrs.ok()) return attrs.status();
   const OarTensorView& y = ctx->outputs[0];
-  visit_all(y.dtype, [&](auto tag) { fill_value<decltype(tag)>(y, value); });
-  return OAR_OK;
+  visit_all(y.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T v = attrs.element<T>("value", nullptr);
+    if (attrs.ok()) fill_value<T>(y, v);
+  });
+  return attrs.status();
 }
 
 OarStatus arange_kernel(const OarKernelContext* ctx) {
   if (OarStatus s = creation_output(ctx, false)) return s;
   Attrs attrs(ctx);
   const double start = attrs.get_float("start");
-  const double step = attrs.get_float("step");
+  const double step = attrs.has("step") ? attrs.get_float("step") : 1.0;
   if (!attrs.ok()) return attrs.status();
   const OarTensorView& y = ctx->outputs[0];
+  if (y.ndim != 1)
+    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "the output must be 1-D (rank %d)", y.ndim);
   const int64_t n = oar_view_numel(&y);
-  visit_all(y.dtype, [&](auto tag) {
+  visit_numeric(y.dtype, [&](auto tag) {
     using T = decltype(tag);
     T* out = static_cast<T*>(oar_view_ptr(&y));
 #pragma omp parallel for num_threads(g_num_threads) schedule(static) if (n >= kParallelMin)
@@ -150,8 +153,8 @@ void register_cast_kernels(Registrar& r) {
   for (int32_t dt : kAllDtypes) {
     r.add("copy", {dt}, {dt}, OAR_KERNEL_STRIDED, &guarded<&copy_kernel>);
     r.add("full", {}, {dt}, 0, &guarded<&full_kernel>);
-    r.add("arange", {}, {dt}, 0, &guarded<&arange_kernel>);
   }
+  for (int32_t dt : kNumericDtypes) r.add("arange", {}, {dt}, 0, &guarded<&arange_kernel>);
   for (int32_t dt : kFloatDtypes) {
     r.add("uniform", {}, {dt}, 0, &guarded<&random_kernel<false>>);
     r.add("normal", {}, {dt}, 0, &guarded<&random_kernel<true>>);

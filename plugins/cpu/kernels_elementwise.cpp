@@ -25,32 +25,44 @@ C wrap_neg(C a) {
 
 struct Neg {
   static constexpr Family kFamily = kNumeric;
-  template <class C> static C f(C a) {
-    if constexpr (kWraps<C>) return wrap_neg(a); else return -a;
+  template <class C>
+  static C f(C a) {
+    if constexpr (kWraps<C>)
+      return wrap_neg(a);
+    else
+      return -a;
   }
 };
 struct Abs {
   static constexpr Family kFamily = kNumeric;
-  template <class C> static C f(C a) {
-    if constexpr (std::is_unsigned_v<C>) return a;
-    else if constexpr (kWraps<C>) return a < 0 ? wrap_neg(a) : a;
-    else return std::fabs(a);
+  template <class C>
+  static C f(C a) {
+    if constexpr (std::is_unsigned_v<C>)
+      return a;
+    else if constexpr (kWraps<C>)
+      return a < 0 ? wrap_neg(a) : a;
+    else
+      return std::fabs(a);
   }
 };
 struct Sign {
   static constexpr Family kFamily = kNumeric;
-  template <class C> static C f(C a) {
+  template <class C>
+  static C f(C a) {
     if constexpr (std::is_floating_point_v<C>) {
-      return a > 0 ? C(1) : (a < 0 ? C(-1) : a);  // 0 -> 0, NaN -> NaN
+      return a > 0 ? C(1) : (a < 0 ? C(-1) : (a != a ? a : C(0)));  // NaN stays NaN
     } else {
       return static_cast<C>((C(0) < a) - (a < C(0)));
     }
   }
 };
-#define OAR_CPU_FLOAT_UNARY(Name, expr)                      \
-  struct Name {                                              \
-    static constexpr Family kFamily = kFloatOnly;            \
-    template <class C> static C f(C a) { return expr; }     \
+#define OAR_CPU_FLOAT_UNARY(Name, expr)           \
+  struct Name {                                   \
+    static constexpr Family kFamily = kFloatOnly; \
+    template <class C>                            \
+    static C f(C a) {                             \
+      return expr;                                \
+    }                                             \
   };
 OAR_CPU_FLOAT_UNARY(Exp, std::exp(a))
 OAR_CPU_FLOAT_UNARY(Log, std::log(a))
@@ -66,12 +78,16 @@ OAR_CPU_FLOAT_UNARY(Ceil, std::ceil(a))
 
 struct LogicalNot {  // any dtype -> bool
   static constexpr Family kFamily = kAnyDtype;
-  template <class C> static bool f(C a) { return a == C(0); }
+  template <class C>
+  static bool f(C a) {
+    return a == C(0);
+  }
 };
 
 struct Add {
   static constexpr Family kFamily = kNumeric;
-  template <class C> static C f(C a, C b) {
+  template <class C>
+  static C f(C a, C b) {
     if constexpr (kWraps<C>) {
       using U = std::make_unsigned_t<C>;
       return static_cast<C>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
@@ -82,7 +98,8 @@ struct Add {
 };
 struct Sub {
   static constexpr Family kFamily = kNumeric;
-  template <class C> static C f(C a, C b) {
+  template <class C>
+  static C f(C a, C b) {
     if constexpr (kWraps<C>) {
       using U = std::make_unsigned_t<C>;
       return static_cast<C>(static_cast<U>(static_cast<U>(a) - static_cast<U>(b)));
@@ -93,11 +110,13 @@ struct Sub {
 };
 struct Mul {
   static constexpr Family kFamily = kNumeric;
-  template <class C> static C f(C a, C b) {
+  template <class C>
+  static C f(C a, C b) {
     if constexpr (kWraps<C>) {
       using U = std::make_unsigned_t<C>;
       using W = std::conditional_t<(sizeof(C) < sizeof(unsigned)), unsigned, U>;
-      return static_cast<C>(static_cast<U>(static_cast<W>(static_cast<U>(a)) * static_cast<W>(static_cast<U>(b))));
+      return static_cast<C>(
+          static_cast<U>(static_cast<W>(static_cast<U>(a)) * static_cast<W>(static_cast<U>(b))));
     } else {
       return a * b;
     }
@@ -105,7 +124,8 @@ struct Mul {
 };
 struct Div {  // ints: truncate toward zero; x / 0 = 0; MIN / -1 wraps
   static constexpr Family kFamily = kNumeric;
-  template <class C> static C f(C a, C b) {
+  template <class C>
+  static C f(C a, C b) {
     if constexpr (kWraps<C>) {
       if (b == 0) return C(0);
       if constexpr (std::is_signed_v<C>) {
@@ -119,21 +139,33 @@ struct Div {  // ints: truncate toward zero; x / 0 = 0; MIN / -1 wraps
 };
 struct Pow {
   static constexpr Family kFamily = kFloatOnly;
-  template <class C> static C f(C a, C b) { return std::pow(a, b); }
+  template <class C>
+  static C f(C a, C b) {
+    return std::pow(a, b);
+  }
 };
 struct Maximum {  // NaN propagates
   static constexpr Family kFamily = kNumeric;
-  template <class C> static C f(C a, C b) { return (a > b || a != a) ? a : b; }
+  template <class C>
+  static C f(C a, C b) {
+    return (a > b || a != a) ? a : b;
+  }
 };
 struct Minimum {
   static constexpr Family kFamily = kNumeric;
-  template <class C> static C f(C a, C b) { return (a < b || a != a) ? a : b; }
+  template <class C>
+  static C f(C a, C b) {
+    return (a < b || a != a) ? a : b;
+  }
 };
 
-#define OAR_CPU_COMPARE(Name, expr)                          \
-  struct Name {                                              \
-    static constexpr Family kFamily = kAnyDtype;             \
-    template <class C> static bool f(C a, C b) { return expr; } \
+#define OAR_CPU_COMPARE(Name, expr)              \
+  struct Name {                                  \
+    static constexpr Family kFamily = kAnyDtype; \
+    template <class C>                           \
+    static bool f(C a, C b) {                    \
+      return expr;                               \
+    }                                            \
   };
 OAR_CPU_COMPARE(Equal, a == b)
 OAR_CPU_COMPARE(NotEqual, a != b)
@@ -209,9 +241,12 @@ void where_row(void*, char* const* p, const int64_t* s, int64_t n) {
 
 template <class Op, class F>
 bool visit_family(int32_t dtype, F&& f) {
-  if constexpr (Op::kFamily == kFloatOnly) return visit_float(dtype, f);
-  else if constexpr (Op::kFamily == kNumeric) return visit_numeric(dtype, f);
-  else return visit_all(dtype, f);
+  if constexpr (Op::kFamily == kFloatOnly)
+    return visit_float(dtype, f);
+  else if constexpr (Op::kFamily == kNumeric)
+    return visit_numeric(dtype, f);
+  else
+    return visit_all(dtype, f);
 }
 
 OarStatus check_arity(const OarKernelContext* ctx, int inputs, int outputs) {
@@ -230,8 +265,8 @@ OarStatus unary_kernel(const OarKernelContext* ctx) {
   const OarTensorView& y = ctx->outputs[0];
   const int32_t want = kBoolOut ? int32_t{OAR_DTYPE_BOOL} : x.dtype;
   if (y.dtype != want) {
-    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "output dtype %s, expected %s", dtype_name(y.dtype),
-                dtype_name(want));
+    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "output dtype %s, expected %s",
+                dtype_name(y.dtype), dtype_name(want));
   }
   RowFn fn = nullptr;
   visit_family<Op>(x.dtype, [&](auto tag) {
@@ -283,7 +318,8 @@ OarStatus where_kernel(const OarKernelContext* ctx) {
   const OarTensorView& out = ctx->outputs[0];
   if (c.dtype != OAR_DTYPE_BOOL || x.dtype != y.dtype || out.dtype != x.dtype) {
     return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "dtypes (%s, %s, %s) -> %s are not supported",
-                dtype_name(c.dtype), dtype_name(x.dtype), dtype_name(y.dtype), dtype_name(out.dtype));
+                dtype_name(c.dtype), dtype_name(x.dtype), dtype_name(y.dtype),
+                dtype_name(out.dtype));
   }
   RowFn fn = nullptr;
   visit_by_size(x.dtype, [&](auto tag) { fn = &where_row<decltype(tag)>; });

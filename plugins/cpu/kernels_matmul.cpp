@@ -6,15 +6,14 @@
 // integer dtypes use a blocked loop (integers accumulate with wraparound).
 #include <algorithm>
 #include <cstdio>
-#include <stdexcept>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include <oneapi/dnnl/dnnl.hpp>
 
 #include "cpu_common.h"
 
@@ -59,7 +58,8 @@ struct CachedPrimitive {
 
 std::mutex g_cache_mutex;
 std::unordered_map<std::string, CachedPrimitive>& primitive_cache() {
-  static auto* cache = new std::unordered_map<std::string, CachedPrimitive>();  // lives with the process
+  static auto* cache =
+      new std::unordered_map<std::string, CachedPrimitive>();  // lives with the process
   return *cache;
 }
 
@@ -227,8 +227,9 @@ OarStatus matmul_kernel(const OarKernelContext* ctx) {
   s.nd = y.ndim;
   const int nd = s.nd;
   if (nd < 2 || a.ndim != nd || b.ndim != nd || a.dtype != y.dtype || b.dtype != y.dtype) {
-    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "ranks (%d, %d) -> %d and dtypes (%s, %s) -> %s do not fit",
-                a.ndim, b.ndim, y.ndim, dtype_name(a.dtype), dtype_name(b.dtype), dtype_name(y.dtype));
+    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT,
+                "ranks (%d, %d) -> %d and dtypes (%s, %s) -> %s do not fit", a.ndim, b.ndim, y.ndim,
+                dtype_name(a.dtype), dtype_name(b.dtype), dtype_name(y.dtype));
   }
   s.M = y.shape[nd - 2];
   s.N = y.shape[nd - 1];
@@ -238,14 +239,16 @@ OarStatus matmul_kernel(const OarKernelContext* ctx) {
   const int64_t b_n = s.tb ? b.shape[nd - 2] : b.shape[nd - 1];
   bool fits = a_m == s.M && b_k == s.K && b_n == s.N;
   for (int d = 0; fits && d < nd - 2; ++d) {
-    fits = (a.shape[d] == 1 || a.shape[d] == y.shape[d]) && (b.shape[d] == 1 || b.shape[d] == y.shape[d]);
+    fits = (a.shape[d] == 1 || a.shape[d] == y.shape[d]) &&
+           (b.shape[d] == 1 || b.shape[d] == y.shape[d]);
   }
   if (!fits) {
-    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT,
-                "operands do not fit the output: op(a) is [%lld, %lld], op(b) is [%lld, %lld], y is "
-                "[%lld, %lld] (or batch dims differ)",
-                static_cast<long long>(a_m), static_cast<long long>(s.K), static_cast<long long>(b_k),
-                static_cast<long long>(b_n), static_cast<long long>(s.M), static_cast<long long>(s.N));
+    return fail(
+        ctx, OAR_ERROR_INVALID_ARGUMENT,
+        "operands do not fit the output: op(a) is [%lld, %lld], op(b) is [%lld, %lld], y is "
+        "[%lld, %lld] (or batch dims differ)",
+        static_cast<long long>(a_m), static_cast<long long>(s.K), static_cast<long long>(b_k),
+        static_cast<long long>(b_n), static_cast<long long>(s.M), static_cast<long long>(s.N));
   }
   const int64_t n_out = oar_view_numel(&y);
   if (n_out == 0) return OAR_OK;
@@ -260,16 +263,30 @@ OarStatus matmul_kernel(const OarKernelContext* ctx) {
       }
       return OAR_OK;
     case OAR_DTYPE_BF16:
-      if (!run_onednn(a, b, y, s, dnnl::memory::data_type::bf16)) matmul_via_f32<bf16_t>(a, b, y, s);
+      if (!run_onednn(a, b, y, s, dnnl::memory::data_type::bf16))
+        matmul_via_f32<bf16_t>(a, b, y, s);
       return OAR_OK;
-    case OAR_DTYPE_F16: matmul_via_f32<f16_t>(a, b, y, s); return OAR_OK;
-    case OAR_DTYPE_F64: matmul_loop<double>(a, b, y, s); return OAR_OK;
-    case OAR_DTYPE_I8: matmul_loop<int8_t>(a, b, y, s); return OAR_OK;
-    case OAR_DTYPE_U8: matmul_loop<uint8_t>(a, b, y, s); return OAR_OK;
-    case OAR_DTYPE_I32: matmul_loop<int32_t>(a, b, y, s); return OAR_OK;
-    case OAR_DTYPE_I64: matmul_loop<int64_t>(a, b, y, s); return OAR_OK;
+    case OAR_DTYPE_F16:
+      matmul_via_f32<f16_t>(a, b, y, s);
+      return OAR_OK;
+    case OAR_DTYPE_F64:
+      matmul_loop<double>(a, b, y, s);
+      return OAR_OK;
+    case OAR_DTYPE_I8:
+      matmul_loop<int8_t>(a, b, y, s);
+      return OAR_OK;
+    case OAR_DTYPE_U8:
+      matmul_loop<uint8_t>(a, b, y, s);
+      return OAR_OK;
+    case OAR_DTYPE_I32:
+      matmul_loop<int32_t>(a, b, y, s);
+      return OAR_OK;
+    case OAR_DTYPE_I64:
+      matmul_loop<int64_t>(a, b, y, s);
+      return OAR_OK;
     default:
-      return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "dtype %s is not supported", dtype_name(y.dtype));
+      return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "dtype %s is not supported",
+                  dtype_name(y.dtype));
   }
 }
 

@@ -25,7 +25,8 @@ OarStatus arity(const OarKernelContext* ctx, int inputs) {
 
 int64_t elem_size(const OarTensorView& v) { return static_cast<int64_t>(oar_dtype_size(v.dtype)); }
 
-OarStatus copy_or_fail(const OarKernelContext* ctx, const OarTensorView& y, const OarTensorView& v) {
+OarStatus copy_or_fail(const OarKernelContext* ctx, const OarTensorView& y,
+                       const OarTensorView& v) {
   return strided_copy(ctx, y, v) ? OAR_OK : OAR_ERROR_INVALID_ARGUMENT;
 }
 
@@ -45,7 +46,8 @@ OarStatus transpose_kernel(const OarKernelContext* ctx) {
   OarTensorView v = x;
   for (int i = 0; i < x.ndim; ++i) {
     if (perm[i] < 0 || perm[i] >= x.ndim || seen[perm[i]]) {
-      return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "perm is not a permutation of 0..%d", x.ndim - 1);
+      return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "perm is not a permutation of 0..%d",
+                  x.ndim - 1);
     }
     seen[perm[i]] = true;
     v.shape[i] = x.shape[perm[i]];
@@ -77,7 +79,8 @@ OarStatus slice_kernel(const OarKernelContext* ctx) {
     v.shape[d] = y.shape[d];
     if (y.shape[d] == 0) continue;
     const int64_t last = starts[d] + (y.shape[d] - 1) * steps[d];
-    if (steps[d] == 0 || starts[d] < 0 || starts[d] >= x.shape[d] || last < 0 || last >= x.shape[d]) {
+    if (steps[d] == 0 || starts[d] < 0 || starts[d] >= x.shape[d] || last < 0 ||
+        last >= x.shape[d]) {
       return fail(ctx, OAR_ERROR_INVALID_ARGUMENT,
                   "dim %d: start %lld, step %lld and size %lld leave the input's size %lld", d,
                   static_cast<long long>(starts[d]), static_cast<long long>(steps[d]),
@@ -106,8 +109,9 @@ OarStatus concat_kernel(const OarKernelContext* ctx) {
     bool fits = x.ndim == y.ndim && x.dtype == y.dtype;
     for (int d = 0; fits && d < y.ndim; ++d) fits = d == axis || x.shape[d] == y.shape[d];
     if (!fits || offset + x.shape[axis] > y.shape[axis]) {
-      return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "input %d does not fit the output along axis %lld",
-                  i, static_cast<long long>(axis));
+      return fail(ctx, OAR_ERROR_INVALID_ARGUMENT,
+                  "input %d does not fit the output along axis %lld", i,
+                  static_cast<long long>(axis));
     }
     OarTensorView part = y;  // the output's window for input i
     part.shape[axis] = x.shape[axis];
@@ -121,8 +125,7 @@ OarStatus concat_kernel(const OarKernelContext* ctx) {
 
 /// y <- value everywhere (any strides), by broadcasting a one-element view.
 template <class T>
-bool fill_view(const OarKernelContext* ctx, const OarTensorView& y, double value) {
-  T v = to<T>(value);
+bool fill_view(const OarKernelContext* ctx, const OarTensorView& y, T v) {
   OarTensorView scalar = y;
   scalar.data = &v;
   scalar.byte_offset = 0;
@@ -140,7 +143,6 @@ OarStatus pad_kernel(const OarKernelContext* ctx) {
   Attrs attrs(ctx);
   int64_t n = 0;
   const int64_t* pads = attrs.get_ints("pads", &n);
-  const double value = attrs.has("value") ? attrs.get_float("value") : 0.0;
   if (!attrs.ok()) return attrs.status();
   if (n != 2 * x.ndim || y.ndim != x.ndim) {
     return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "pads has %lld entries for rank %d",
@@ -148,9 +150,11 @@ OarStatus pad_kernel(const OarKernelContext* ctx) {
   }
   OarTensorView inner = y;  // the window of y that receives x
   for (int d = 0; d < x.ndim; ++d) {
-    if (pads[2 * d] < 0 || pads[2 * d + 1] < 0 || x.shape[d] + pads[2 * d] + pads[2 * d + 1] != y.shape[d]) {
-      return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "dim %d: %lld + pads (%lld, %lld) != output size %lld",
-                  d, static_cast<long long>(x.shape[d]), static_cast<long long>(pads[2 * d]),
+    if (pads[2 * d] < 0 || pads[2 * d + 1] < 0 ||
+        x.shape[d] + pads[2 * d] + pads[2 * d + 1] != y.shape[d]) {
+      return fail(ctx, OAR_ERROR_INVALID_ARGUMENT,
+                  "dim %d: %lld + pads (%lld, %lld) != output size %lld", d,
+                  static_cast<long long>(x.shape[d]), static_cast<long long>(pads[2 * d]),
                   static_cast<long long>(pads[2 * d + 1]), static_cast<long long>(y.shape[d]));
     }
     inner.shape[d] = x.shape[d];
@@ -158,8 +162,15 @@ OarStatus pad_kernel(const OarKernelContext* ctx) {
   }
   if (oar_view_numel(&y) == 0) return OAR_OK;
   bool ok = false;
-  visit_all(y.dtype, [&](auto tag) { ok = fill_view<decltype(tag)>(ctx, y, value); });
-  if (!ok) return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "dtype %s is not supported", dtype_name(y.dtype));
+  const double zero = 0.0;
+  visit_all(y.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T value = attrs.element<T>("value", &zero);
+    ok = attrs.ok() && fill_view<T>(ctx, y, value);
+  });
+  if (!attrs.ok()) return attrs.status();
+  if (!ok)
+    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "dtype %s is not supported", dtype_name(y.dtype));
   if (oar_view_numel(&x) == 0) return OAR_OK;
   return copy_or_fail(ctx, inner, x);
 }
@@ -174,9 +185,12 @@ struct AxisSplit {
 AxisSplit split_at(const OarTensorView& v, int64_t axis) {
   AxisSplit s;
   for (int d = 0; d < v.ndim; ++d) {
-    if (d < axis) s.pre *= v.shape[d];
-    else if (d == axis) s.n = v.shape[d];
-    else s.post *= v.shape[d];
+    if (d < axis)
+      s.pre *= v.shape[d];
+    else if (d == axis)
+      s.n = v.shape[d];
+    else
+      s.post *= v.shape[d];
   }
   return s;
 }
@@ -185,8 +199,9 @@ AxisSplit split_at(const OarTensorView& v, int64_t axis) {
 OarStatus read_index(const OarKernelContext* ctx, const OarTensorView& index, int64_t n,
                      std::vector<int64_t>* out) {
   if (index.ndim != 1 || (index.dtype != OAR_DTYPE_I32 && index.dtype != OAR_DTYPE_I64)) {
-    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "index must be a 1-D i32 or i64 tensor (got rank %d, %s)",
-                index.ndim, dtype_name(index.dtype));
+    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT,
+                "index must be a 1-D i32 or i64 tensor (got rank %d, %s)", index.ndim,
+                dtype_name(index.dtype));
   }
   out->resize(static_cast<size_t>(index.shape[0]));
   const void* p = oar_view_ptr(&index);
@@ -229,7 +244,8 @@ OarStatus gather_kernel(const OarKernelContext* ctx) {
     T* dst = static_cast<T*>(oar_view_ptr(&y));
     const int64_t rows = xs.pre * count;
     const int64_t post = xs.post;
-#pragma omp parallel for num_threads(g_num_threads) schedule(static) if (rows * post >= kParallelMin)
+#pragma omp parallel for num_threads(g_num_threads) \
+    schedule(static) if (rows * post >= kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t p = r / count;
       const T* from = src + (p * xs.n + index[static_cast<size_t>(r % count)]) * post;
@@ -259,7 +275,8 @@ OarStatus scatter_add_kernel(const OarKernelContext* ctx) {
   const int64_t axis = attrs.get_int("axis", 0);
   if (!attrs.ok()) return attrs.status();
   if (axis < 0 || axis >= x.ndim || upd.ndim != x.ndim || upd.dtype != x.dtype) {
-    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "axis %lld, updates rank %d and dtype %s do not fit x",
+    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT,
+                "axis %lld, updates rank %d and dtype %s do not fit x",
                 static_cast<long long>(axis), upd.ndim, dtype_name(upd.dtype));
   }
   const AxisSplit xs = split_at(x, axis);
@@ -298,7 +315,8 @@ OarStatus scatter_add_kernel(const OarKernelContext* ctx) {
       }
     }
   });
-  if (!ok) return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "dtype %s is not supported", dtype_name(x.dtype));
+  if (!ok)
+    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "dtype %s is not supported", dtype_name(x.dtype));
   return OAR_OK;
 }
 
@@ -313,14 +331,16 @@ void register_shape_kernels(Registrar& r) {
     for (int32_t index : {OAR_DTYPE_I32, OAR_DTYPE_I64}) {
       r.add("gather", {dt, index}, {dt}, 0, &guarded<&gather_kernel>);
       if (dt != OAR_DTYPE_BOOL) {
-        r.add("scatter_add", {dt, index, dt}, {dt}, OAR_KERNEL_INPLACE, &guarded<&scatter_add_kernel>);
+        r.add("scatter_add", {dt, index, dt}, {dt}, OAR_KERNEL_INPLACE,
+              &guarded<&scatter_add_kernel>);
       }
     }
   }
   // concat is variadic: its input list is left open (null array = any
   // dtypes); the output dtype selects the registration and the kernel checks
   // that every input has it.
-  for (int32_t dt : kAllDtypes) r.add_any_inputs("concat", {dt}, OAR_KERNEL_STRIDED, &guarded<&concat_kernel>);
+  for (int32_t dt : kAllDtypes)
+    r.add_any_inputs("concat", {dt}, OAR_KERNEL_STRIDED, &guarded<&concat_kernel>);
 }
 
 }  // namespace oar_cpu
