@@ -30,9 +30,11 @@ class Error : public std::runtime_error {
   ErrorCode code_;
 };
 
-/// Throws Error(invalid_argument, message) when `condition` is false.
-inline void check_arg(bool condition, const std::string& message) {
-  if (!condition) throw Error(ErrorCode::invalid_argument, message);
-}
+/// Throws Error(invalid_argument, message) when `condition` is false. The
+/// message is built only on failure, so checks stay cheap on hot paths.
+#define OAR_CHECK_ARG(condition, message)                                        \
+  do {                                                                           \
+    if (!(condition)) throw ::oar::Error(::oar::ErrorCode::invalid_argument, (message)); \
+  } while (0)
 
 }  // namespace oar

@@ -146,7 +146,7 @@ void Tensor::backward(const Tensor& grad_output, bool retain_graph, bool create_
   extern void run_backward(const std::vector<Tensor>&, const std::vector<Tensor>&, bool, bool,
                            const std::vector<Tensor>*, std::vector<Tensor>*, bool);
   if (!grad_output.defined()) {
-    check_arg(numel() == 1, "backward: the tensor has shape " + shape_str(shape()) +
+    OAR_CHECK_ARG(numel() == 1, "backward: the tensor has shape " + shape_str(shape()) +
                                 "; backward() without a gradient needs a single element (pass grad for others)");
   }
   run_backward({*this}, {grad_output}, retain_graph, create_graph, nullptr, nullptr, false);
@@ -191,7 +191,7 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
 
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& out = outputs[i];
-    check_arg(out.defined(), "grad: output " + std::to_string(i) + " is undefined");
+    OAR_CHECK_ARG(out.defined(), "grad: output " + std::to_string(i) + " is undefined");
     const auto& meta = out.impl().autograd;
     if (!meta || !meta->requires_grad) {
       throw Error(ErrorCode::invalid_argument, "grad: output " + std::to_string(i) +
@@ -199,7 +199,7 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
                                                    "requires grad, or it was computed under no_grad)");
     }
     Tensor g = i < grad_outputs.size() && grad_outputs[i].defined() ? grad_outputs[i] : ones_like(out.detach());
-    check_arg(g.shape() == out.shape(), "grad: grad_outputs[" + std::to_string(i) + "] has shape " +
+    OAR_CHECK_ARG(g.shape() == out.shape(), "grad: grad_outputs[" + std::to_string(i) + "] has shape " +
                                             shape_str(g.shape()) + " but the output has shape " + shape_str(out.shape()));
     if (meta->grad_fn) {
       Slot s{meta->grad_fn.get(), meta->output_index};
@@ -216,7 +216,7 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
   if (targets) {
     for (size_t i = 0; i < targets->size(); ++i) {
       const Tensor& t = (*targets)[i];
-      check_arg(t.defined(), "grad: input " + std::to_string(i) + " is undefined");
+      OAR_CHECK_ARG(t.defined(), "grad: input " + std::to_string(i) + " is undefined");
       const auto& meta = t.impl().autograd;
       if (!meta || !meta->requires_grad) {
         throw Error(ErrorCode::invalid_argument,

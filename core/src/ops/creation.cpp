@@ -15,7 +15,7 @@ namespace {
 std::vector<TensorMeta> creation_meta(const OpDef& op, std::span<const TensorMeta>, const Attrs& attrs) {
   const Shape& shape = attrs.get_ints("shape");
   for (int64_t d : shape) {
-    check_arg(d >= 0, op.name + ": shape " + shape_str(shape) + " has a negative dim");
+    OAR_CHECK_ARG(d >= 0, op.name + ": shape " + shape_str(shape) + " has a negative dim");
   }
   auto dtype = static_cast<DType>(attrs.get_int("dtype"));
   if ((op.name == "uniform" || op.name == "normal") && !is_floating(dtype)) {
@@ -80,7 +80,7 @@ Tensor zeros_like(const Tensor& x) { return full_like(x, 0.0); }
 Tensor ones_like(const Tensor& x) { return full_like(x, 1.0); }
 
 Tensor arange(double start, double end, double step, DType dtype, std::optional<Device> device) {
-  check_arg(step != 0, "arange: step is 0");
+  OAR_CHECK_ARG(step != 0, "arange: step is 0");
   double count = std::ceil((end - start) / step);
   auto n = static_cast<int64_t>(std::max(count, 0.0));
   return create(OAR_OP("arange"),

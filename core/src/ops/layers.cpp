@@ -12,7 +12,7 @@ namespace {
 std::vector<TensorMeta> dropout_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs& attrs) {
   meta::require_float(op, in, 0);
   double p = attrs.get_float("p");
-  check_arg(p >= 0.0 && p <= 1.0, "dropout: p must be in [0, 1] but is " + std::to_string(p));
+  OAR_CHECK_ARG(p >= 0.0 && p <= 1.0, "dropout: p must be in [0, 1] but is " + std::to_string(p));
   return {in[0]};
 }
 
@@ -27,9 +27,9 @@ std::vector<Tensor> dropout_decompose(std::span<const Tensor> in, const Attrs& a
 }
 
 std::vector<TensorMeta> embedding_meta(const OpDef&, std::span<const TensorMeta> in, const Attrs&) {
-  check_arg(in[0].dtype == DType::i32 || in[0].dtype == DType::i64,
+  OAR_CHECK_ARG(in[0].dtype == DType::i32 || in[0].dtype == DType::i64,
             "embedding: ids must be int32 or int64 but are " + std::string(dtype_name(in[0].dtype)));
-  check_arg(in[1].shape.size() == 2, "embedding: weight must be [num_embeddings, dim] but has shape " +
+  OAR_CHECK_ARG(in[1].shape.size() == 2, "embedding: weight must be [num_embeddings, dim] but has shape " +
                                          shape_str(in[1].shape));
   Shape out = in[0].shape;
   out.push_back(in[1].shape[1]);
@@ -48,7 +48,7 @@ std::vector<TensorMeta> attention_meta(const OpDef& op, std::span<const TensorMe
   const Shape &q = in[0].shape, &k = in[1].shape, &v = in[2].shape;
   bool ok = q.size() == 4 && k.size() == 4 && v.size() == 4 && q[0] == k[0] && k[0] == v[0] && q[2] == k[2] &&
             k[2] == v[2] && q[3] == k[3] && k[1] == v[1];
-  check_arg(ok, "scaled_dot_product_attention: query " + shape_str(q) + ", key " + shape_str(k) + " and value " +
+  OAR_CHECK_ARG(ok, "scaled_dot_product_attention: query " + shape_str(q) + ", key " + shape_str(k) + " and value " +
                     shape_str(v) + " must be [batch, seq, heads, head_dim] with matching batch, heads, key/value "
                     "length and query/key head_dim");
   Shape out = q;

@@ -78,7 +78,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   DType d = promote_types(a.dtype(), b.dtype());
   Tensor x = cast(a, d), y = cast(b, d);
   bool vec_a = x.dim() == 1, vec_b = y.dim() == 1;
-  check_arg(x.dim() >= 1 && y.dim() >= 1, "matmul: inputs must have rank >= 1 but got " + shape_str(a.shape()) +
+  OAR_CHECK_ARG(x.dim() >= 1 && y.dim() >= 1, "matmul: inputs must have rank >= 1 but got " + shape_str(a.shape()) +
                                               " and " + shape_str(b.shape()));
   if (vec_a) x = reshape(x, {1, x.shape()[0]}), transpose_a = false;
   if (vec_b) y = reshape(y, {y.shape()[0], 1}), transpose_b = false;

@@ -19,7 +19,7 @@ Shape reduced(const Shape& per_element, const std::string& reduction) {
 }
 
 void check_reduction(const std::string& op, const std::string& reduction) {
-  check_arg(reduction == "mean" || reduction == "sum" || reduction == "none",
+  OAR_CHECK_ARG(reduction == "mean" || reduction == "sum" || reduction == "none",
             op + ": reduction must be 'mean', 'sum' or 'none' but is '" + reduction + "'");
 }
 
@@ -27,13 +27,13 @@ std::vector<TensorMeta> cross_entropy_meta(const OpDef& op, std::span<const Tens
   meta::require_float(op, in, 0);
   const Shape& x = in[0].shape;
   int64_t axis = attrs.get_int("axis");
-  check_arg(axis >= 0 && axis < static_cast<int64_t>(x.size()),
+  OAR_CHECK_ARG(axis >= 0 && axis < static_cast<int64_t>(x.size()),
             "cross_entropy: axis " + std::to_string(axis) + " is out of range for logits of shape " + shape_str(x));
   const std::string& reduction = attrs.get_string("reduction");
   check_reduction(op.name, reduction);
   Shape per_element = without_axis(x, axis);
   if (attrs.get_bool("soft_label")) {
-    check_arg(in[1].shape == x && in[1].dtype == in[0].dtype,
+    OAR_CHECK_ARG(in[1].shape == x && in[1].dtype == in[0].dtype,
               "cross_entropy: soft labels must have the logits' shape " + shape_str(x) + " and dtype " +
                   std::string(dtype_name(in[0].dtype)) + " but have " + shape_str(in[1].shape) + " and " +
                   std::string(dtype_name(in[1].dtype)));
@@ -41,7 +41,7 @@ std::vector<TensorMeta> cross_entropy_meta(const OpDef& op, std::span<const Tens
     Shape keep = x;
     keep[static_cast<size_t>(axis)] = 1;
     bool int_label = in[1].dtype == DType::i32 || in[1].dtype == DType::i64;
-    check_arg(int_label && (in[1].shape == per_element || in[1].shape == keep),
+    OAR_CHECK_ARG(int_label && (in[1].shape == per_element || in[1].shape == keep),
               "cross_entropy: hard labels must be int32/int64 of shape " + shape_str(per_element) + " or " +
                   shape_str(keep) + " for logits of shape " + shape_str(x) + " but have dtype " +
                   std::string(dtype_name(in[1].dtype)) + " and shape " + shape_str(in[1].shape));

@@ -65,12 +65,12 @@ std::vector<TensorMeta> slice_meta(const OpDef&, std::span<const TensorMeta> in,
   Shape out(x.size());
   for (size_t d = 0; d < x.size(); ++d) {
     int64_t step = steps[d];
-    check_arg(step != 0, "slice: step of dim " + std::to_string(d) + " is 0");
+    OAR_CHECK_ARG(step != 0, "slice: step of dim " + std::to_string(d) + " is 0");
     int64_t len = step > 0 ? (ends[d] - starts[d] + step - 1) / step : (starts[d] - ends[d] - step - 1) / (-step);
     out[d] = std::max<int64_t>(len, 0);
     if (out[d] > 0) {
       int64_t last = starts[d] + (out[d] - 1) * step;
-      check_arg(starts[d] >= 0 && starts[d] < x[d] && last >= 0 && last < x[d],
+      OAR_CHECK_ARG(starts[d] >= 0 && starts[d] < x[d] && last >= 0 && last < x[d],
                 "slice: dim " + std::to_string(d) + " selects indices outside [0, " + std::to_string(x[d]) + ")");
     }
   }
@@ -78,11 +78,11 @@ std::vector<TensorMeta> slice_meta(const OpDef&, std::span<const TensorMeta> in,
 }
 
 std::vector<TensorMeta> concat_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs& attrs) {
-  check_arg(!in.empty(), "concat: needs at least one input");
+  OAR_CHECK_ARG(!in.empty(), "concat: needs at least one input");
   meta::require_same_dtype(op, in);
   int64_t axis = attrs.get_int("axis");
   Shape out = in[0].shape;
-  check_arg(axis >= 0 && axis < static_cast<int64_t>(out.size()),
+  OAR_CHECK_ARG(axis >= 0 && axis < static_cast<int64_t>(out.size()),
             "concat: axis " + std::to_string(axis) + " is out of range for shape " + shape_str(out));
   for (size_t i = 1; i < in.size(); ++i) {
     const Shape& s = in[i].shape;
@@ -101,10 +101,10 @@ std::vector<TensorMeta> concat_meta(const OpDef& op, std::span<const TensorMeta>
 std::vector<TensorMeta> pad_meta(const OpDef&, std::span<const TensorMeta> in, const Attrs& attrs) {
   const auto& pads = attrs.get_ints("pads");
   Shape out = in[0].shape;
-  check_arg(pads.size() == 2 * out.size(), "pad: pads has " + std::to_string(pads.size()) + " entries but shape " +
+  OAR_CHECK_ARG(pads.size() == 2 * out.size(), "pad: pads has " + std::to_string(pads.size()) + " entries but shape " +
                                                shape_str(out) + " needs " + std::to_string(2 * out.size()));
   for (size_t d = 0; d < out.size(); ++d) {
-    check_arg(pads[2 * d] >= 0 && pads[2 * d + 1] >= 0, "pad: pads " + ints_str(pads) + " has a negative entry");
+    OAR_CHECK_ARG(pads[2 * d] >= 0 && pads[2 * d + 1] >= 0, "pad: pads " + ints_str(pads) + " has a negative entry");
     out[d] += pads[2 * d] + pads[2 * d + 1];
   }
   return {{in[0].dtype, out}};
@@ -122,7 +122,7 @@ std::vector<TensorMeta> gather_meta(const OpDef&, std::span<const TensorMeta> in
   check_index("gather", in[1]);
   int64_t axis = attrs.get_int("axis");
   Shape out = in[0].shape;
-  check_arg(axis >= 0 && axis < static_cast<int64_t>(out.size()),
+  OAR_CHECK_ARG(axis >= 0 && axis < static_cast<int64_t>(out.size()),
             "gather: axis " + std::to_string(axis) + " is out of range for shape " + shape_str(out));
   out[static_cast<size_t>(axis)] = in[1].shape[0];
   return {{in[0].dtype, out}};
@@ -132,7 +132,7 @@ std::vector<TensorMeta> scatter_add_meta(const OpDef& op, std::span<const Tensor
   check_index("scatter_add", in[1]);
   int64_t axis = attrs.get_int("axis");
   Shape expected = in[0].shape;
-  check_arg(axis >= 0 && axis < static_cast<int64_t>(expected.size()),
+  OAR_CHECK_ARG(axis >= 0 && axis < static_cast<int64_t>(expected.size()),
             "scatter_add: axis " + std::to_string(axis) + " is out of range for shape " + shape_str(expected));
   expected[static_cast<size_t>(axis)] = in[1].shape[0];
   if (in[2].shape != expected || in[2].dtype != in[0].dtype) {
@@ -237,14 +237,14 @@ Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape) {
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == 0 && i < x.shape().size()) out[i] = x.shape()[i];
     if (out[i] == -1) {
-      check_arg(infer < 0, "reshape: shape " + shape_str(shape) + " has more than one -1");
+      OAR_CHECK_ARG(infer < 0, "reshape: shape " + shape_str(shape) + " has more than one -1");
       infer = static_cast<int64_t>(i);
     } else {
       known *= out[i];
     }
   }
   if (infer >= 0) {
-    check_arg(known != 0 && x.numel() % known == 0,
+    OAR_CHECK_ARG(known != 0 && x.numel() % known == 0,
               "reshape: cannot reshape a tensor of shape " + shape_str(x.shape()) + " to " + shape_str(shape));
     out[static_cast<size_t>(infer)] = x.numel() / known;
   }
@@ -268,14 +268,14 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
 
 Tensor slice(const Tensor& x, const std::vector<int64_t>& axes, const std::vector<int64_t>& starts,
              const std::vector<int64_t>& ends, const std::vector<int64_t>& steps) {
-  check_arg(starts.size() == axes.size() && ends.size() == axes.size() && (steps.empty() || steps.size() == axes.size()),
+  OAR_CHECK_ARG(starts.size() == axes.size() && ends.size() == axes.size() && (steps.empty() || steps.size() == axes.size()),
             "slice: axes, starts, ends (and steps) must have the same length");
   size_t rank = x.shape().size();
   std::vector<int64_t> all_starts(rank, 0), all_ends(x.shape()), all_steps(rank, 1);
   for (size_t i = 0; i < axes.size(); ++i) {
     auto d = static_cast<size_t>(meta::normalize_axis("slice", axes[i], x.dim()));
     int64_t step = steps.empty() ? 1 : steps[i];
-    check_arg(step != 0, "slice: step for axis " + std::to_string(axes[i]) + " is 0");
+    OAR_CHECK_ARG(step != 0, "slice: step for axis " + std::to_string(axes[i]) + " is 0");
     int64_t s = starts[i], e = ends[i];
     normalize_slice(x.shape()[d], s, e, step);
     all_starts[d] = s;
@@ -287,7 +287,7 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& axes, const std::vecto
 }
 
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
-  check_arg(!xs.empty(), "concat: needs at least one input");
+  OAR_CHECK_ARG(!xs.empty(), "concat: needs at least one input");
   DType d = xs[0].dtype();
   for (const auto& t : xs) d = promote_types(d, t.dtype());
   std::vector<Tensor> in;
@@ -338,7 +338,7 @@ Tensor flatten(const Tensor& x, int64_t start_axis, int64_t stop_axis) {
   if (x.dim() == 0) return reshape(x, {1});
   int64_t s = meta::normalize_axis("flatten", start_axis, x.dim());
   int64_t e = meta::normalize_axis("flatten", stop_axis, x.dim());
-  check_arg(s <= e, "flatten: start_axis " + std::to_string(start_axis) + " is after stop_axis " + std::to_string(stop_axis));
+  OAR_CHECK_ARG(s <= e, "flatten: start_axis " + std::to_string(start_axis) + " is after stop_axis " + std::to_string(stop_axis));
   Shape out;
   for (int64_t i = 0; i < s; ++i) out.push_back(x.shape()[static_cast<size_t>(i)]);
   int64_t merged = 1;

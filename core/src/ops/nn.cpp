@@ -16,7 +16,7 @@ namespace {
 std::vector<TensorMeta> axis_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs& attrs) {
   meta::require_float(op, in, 0);
   int64_t axis = attrs.get_int("axis");
-  check_arg(axis >= 0 && axis < std::max<int64_t>(static_cast<int64_t>(in[0].shape.size()), 1),
+  OAR_CHECK_ARG(axis >= 0 && axis < std::max<int64_t>(static_cast<int64_t>(in[0].shape.size()), 1),
             op.name + ": axis " + std::to_string(axis) + " is out of range for shape " + shape_str(in[0].shape));
   return {in[0]};
 }
@@ -27,7 +27,7 @@ std::vector<TensorMeta> norm_meta(const OpDef& op, std::span<const TensorMeta> i
   meta::require_same_dtype(op, in);
   int64_t begin = attrs.get_int("begin_axis");
   const Shape& x = in[0].shape;
-  check_arg(begin >= 0 && begin < std::max<int64_t>(static_cast<int64_t>(x.size()), 1),
+  OAR_CHECK_ARG(begin >= 0 && begin < std::max<int64_t>(static_cast<int64_t>(x.size()), 1),
             op.name + ": begin_axis " + std::to_string(begin) + " is out of range for shape " + shape_str(x));
   Shape normalized(x.begin() + begin, x.end());
   for (size_t i = 1; i < in.size(); ++i) {

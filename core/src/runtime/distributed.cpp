@@ -30,7 +30,7 @@ void require(F fn, const Device& device, const char* name) {
 Communicator::Communicator(const Device& device, int nranks, int rank, Store& store, const std::string& key,
                            int64_t timeout_ms)
     : device_(device), nranks_(nranks), rank_(rank) {
-  check_arg(nranks > 0 && rank >= 0 && rank < nranks, "distributed: rank " + std::to_string(rank) +
+  OAR_CHECK_ARG(nranks > 0 && rank >= 0 && rank < nranks, "distributed: rank " + std::to_string(rank) +
                                                           " is outside [0, " + std::to_string(nranks) + ")");
   DeviceBackend& b = collective_backend(device, "a communicator");
   uint64_t size = 0;
@@ -42,7 +42,7 @@ Communicator::Communicator(const Device& device, int nranks, int rank, Store& st
     store.set(key, id);
   } else {
     id = store.get(key, timeout_ms);
-    check_arg(id.size() == size, "distributed: the unique id under '" + key + "' has " + std::to_string(id.size()) +
+    OAR_CHECK_ARG(id.size() == size, "distributed: the unique id under '" + key + "' has " + std::to_string(id.size()) +
                                      " bytes but " + std::to_string(size) + " were expected");
   }
   b.check(b.api.comm_init(b.api.impl, id.data(), size, nranks, rank, device.index, reinterpret_cast<OarStore_t>(&store),
@@ -82,7 +82,7 @@ Tensor Communicator::all_gather(const Tensor& t) {
 Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op) {
   DeviceBackend& b = backend_of(device_);
   require(b.api.reduce_scatter, device_, "reduce_scatter");
-  check_arg(t.dim() >= 1 && t.shape()[0] % nranks_ == 0,
+  OAR_CHECK_ARG(t.dim() >= 1 && t.shape()[0] % nranks_ == 0,
             "reduce_scatter: the leading dim of shape " + shape_str(t.shape()) + " is not divisible by " +
                 std::to_string(nranks_) + " ranks");
   Shape shape = t.shape();

@@ -41,9 +41,9 @@ DeviceBackend& backend_of(const Device& device) { return Runtime::global().state
 
 Tensor allocate_tensor(const Shape& shape, DType dtype, const Device& device) {
   for (int64_t d : shape) {
-    check_arg(d >= 0, "tensor: shape " + shape_str(shape) + " has a negative dim");
+    OAR_CHECK_ARG(d >= 0, "tensor: shape " + shape_str(shape) + " has a negative dim");
   }
-  check_arg(shape.size() <= OAR_MAX_NDIM, "tensor: shape " + shape_str(shape) + " has " +
+  OAR_CHECK_ARG(shape.size() <= OAR_MAX_NDIM, "tensor: shape " + shape_str(shape) + " has " +
                                               std::to_string(shape.size()) + " dims; at most " +
                                               std::to_string(OAR_MAX_NDIM) + " are supported");
   DeviceBackend& backend = backend_of(device);
@@ -121,7 +121,7 @@ Tensor Tensor::from_host(const void* data, const Shape& shape, DType dtype, cons
 
 template <typename T>
 Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape, const Device& device) {
-  check_arg(static_cast<int64_t>(values.size()) == shape_numel(shape),
+  OAR_CHECK_ARG(static_cast<int64_t>(values.size()) == shape_numel(shape),
             "from_vector: " + std::to_string(values.size()) + " values do not fill shape " + shape_str(shape) +
                 " (" + std::to_string(shape_numel(shape)) + " elements)");
   if constexpr (std::is_same_v<T, bool>) {
@@ -161,7 +161,7 @@ void Tensor::copy_to_host(void* dst) const {
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
   DType want = dtype_of<T>();
-  check_arg(dtype() == want, "to_vector: the tensor has dtype " + std::string(dtype_name(dtype())) +
+  OAR_CHECK_ARG(dtype() == want, "to_vector: the tensor has dtype " + std::string(dtype_name(dtype())) +
                                  " but " + std::string(dtype_name(want)) + " was requested; cast it first");
   if constexpr (std::is_same_v<T, bool>) {
     std::vector<uint8_t> bytes(static_cast<size_t>(numel()));
@@ -218,7 +218,7 @@ std::vector<uint8_t> host_bytes(const Tensor& t) {
 }  // namespace
 
 double Tensor::item() const {
-  check_arg(numel() == 1, "item: the tensor has shape " + shape_str(shape()) + " (" +
+  OAR_CHECK_ARG(numel() == 1, "item: the tensor has shape " + shape_str(shape()) + " (" +
                               std::to_string(numel()) + " elements); item() needs exactly one");
   return element_as_double(host_bytes(*this), dtype(), 0);
 }

@@ -1,0 +1,149 @@
+// Fused kernels for composite ops (docs/kernels.md, "Composite ops"): the
+// dispatcher prefers them to the decomposition. f32 and f64; other dtypes
+// run decomposed. Rows are independent, so they run in parallel.
+#include <omp.h>
+
+#include <cmath>
+
+#include "cpu_common.h"
+
+namespace oar_cpu {
+namespace {
+
+template <class T>
+T* out_ptr(const OarKernelContext* ctx, int i = 0) {
+  return static_cast<T*>(oar_view_ptr(&ctx->outputs[i]));
+}
+template <class T>
+const T* in_ptr(const OarKernelContext* ctx, int i) {
+  return static_cast<const T*>(oar_view_ptr(&ctx->inputs[i]));
+}
+
+// outer x axis x inner decomposition of a view around `axis`.
+void split_axis(const OarTensorView& v, int64_t axis, int64_t* outer, int64_t* n, int64_t* inner) {
+  *outer = 1;
+  *inner = 1;
+  *n = v.ndim == 0 ? 1 : v.shape[axis];
+  for (int64_t d = 0; d < axis; ++d) *outer *= v.shape[d];
+  for (int64_t d = axis + 1; d < v.ndim; ++d) *inner *= v.shape[d];
+}
+
+template <class T, bool kLog>
+OarStatus softmax_kernel(const OarKernelContext* ctx) {
+  Attrs attrs(ctx);
+  int64_t axis = attrs.get_int("axis");
+  if (!attrs.ok()) return attrs.status();
+  int64_t outer, n, inner;
+  split_axis(ctx->inputs[0], axis, &outer, &n, &inner);
+  const T* x = in_ptr<T>(ctx, 0);
+  T* y = out_ptr<T>(ctx);
+#pragma omp parallel for num_threads(g_num_threads) if (outer * inner * n > kParallelMin) collapse(2)
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const T* xr = x + o * n * inner + i;
+      T* yr = y + o * n * inner + i;
+      T m = xr[0];
+      for (int64_t k = 1; k < n; ++k) m = std::max(m, xr[k * inner]);
+      double s = 0;
+      for (int64_t k = 0; k < n; ++k) s += std::exp(static_cast<double>(xr[k * inner] - m));
+      if constexpr (kLog) {
+        T ls = static_cast<T>(std::log(s));
+        for (int64_t k = 0; k < n; ++k) yr[k * inner] = xr[k * inner] - m - ls;
+      } else {
+        double inv = 1.0 / s;
+        for (int64_t k = 0; k < n; ++k) yr[k * inner] = static_cast<T>(std::exp(static_cast<double>(xr[k * inner] - m)) * inv);
+      }
+    }
+  }
+  return OAR_OK;
+}
+
+enum class Act { relu, sigmoid, silu, gelu };
+
+template <class T, Act kAct>
+OarStatus activation_kernel(const OarKernelContext* ctx) {
+  bool approximate = false;
+  if constexpr (kAct == Act::gelu) {
+    Attrs attrs(ctx);
+    approximate = attrs.get_bool("approximate", false);
+  }
+  const T* x = in_ptr<T>(ctx, 0);
+  T* y = out_ptr<T>(ctx);
+  int64_t n = oar_view_numel(&ctx->outputs[0]);
+  const T k0 = static_cast<T>(0.7978845608028654), k1 = static_cast<T>(0.044715), half = static_cast<T>(0.5);
+#pragma omp parallel for simd num_threads(g_num_threads) if (n > kParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
+    T v = x[i];
+    if constexpr (kAct == Act::relu) {
+      y[i] = v > T(0) ? v : T(0);
+    } else if constexpr (kAct == Act::sigmoid) {
+      y[i] = T(1) / (T(1) + std::exp(-v));
+    } else if constexpr (kAct == Act::silu) {
+      y[i] = v / (T(1) + std::exp(-v));
+    } else {
+      y[i] = approximate ? half * v * (T(1) + std::tanh(k0 * (v + k1 * v * v * v)))
+                         : half * v * (T(1) + std::erf(v * static_cast<T>(M_SQRT1_2)));
+    }
+  }
+  return OAR_OK;
+}
+
+// layer_norm (kRms = false: inputs x, weight, bias) and rms_norm (kRms:
+// inputs x, weight), normalizing over the dims from begin_axis on.
+template <class T, bool kRms>
+OarStatus norm_kernel(const OarKernelContext* ctx) {
+  Attrs attrs(ctx);
+  int64_t begin = attrs.get_int("begin_axis");
+  double eps = attrs.get_float("epsilon");
+  if (!attrs.ok()) return attrs.status();
+  const OarTensorView& xv = ctx->inputs[0];
+  int64_t rows = 1, cols = 1;
+  for (int64_t d = 0; d < xv.ndim; ++d) (d < begin ? rows : cols) *= xv.shape[d];
+  const T* x = in_ptr<T>(ctx, 0);
+  const T* w = in_ptr<T>(ctx, 1);
+  const T* b = kRms ? nullptr : in_ptr<T>(ctx, 2);
+  T* y = out_ptr<T>(ctx);
+#pragma omp parallel for num_threads(g_num_threads) if (rows * cols > kParallelMin)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * cols;
+    T* yr = y + r * cols;
+    double mean = 0, sq = 0;
+    if constexpr (!kRms) {
+      for (int64_t c = 0; c < cols; ++c) mean += xr[c];
+      mean /= static_cast<double>(cols);
+    }
+    for (int64_t c = 0; c < cols; ++c) {
+      double d = xr[c] - mean;
+      sq += d * d;
+    }
+    auto scale = static_cast<T>(1.0 / std::sqrt(sq / static_cast<double>(cols) + eps));
+    auto m = static_cast<T>(mean);
+    for (int64_t c = 0; c < cols; ++c) {
+      T v = (xr[c] - m) * scale * w[c];
+      if constexpr (!kRms) v += b[c];
+      yr[c] = v;
+    }
+  }
+  return OAR_OK;
+}
+
+template <class T>
+void register_for(Registrar& r, int32_t dt) {
+  r.add("softmax", {dt}, {dt}, 0, guarded<softmax_kernel<T, false>>);
+  r.add("log_softmax", {dt}, {dt}, 0, guarded<softmax_kernel<T, true>>);
+  r.add("relu", {dt}, {dt}, 0, guarded<activation_kernel<T, Act::relu>>);
+  r.add("sigmoid", {dt}, {dt}, 0, guarded<activation_kernel<T, Act::sigmoid>>);
+  r.add("silu", {dt}, {dt}, 0, guarded<activation_kernel<T, Act::silu>>);
+  r.add("gelu", {dt}, {dt}, 0, guarded<activation_kernel<T, Act::gelu>>);
+  r.add("layer_norm", {dt, dt, dt}, {dt}, 0, guarded<norm_kernel<T, false>>);
+  r.add("rms_norm", {dt, dt}, {dt}, 0, guarded<norm_kernel<T, true>>);
+}
+
+}  // namespace
+
+void register_fused_kernels(Registrar& r) {
+  register_for<float>(r, OAR_DTYPE_F32);
+  register_for<double>(r, OAR_DTYPE_F64);
+}
+
+}  // namespace oar_cpu
