@@ -1,6 +1,7 @@
 // The eager dispatcher: meta rule, kernel selection (or decomposition),
 // output allocation and the kernel launch on the device's compute stream.
 #include <array>
+#include <boost/container/small_vector.hpp>
 
 #include "dispatch/device_context.h"
 #include "oar/autograd.h"
@@ -12,6 +13,21 @@ namespace oar {
 namespace {
 thread_local Builder* t_builder = nullptr;
 thread_local bool t_prefer_decomposition = false;
+
+template <typename T, size_t N>
+using SmallVec = boost::container::small_vector<T, N>;
+
+// Input metas are rebuilt on every call; reusing one buffer per nesting
+// depth (decompositions re-enter apply) keeps their shapes' memory.
+thread_local std::vector<std::vector<TensorMeta>> t_meta_buffers;
+thread_local size_t t_depth = 0;
+struct DepthGuard {
+  DepthGuard() {
+    if (t_meta_buffers.size() <= t_depth) t_meta_buffers.resize(t_depth + 1);
+    ++t_depth;
+  }
+  ~DepthGuard() { --t_depth; }
+};
 
 std::string dtype_list(std::span<const DType> dtypes) {
   std::string out;
@@ -52,13 +68,15 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
     throw Error(ErrorCode::invalid_argument, op.name + ": expected " + std::to_string(op.num_inputs) +
                                                  " inputs but got " + std::to_string(inputs.size()));
   }
-  std::vector<TensorMeta> in_meta;
-  in_meta.reserve(inputs.size());
+  DepthGuard depth;
+  std::vector<TensorMeta>& in_meta = t_meta_buffers[t_depth - 1];
+  in_meta.resize(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].defined()) {
       throw Error(ErrorCode::invalid_argument, op.name + ": input " + std::to_string(i) + " is undefined");
     }
-    in_meta.push_back({inputs[i].dtype(), inputs[i].shape()});
+    in_meta[i].dtype = inputs[i].dtype();
+    in_meta[i].shape = inputs[i].shape();  // reuses the buffer's capacity
   }
   std::vector<TensorMeta> out_meta = op.meta(op, in_meta, attrs);
 
@@ -77,18 +95,18 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
   }
 
   DeviceBackend& backend = backend_of(dev);
-  std::vector<DType> in_dtypes, out_dtypes;
+  SmallVec<DType, 8> in_dtypes, out_dtypes;
   for (const auto& m : in_meta) in_dtypes.push_back(m.dtype);
   for (const auto& m : out_meta) out_dtypes.push_back(m.dtype);
-  const KernelEntry* kernel = backend.find_kernel(op.id, in_dtypes, out_dtypes);
+  const KernelEntry* kernel = backend.find_kernel(op.id, {in_dtypes.data(), in_dtypes.size()}, {out_dtypes.data(), out_dtypes.size()});
   // A fused kernel of a composite op without a VJP rule would end the tape:
   // differentiate its decomposition instead.
   if (kernel && op.decompose && ((!op.vjp && needs_recording(inputs)) || t_prefer_decomposition)) kernel = nullptr;
   if (!kernel) {
     if (op.decompose) return op.decompose(inputs, attrs);
     throw Error(ErrorCode::unsupported,
-                op.name + ": device type '" + dev.type + "' has no kernel for dtypes (" + dtype_list(in_dtypes) +
-                    ") -> (" + dtype_list(out_dtypes) + ")" +
+                op.name + ": device type '" + dev.type + "' has no kernel for dtypes (" + dtype_list({in_dtypes.data(), in_dtypes.size()}) +
+                    ") -> (" + dtype_list({out_dtypes.data(), out_dtypes.size()}) + ")" +
                     (backend.has_kernel(op.id) ? "; it has kernels for other dtypes" : ""));
   }
 
@@ -105,8 +123,8 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
   }
 
   int rank = op.layout == InputLayout::broadcast ? static_cast<int>(out_meta[0].shape.size()) : -1;
-  std::vector<OarTensorView> in_views, out_views;
-  in_views.reserve(inputs.size());
+  SmallVec<OarTensorView, 4> in_views;
+  SmallVec<OarTensorView, 2> out_views;
   for (const auto& t : inputs) in_views.push_back(make_view(t.contiguous(), rank));
   for (const auto& t : outputs) out_views.push_back(make_view(t));
 
