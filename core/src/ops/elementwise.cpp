@@ -90,9 +90,11 @@ Grads pow_vjp(const VjpContext& c) {
   return {c.needs[0] ? to_input(c, 0, G(c) * X(c, 1) * pow(X(c, 0), X(c, 1) - 1.0)) : Tensor(),
           c.needs[1] ? to_input(c, 1, G(c) * Y(c) * log(X(c, 0))) : Tensor()};
 }
-// Ties split the gradient evenly between the operands.
+// Ties split the gradient evenly between the operands. The split is
+// piecewise constant, so it is computed on detached values: grad-of-grad must
+// not differentiate through the comparisons.
 Grads extremum_vjp(const VjpContext& c, bool is_max) {
-  const Tensor &a = X(c, 0), &b = X(c, 1);
+  Tensor a = X(c, 0).detach(), b = X(c, 1).detach();
   Tensor wins = cast(is_max ? greater_than(a, b) : less_than(a, b), a.dtype());
   Tensor share = wins + cast(equal(a, b), a.dtype()) * 0.5;
   return {c.needs[0] ? to_input(c, 0, G(c) * share) : Tensor(),

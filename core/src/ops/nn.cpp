@@ -95,7 +95,8 @@ std::vector<Tensor> rms_norm_decompose(std::span<const Tensor> in, const Attrs& 
 // are written in primitives, so higher orders differentiate them again. ----
 using Grads = std::vector<Tensor>;
 Grads relu_vjp(const VjpContext& c) {
-  return {c.grads[0] * cast(greater_than(c.inputs[0], zeros_like(c.inputs[0].detach())), c.inputs[0].dtype())};
+  Tensor x = c.inputs[0].detach();  // the mask is piecewise constant: no grad-of-grad through it
+  return {c.grads[0] * cast(greater_than(x, zeros_like(x)), x.dtype())};
 }
 Grads sigmoid_vjp(const VjpContext& c) { return {c.grads[0] * c.outputs[0] * (1.0 - c.outputs[0])}; }
 Grads silu_vjp(const VjpContext& c) {

@@ -110,12 +110,14 @@ std::vector<Tensor> prod_vjp(const VjpContext& c) {
   const Shape& shape = c.inputs[0].shape();
   return {expand_back(c.grads[0], shape, axes, keepdim) * expand_back(c.outputs[0], shape, axes, keepdim) / c.inputs[0]};
 }
-// The gradient goes to the extreme elements, split evenly among ties.
+// The gradient goes to the extreme elements, split evenly among ties (a
+// piecewise-constant mask, computed on detached values like extremum_vjp in
+// elementwise.cpp).
 std::vector<Tensor> extremum_vjp(const VjpContext& c) {
   const auto& axes = c.attrs.get_ints("axes");
   bool keepdim = c.attrs.get_bool("keepdim");
-  const Tensor& x = c.inputs[0];
-  Tensor hit = cast(equal(x, expand_back(c.outputs[0], x.shape(), axes, keepdim)), x.dtype());
+  Tensor x = c.inputs[0].detach();
+  Tensor hit = cast(equal(x, expand_back(c.outputs[0].detach(), x.shape(), axes, keepdim)), x.dtype());
   Tensor count = sum(hit, axes, true);
   return {expand_back(c.grads[0], x.shape(), axes, keepdim) * hit / count};
 }
