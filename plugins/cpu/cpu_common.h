@@ -276,6 +276,7 @@ void register_reduce_kernels(Registrar& r);
 void register_shape_kernels(Registrar& r);
 void register_matmul_kernels(Registrar& r);
 void register_fused_kernels(Registrar& r);
+void register_conv_kernels(Registrar& r);
 
 /// Classifies the exception being handled (bad_alloc -> out of memory,
 /// others -> internal) and sets the error message.

@@ -1,11 +1,15 @@
 // Fused kernels for composite ops (docs/kernels.md, "Composite ops"): the
 // dispatcher prefers them to the decomposition. f32 and f64; other dtypes
-// run decomposed. Rows are independent, so they run in parallel.
+// run decomposed. softmax, log_softmax and layer_norm in f32 run through
+// oneDNN (several times faster than the loops below, bench/RESULTS.md);
+// the rest, and f64, are loops whose rows run in parallel.
 #include <omp.h>
 
 #include <cmath>
+#include <string>
 
 #include "cpu_common.h"
+#include "onednn_util.h"
 
 namespace oar_cpu {
 namespace {
@@ -44,8 +48,10 @@ OarStatus softmax_kernel(const OarKernelContext* ctx) {
       T* yr = y + o * n * inner + i;
       T m = xr[0];
       for (int64_t k = 1; k < n; ++k) m = std::max(m, xr[k * inner]);
+      // f32 takes expf (within an ulp, twice as fast as exp in double) and
+      // sums in double.
       double s = 0;
-      for (int64_t k = 0; k < n; ++k) s += std::exp(static_cast<double>(xr[k * inner] - m));
+      for (int64_t k = 0; k < n; ++k) s += static_cast<double>(std::exp(xr[k * inner] - m));
       if constexpr (kLog) {
         T ls = static_cast<T>(std::log(s));
         for (int64_t k = 0; k < n; ++k) yr[k * inner] = xr[k * inner] - m - ls;
@@ -55,6 +61,46 @@ OarStatus softmax_kernel(const OarKernelContext* ctx) {
       }
     }
   }
+  return OAR_OK;
+}
+
+// ---- oneDNN (f32) ----
+
+/// Plain row-major descriptor of a view (rank 0 as [1]).
+dnnl::memory::desc plain_md(const OarTensorView& v) {
+  dnnl::memory::dims dims(v.shape, v.shape + v.ndim), strides(static_cast<size_t>(v.ndim));
+  if (dims.empty()) return dnnl::memory::desc({1}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
+  int64_t stride = 1;
+  for (int d = v.ndim - 1; d >= 0; --d) strides[static_cast<size_t>(d)] = stride, stride *= v.shape[d];
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
+}
+
+template <bool kLog>
+OarStatus softmax_onednn_kernel(const OarKernelContext* ctx) {
+  Attrs attrs(ctx);
+  int64_t axis = attrs.get_int("axis");
+  if (!attrs.ok()) return attrs.status();
+  const OarTensorView& xv = ctx->inputs[0];
+  if (xv.ndim == 0) axis = 0;
+  std::string key = std::string(kLog ? "logsoftmax:" : "softmax:") + std::to_string(axis) + ":" +
+                    dims_key(dnnl::memory::dims(xv.shape, xv.shape + xv.ndim));
+  auto plan = cached_plan(key, [&]() -> std::shared_ptr<Plan> {
+    const auto md = plain_md(xv);
+    const auto kind = dnnl::prop_kind::forward_inference;
+    std::shared_ptr<Plan> plan;
+    if constexpr (kLog) {
+      dnnl::logsoftmax_forward::primitive_desc pd({kind, md, static_cast<int>(axis)}, onednn_engine());
+      plan = std::make_shared<Plan>(dnnl::logsoftmax_forward(pd), [pd](int a) { return pd.query_md(dnnl::query::exec_arg_md, a); });
+    } else {
+      dnnl::softmax_forward::primitive_desc pd({kind, md, static_cast<int>(axis)}, onednn_engine());
+      plan = std::make_shared<Plan>(dnnl::softmax_forward(pd), [pd](int a) { return pd.query_md(dnnl::query::exec_arg_md, a); });
+    }
+    plan->add_arg(DNNL_ARG_SRC, md, false);
+    plan->add_arg(DNNL_ARG_DST, md, true);
+    return plan;
+  });
+  if (!plan) return softmax_kernel<float, kLog>(ctx);
+  plan->run({oar_view_ptr(&ctx->inputs[0]), oar_view_ptr(&ctx->outputs[0])});
   return OAR_OK;
 }
 
@@ -127,15 +173,54 @@ OarStatus norm_kernel(const OarKernelContext* ctx) {
   return OAR_OK;
 }
 
+OarStatus layer_norm_onednn_kernel(const OarKernelContext* ctx) {
+  Attrs attrs(ctx);
+  int64_t begin = attrs.get_int("begin_axis");
+  double eps = attrs.get_float("epsilon");
+  if (!attrs.ok()) return attrs.status();
+  const OarTensorView& xv = ctx->inputs[0];
+  int64_t rows = 1, cols = 1;
+  for (int64_t d = 0; d < xv.ndim; ++d) (d < begin ? rows : cols) *= xv.shape[d];
+  std::string key = "layer_norm:" + dims_key({rows, cols}) + std::to_string(eps);
+  auto plan = cached_plan(key, [&]() -> std::shared_ptr<Plan> {
+    using tag = dnnl::memory::format_tag;
+    const dnnl::memory::desc md({rows, cols}, dnnl::memory::data_type::f32, tag::ab);
+    const dnnl::memory::desc ch({cols}, dnnl::memory::data_type::f32, tag::a);
+    dnnl::layer_normalization_forward::primitive_desc pd(
+        {dnnl::prop_kind::forward_inference, md, static_cast<float>(eps),
+         dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift},
+        onednn_engine());
+    auto plan = std::make_shared<Plan>(dnnl::layer_normalization_forward(pd),
+                                       [pd](int a) { return pd.query_md(dnnl::query::exec_arg_md, a); });
+    plan->add_arg(DNNL_ARG_SRC, md, false);
+    plan->add_arg(DNNL_ARG_SCALE, ch, false);
+    plan->add_arg(DNNL_ARG_SHIFT, ch, false);
+    plan->add_arg(DNNL_ARG_DST, md, true);
+    return plan;
+  });
+  if (!plan) return norm_kernel<float, false>(ctx);
+  plan->run({oar_view_ptr(&ctx->inputs[0]), oar_view_ptr(&ctx->inputs[1]), oar_view_ptr(&ctx->inputs[2]),
+             oar_view_ptr(&ctx->outputs[0])});
+  return OAR_OK;
+}
+
 template <class T>
 void register_for(Registrar& r, int32_t dt) {
-  r.add("softmax", {dt}, {dt}, 0, guarded<softmax_kernel<T, false>>);
-  r.add("log_softmax", {dt}, {dt}, 0, guarded<softmax_kernel<T, true>>);
+  if constexpr (std::is_same_v<T, float>) {
+    r.add("softmax", {dt}, {dt}, 0, guarded<softmax_onednn_kernel<false>>);
+    // oneDNN's logsoftmax is faster but its log is off by ~30 ulp
+    // (bench/RESULTS.md): the loop keeps log_softmax within an ulp or two.
+    r.add("log_softmax", {dt}, {dt}, 0, guarded<softmax_kernel<T, true>>);
+    r.add("layer_norm", {dt, dt, dt}, {dt}, 0, guarded<layer_norm_onednn_kernel>);
+  } else {
+    r.add("softmax", {dt}, {dt}, 0, guarded<softmax_kernel<T, false>>);
+    r.add("log_softmax", {dt}, {dt}, 0, guarded<softmax_kernel<T, true>>);
+    r.add("layer_norm", {dt, dt, dt}, {dt}, 0, guarded<norm_kernel<T, false>>);
+  }
   r.add("relu", {dt}, {dt}, 0, guarded<activation_kernel<T, Act::relu>>);
   r.add("sigmoid", {dt}, {dt}, 0, guarded<activation_kernel<T, Act::sigmoid>>);
   r.add("silu", {dt}, {dt}, 0, guarded<activation_kernel<T, Act::silu>>);
   r.add("gelu", {dt}, {dt}, 0, guarded<activation_kernel<T, Act::gelu>>);
-  r.add("layer_norm", {dt, dt, dt}, {dt}, 0, guarded<norm_kernel<T, false>>);
   r.add("rms_norm", {dt, dt}, {dt}, 0, guarded<norm_kernel<T, true>>);
 }
 

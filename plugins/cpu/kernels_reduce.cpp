@@ -18,6 +18,20 @@
 #include "cpu_common.h"
 
 namespace oar_cpu {
+
+/// f32 sum in f64 with 8 accumulators, cloned per ISA: the same sequence of
+/// additions in every clone (no reassociation), only the vector width
+/// changes, so the result never depends on the machine.
+__attribute__((target_clones("avx512f", "avx2", "default"))) double sum_f32_in_f64(const float* x, int64_t n) {
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) acc[j] += static_cast<double>(x[i + j]);
+  }
+  for (int j = 0; i < n; ++i, ++j) acc[j] += static_cast<double>(x[i]);
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
 namespace {
 
 constexpr int64_t kBlock = 8192;     // contiguous elements per block
@@ -72,6 +86,9 @@ struct Combine {
 /// Reduces n contiguous elements with 8 independent accumulators.
 template <class T, class B, RedOp kOp>
 B block_reduce(const T* x, int64_t n) {
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<B, double> && kOp == RedOp::kSum) {
+    return sum_f32_in_f64(x, n);
+  }
   using Op = Combine<kOp>;
   B acc[8];
   for (B& a : acc) a = Op::template identity<B>();

@@ -353,6 +353,7 @@ OarStatus register_kernel(const char* op, OarKernelFn fn, std::vector<int32_t> i
 OarStatus register_elementwise_kernels();
 OarStatus register_reduce_kernels();
 OarStatus register_shape_kernels();
+OarStatus register_conv_kernels();
 
 // Collective entries of the device table (mock_collectives.cpp).
 void fill_collectives(OarDeviceApi* api);

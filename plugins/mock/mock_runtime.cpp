@@ -707,6 +707,7 @@ extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host,
   if (status == OAR_OK) status = register_elementwise_kernels();
   if (status == OAR_OK) status = register_reduce_kernels();
   if (status == OAR_OK) status = register_shape_kernels();
+  if (status == OAR_OK) status = register_conv_kernels();
   if (status != OAR_OK) {
     // The host drops our registrations; release our state.
     shutdown(plugin);

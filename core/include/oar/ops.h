@@ -166,4 +166,20 @@ Tensor embedding(const Tensor& ids, const Tensor& weight);
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     bool is_causal = false);
 
+// ---- convolution and pooling (NCHW; paddle.nn.functional names) ----
+/// 2-D convolution of x [N, C, H, W] with weight [Cout, C / groups, kh, kw];
+/// bias [Cout] optional. stride, padding (symmetric, per side) and dilation
+/// hold 1 entry (both dims) or 2 (h, w).
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+              const std::vector<int64_t>& stride = {1}, const std::vector<int64_t>& padding = {0},
+              const std::vector<int64_t>& dilation = {1}, int64_t groups = 1);
+/// Max over kernel_size windows of x [N, C, H, W]; stride defaults to
+/// kernel_size; padded elements never win.
+Tensor max_pool2d(const Tensor& x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride = {},
+                  const std::vector<int64_t>& padding = {0});
+/// Mean over windows; exclusive (Paddle's default) divides by the number of
+/// elements inside x, otherwise by the window size.
+Tensor avg_pool2d(const Tensor& x, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride = {},
+                  const std::vector<int64_t>& padding = {0}, bool exclusive = true);
+
 }  // namespace oar
