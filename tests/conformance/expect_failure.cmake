@@ -1,0 +1,32 @@
+# Runs oar-conformance on a plugin with a planted fault and checks that it
+# exits 1 and that the JSON report lists EXPECTED_CHECK among the failures.
+#   cmake -DRUNNER=... -DPLUGIN=... -DREPORT=... -DEXPECTED_CHECK=... -P expect_failure.cmake
+cmake_minimum_required(VERSION 3.20)
+file(REMOVE "${REPORT}")
+execute_process(COMMAND "${RUNNER}" --plugin "${PLUGIN}" --tier ci --report "${REPORT}"
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message("${out}")
+if(NOT rc EQUAL 1)
+  message(FATAL_ERROR "expected exit status 1 (a failed check) but got '${rc}'\n${err}")
+endif()
+if(NOT EXISTS "${REPORT}")
+  message(FATAL_ERROR "the runner wrote no report to ${REPORT}")
+endif()
+file(READ "${REPORT}" json)
+string(JSON count LENGTH "${json}" failed)
+set(failed "")
+if(count GREATER 0)
+  math(EXPR last "${count} - 1")
+  foreach(i RANGE ${last})
+    string(JSON name GET "${json}" failed ${i})
+    list(APPEND failed "${name}")
+  endforeach()
+endif()
+if(NOT EXPECTED_CHECK IN_LIST failed)
+  message(FATAL_ERROR "expected check '${EXPECTED_CHECK}' to fail; failed checks: ${failed}")
+endif()
+# Every failure comes with a one-line reproduction command.
+if(NOT out MATCHES "--filter '\\^")
+  message(FATAL_ERROR "no reproduction command was printed for the failures")
+endif()
+message(STATUS "'${EXPECTED_CHECK}' failed as planted; all failures: ${failed}")
