@@ -5,3 +5,5 @@ oar_install_deps
 oar_build
 cd "$OAR_BUILD"
 ctest --output-on-failure -j "$(nproc)" --timeout 600
+# The Python package: build it into .venv and run its pytest suite.
+bash "$OAR_ROOT/scripts/run_python_tests.sh"

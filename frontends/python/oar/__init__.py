@@ -1,0 +1,35 @@
+"""oar: a deep-learning framework in the spirit of PaddlePaddle 3.x.
+
+The Paddle-style API over the C++ core (oar._C, liboar_core.so and the device
+plugins installed in oar/lib)."""
+from . import _C
+from .framework import (Place, CPUPlace, CustomPlace, Tensor, dtype, float32, float64, float16, bfloat16, int8,
+                        uint8, int32, int64, bool, set_default_dtype, get_default_dtype, set_device, get_device,
+                        get_all_device_type, device_count, seed, environment)
+from .creation import (to_tensor, full, zeros, ones, empty, full_like, zeros_like, ones_like, empty_like, arange,
+                       linspace, eye, rand, uniform, randn, standard_normal, normal, randint, randperm, assign)
+from .math import *  # noqa: F401,F403
+from .math import (sum, max, min, abs, pow, round, all, any, slice)  # noqa: A004 - paddle names
+from . import tensor_methods as _tensor_methods  # noqa: F401 - installs Tensor methods
+from .autograd import no_grad, enable_grad, set_grad_enabled, is_grad_enabled, grad
+from . import nn, optimizer, io
+from .nn.functional import softmax  # noqa: F401
+from .serialization import save, load
+from .nn.layer import Layer  # noqa: F401
+from .nn.parameter import ParamAttr, create_parameter  # noqa: F401
+
+__version__ = "0.1.0"
+
+in_dynamic_mode = lambda: True  # noqa: E731
+is_compiled_with_cuda = lambda: False  # noqa: E731
+
+
+class device:  # noqa: N801 - paddle.device namespace
+    set_device = staticmethod(set_device)
+    get_device = staticmethod(get_device)
+    get_all_device_type = staticmethod(get_all_device_type)
+    device_count = staticmethod(device_count)
+
+    @staticmethod
+    def synchronize(device=None):
+        _C.synchronize(None if device is None else str(device))

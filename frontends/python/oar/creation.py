@@ -1,0 +1,185 @@
+"""Tensor creation (paddle.to_tensor, zeros, ones, full, arange, rand, ...)."""
+import builtins
+import numbers
+
+import numpy as np
+
+from . import _C
+from .framework import (Place, Tensor, convert_dtype, default_float_dtype, device_str, float32, int64)
+
+_ops = _C.ops
+
+
+def _shape(shape):
+    if isinstance(shape, Tensor):
+        return [int(v) for v in shape.numpy().reshape(-1)]
+    if isinstance(shape, numbers.Integral):
+        return [int(shape)]
+    return [int(s.item()) if isinstance(s, Tensor) else int(s) for s in shape]
+
+
+def to_tensor(data, dtype=None, place=None, stop_gradient=True):
+    """A new tensor from a Tensor, numpy array, list or scalar (paddle.to_tensor).
+
+    Python floats become the default float dtype (float32), Python ints int64,
+    numpy arrays keep their dtype."""
+    dtype = convert_dtype(dtype)
+    device = device_str(place)
+    if isinstance(data, Tensor):
+        t = data.detach()
+        if device is not None and t._device != Place(device)._device:
+            t = t._to(device)
+        t = _ops.cast(t, dtype) if dtype is not None and dtype != t.dtype else t
+        t = clone_data(t)
+    else:
+        from_python = not isinstance(data, (np.ndarray, np.generic))
+        if isinstance(data, (list, tuple)) and any(isinstance(v, Tensor) for v in _flat(data)):
+            data = [v.numpy() if isinstance(v, Tensor) else v for v in data]
+        arr = np.asarray(data)
+        if arr.dtype == np.float64 and from_python:
+            arr = arr.astype(np.float32) if dtype is None and default_float_dtype() == float32 else arr
+            if dtype is None and default_float_dtype() != float32:
+                dtype = default_float_dtype()
+        elif arr.dtype.kind in "iu" and from_python and arr.dtype != np.int64:
+            arr = arr.astype(np.int64)
+        elif arr.dtype.kind in "USOVc":
+            raise TypeError(f"to_tensor: cannot make a tensor from data of numpy dtype {arr.dtype}")
+        t = _C.from_numpy(arr, dtype, device)
+    t.stop_gradient = stop_gradient
+    return t
+
+
+def _flat(values):
+    for v in values:
+        if isinstance(v, (list, tuple)):
+            yield from _flat(v)
+        else:
+            yield v
+
+
+def clone_data(t):
+    """A tensor with its own storage and the same values (no autograd)."""
+    if t.dtype == convert_dtype("bool"):
+        return _ops.logical_or(t, t)
+    return _ops.add_scalar(t, 0.0)
+
+
+def _fill_dtype(value, dtype):
+    if dtype is not None:
+        return convert_dtype(dtype)
+    if isinstance(value, builtins.bool):
+        return convert_dtype("bool")
+    return default_float_dtype()
+
+
+def full(shape, fill_value, dtype=None, name=None):
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    return _ops.full(_shape(shape), float(fill_value), _fill_dtype(fill_value, dtype))
+
+
+def zeros(shape, dtype=None, name=None):
+    return _ops.full(_shape(shape), 0.0, convert_dtype(dtype) or default_float_dtype())
+
+
+def ones(shape, dtype=None, name=None):
+    return _ops.full(_shape(shape), 1.0, convert_dtype(dtype) or default_float_dtype())
+
+
+def empty(shape, dtype=None, name=None):
+    return zeros(shape, dtype)
+
+
+def _like(x, value, dtype):
+    dtype = convert_dtype(dtype)
+    out = _ops.full_like(x, float(value))
+    return _ops.cast(out, dtype) if dtype is not None and dtype != out.dtype else out
+
+
+def full_like(x, fill_value, dtype=None, name=None):
+    return _like(x, fill_value, dtype)
+
+
+def zeros_like(x, dtype=None, name=None):
+    return _like(x, 0.0, dtype)
+
+
+def ones_like(x, dtype=None, name=None):
+    return _like(x, 1.0, dtype)
+
+
+def empty_like(x, dtype=None, name=None):
+    return _like(x, 0.0, dtype)
+
+
+def arange(start=0, end=None, step=1, dtype=None, name=None):
+    """[start, end) by step; int64 for integer arguments, else the default float dtype."""
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    if dtype is None:
+        dtype = int64 if all(isinstance(v, numbers.Integral) for v in vals) else default_float_dtype()
+    return _ops.arange(float(vals[0]), float(vals[1]), float(vals[2]), convert_dtype(dtype))
+
+
+def linspace(start, stop, num, dtype=None, name=None):
+    dtype = convert_dtype(dtype) or default_float_dtype()
+    num = int(num)
+    if num == 1:
+        return _ops.full([1], float(start), dtype)
+    idx = _ops.arange(0.0, float(num), 1.0, convert_dtype("float64"))
+    step = (float(stop) - float(start)) / (num - 1)
+    return _ops.cast(_ops.add_scalar(_ops.multiply_scalar(idx, step), float(start)), dtype)
+
+
+def eye(num_rows, num_columns=None, dtype=None, name=None):
+    num_columns = num_rows if num_columns is None else num_columns
+    rows = _ops.reshape(_ops.arange(0.0, float(num_rows), 1.0, int64), [-1, 1])
+    cols = _ops.arange(0.0, float(num_columns), 1.0, int64)
+    return _ops.cast(_ops.equal(rows, cols), convert_dtype(dtype) or default_float_dtype())
+
+
+def rand(shape, dtype=None, name=None):
+    return _ops.uniform(_shape(shape), 0.0, 1.0, convert_dtype(dtype) or default_float_dtype())
+
+
+def uniform(shape, dtype=None, min=-1.0, max=1.0, seed=0, name=None):  # noqa: A002 - paddle names
+    dtype = convert_dtype(dtype) or default_float_dtype()
+    if seed:
+        return _ops.uniform(_shape(shape), float(min), float(max), dtype, None, int(seed))
+    return _ops.uniform(_shape(shape), float(min), float(max), dtype)
+
+
+def randn(shape, dtype=None, name=None):
+    return _ops.normal(_shape(shape), 0.0, 1.0, convert_dtype(dtype) or default_float_dtype())
+
+
+def standard_normal(shape, dtype=None, name=None):
+    return randn(shape, dtype)
+
+
+def normal(mean=0.0, std=1.0, shape=None, name=None):
+    return _ops.normal(_shape(shape if shape is not None else [1]), float(mean), float(std), default_float_dtype())
+
+
+def randint(low=0, high=None, shape=(1,), dtype=None, name=None):
+    if high is None:
+        low, high = 0, low
+    u = _ops.uniform(_shape(shape), float(low), float(high), convert_dtype("float64"))
+    return _ops.cast(_ops.floor(u), convert_dtype(dtype) or int64)
+
+
+def randperm(n, dtype="int64", name=None):
+    """A random permutation of 0..n-1 from the global generator (oar.seed reproduces it)."""
+    keys = _ops.uniform([int(n)], 0.0, 1.0, convert_dtype("float64")).numpy()
+    return _C.from_numpy(np.argsort(keys, kind="stable").astype(np.int64), convert_dtype(dtype), None)
+
+
+def assign(x, output=None):
+    """A copy of x (a Tensor, array or list); with `output`, written into it."""
+    src = x if isinstance(x, Tensor) else to_tensor(x)
+    value = _ops.add_scalar(src, 0.0) if src.dtype != convert_dtype("bool") else clone_data(src)
+    if output is not None:
+        output._set_data_(value.detach())
+        return output
+    return value

@@ -1,0 +1,172 @@
+"""dtypes, places and devices (paddle.float32, paddle.set_device, ...)."""
+import builtins
+import os
+
+import numpy as np
+
+from . import _C
+
+Tensor = _C.Tensor
+dtype = _C.dtype
+
+float32 = dtype.float32
+float64 = dtype.float64
+float16 = dtype.float16
+bfloat16 = dtype.bfloat16
+int8 = dtype.int8
+uint8 = dtype.uint8
+int32 = dtype.int32
+int64 = dtype.int64
+bool = dtype.bool  # noqa: A001 - paddle.bool
+
+_default_dtype = float32
+
+_ALIASES = {
+    "float": float32, "float32": float32, "fp32": float32, "double": float64, "float64": float64,
+    "half": float16, "float16": float16, "fp16": float16, "bfloat16": bfloat16, "bf16": bfloat16,
+    "int": int64, "int64": int64, "long": int64, "int32": int32, "int8": int8, "uint8": uint8,
+    "bool": bool,
+}
+_FROM_NUMPY = {
+    np.dtype(np.float32): float32, np.dtype(np.float64): float64, np.dtype(np.float16): float16,
+    np.dtype(np.int8): int8, np.dtype(np.uint8): uint8, np.dtype(np.int32): int32,
+    np.dtype(np.int64): int64, np.dtype(np.bool_): bool,
+}
+_TO_NUMPY = {v: k for k, v in _FROM_NUMPY.items()}
+
+
+def convert_dtype(d):
+    """An oar dtype from an oar dtype, a name, a numpy dtype or a Python type; None stays None."""
+    if d is None or isinstance(d, dtype):
+        return d
+    if isinstance(d, str):
+        name = d.lower()
+        if name.startswith("oar.") or name.startswith("paddle."):
+            name = name.split(".", 1)[1]
+        if name in _ALIASES:
+            return _ALIASES[name]
+        raise TypeError(f"unknown dtype '{d}'; expected one of {sorted(set(_ALIASES))}")
+    if d is float:
+        return _default_dtype
+    if d is int:
+        return int64
+    if d is builtins.bool:
+        return bool
+    try:
+        return _FROM_NUMPY[np.dtype(d)]
+    except (TypeError, KeyError):
+        raise TypeError(f"unsupported dtype {d!r}") from None
+
+
+def to_numpy_dtype(d):
+    d = convert_dtype(d)
+    if d == bfloat16:
+        return np.dtype(np.float32)
+    return _TO_NUMPY[d]
+
+
+def is_floating_point_dtype(d):
+    return convert_dtype(d).is_floating_point
+
+
+def set_default_dtype(d):
+    global _default_dtype
+    d = convert_dtype(d)
+    if not d.is_floating_point:
+        raise TypeError(f"set_default_dtype: default dtype must be floating, got {d.name}")
+    _default_dtype = d
+
+
+def get_default_dtype():
+    return _default_dtype.name
+
+
+def default_float_dtype():
+    return _default_dtype
+
+
+class Place:
+    """A device: Place('cpu:0'), Place('mock:1'). Compares equal to its string."""
+
+    def __init__(self, device):
+        if isinstance(device, Place):
+            device = device._device
+        device = str(device)
+        if ":" not in device:
+            device += ":0"
+        self._device = device
+
+    @property
+    def type(self):
+        return self._device.split(":")[0]
+
+    def get_device_id(self):
+        return int(self._device.split(":")[1])
+
+    def is_cpu_place(self):
+        return self.type == "cpu"
+
+    def __str__(self):
+        return f"Place({self._device})"
+
+    __repr__ = __str__
+
+    def __eq__(self, other):
+        if isinstance(other, (Place, str)):
+            return self._device == Place(other)._device
+        return NotImplemented
+
+    def __hash__(self):
+        return hash(self._device)
+
+
+def CPUPlace():  # noqa: N802 - paddle.CPUPlace
+    return Place("cpu:0")
+
+
+def CustomPlace(device_type, device_id=0):  # noqa: N802 - paddle.CustomPlace
+    return Place(f"{device_type}:{device_id}")
+
+
+def device_str(place):
+    """'type:index' (or None) from a Place, a string or None."""
+    if place is None:
+        return None
+    if isinstance(place, Place):
+        return place._device
+    return str(place)
+
+
+def set_device(device):
+    """Sets the default device ('cpu', 'mock:1'); returns its Place."""
+    return Place(_C.set_device(device_str(device)))
+
+
+def get_device():
+    """The default device as a string: 'cpu' for cpu:0 (paddle.get_device), else 'type:index'."""
+    d = _C.get_device()
+    return "cpu" if d == "cpu:0" else d
+
+
+def get_all_device_type():
+    return list(_C.device_types())
+
+
+def device_count(device_type=None):
+    if device_type is None:
+        return len(_C.devices())
+    return _C.device_count(device_type)
+
+
+def seed(value):
+    """Seeds the global Philox generator (paddle.seed)."""
+    _C.seed(int(value))
+    return None
+
+
+def environment():
+    """Plugins loaded and skipped, devices, the default device and $OAR_DEVICE."""
+    return {
+        "plugins": _C.plugins(), "skipped": _C.skipped_plugins(), "devices": _C.devices(),
+        "default_device": _C.get_device(), "OAR_DEVICE": os.environ.get("OAR_DEVICE"),
+    }

@@ -1,0 +1,668 @@
+"""Math, reduction, comparison and manipulation functions (Paddle names)."""
+import builtins
+import numbers
+
+import numpy as np
+
+from . import _C
+from .creation import _shape, to_tensor, full_like
+from .framework import Tensor, convert_dtype, default_float_dtype, int64
+
+_ops = _C.ops
+_BOOL = convert_dtype("bool")
+_SCALARS = (numbers.Number, np.generic)
+
+
+def _is_scalar(v):
+    return isinstance(v, _SCALARS) and not isinstance(v, np.ndarray)
+
+
+def _as_tensor(v, like):
+    """v as a tensor on like's device: a Tensor stays, a scalar takes like's dtype."""
+    if isinstance(v, Tensor):
+        return v
+    if _is_scalar(v):
+        return _ops.scalar_like(like, float(v))
+    return to_tensor(v, place=like._device)
+
+
+def _float_for_scalar(x, scalar):
+    """Paddle promotes an integer tensor with a float scalar to the default float dtype."""
+    if not x.dtype.is_floating_point and isinstance(scalar, (float, np.floating)):
+        return _ops.cast(x, default_float_dtype())
+    if x.dtype == _BOOL and isinstance(scalar, (numbers.Integral, np.integer)) and not isinstance(scalar, builtins.bool):
+        return _ops.cast(x, int64)
+    return x
+
+
+def _binary(op, x, y):
+    if not isinstance(x, Tensor):
+        if isinstance(y, Tensor):
+            if _is_scalar(x):
+                y = _float_for_scalar(y, x)
+            return op(_as_tensor(x, y), y)
+        x = to_tensor(x)
+    if _is_scalar(y):
+        x = _float_for_scalar(x, y)
+    return op(x, _as_tensor(y, x))
+
+
+def add(x, y, name=None):
+    if isinstance(x, Tensor) and _is_scalar(y):
+        return _ops.add_scalar(_float_for_scalar(x, y), float(y))
+    return _binary(_ops.add, x, y)
+
+
+def subtract(x, y, name=None):
+    if isinstance(x, Tensor) and _is_scalar(y):
+        return _ops.subtract_scalar(_float_for_scalar(x, y), float(y))
+    return _binary(_ops.subtract, x, y)
+
+
+def multiply(x, y, name=None):
+    if isinstance(x, Tensor) and _is_scalar(y):
+        return _ops.multiply_scalar(_float_for_scalar(x, y), float(y))
+    return _binary(_ops.multiply, x, y)
+
+
+def _true_div_operands(x, y):
+    # int / int is true division in Paddle 3: computed in the default float dtype.
+    if isinstance(x, Tensor) and not x.dtype.is_floating_point and (
+            not isinstance(y, Tensor) or not y.dtype.is_floating_point):
+        x = _ops.cast(x, default_float_dtype())
+    if isinstance(y, Tensor) and not y.dtype.is_floating_point and (
+            not isinstance(x, Tensor) or not x.dtype.is_floating_point):
+        y = _ops.cast(y, default_float_dtype())
+    return x, y
+
+
+def divide(x, y, name=None):
+    x, y = _true_div_operands(x, y)
+    if isinstance(x, Tensor) and _is_scalar(y):
+        return _ops.divide_scalar(x, float(y))
+    return _binary(_ops.divide, x, y)
+
+
+def floor_divide(x, y, name=None):
+    xt = x if isinstance(x, Tensor) else y
+    q = _ops.floor(divide(_ops.cast(x, convert_dtype("float64")) if isinstance(x, Tensor) and not x.dtype.is_floating_point else x,
+                          y))
+    return _ops.cast(q, xt.dtype) if not xt.dtype.is_floating_point else q
+
+
+def remainder(x, y, name=None):
+    return subtract(x, multiply(floor_divide(x, y), y))
+
+
+mod = remainder
+
+
+def pow(x, y, name=None):  # noqa: A001 - paddle.pow
+    if isinstance(x, Tensor) and _is_scalar(y):
+        return _ops.pow_scalar(_float_for_scalar(x, y), float(y))
+    return _binary(_ops.pow, x, y)
+
+
+def maximum(x, y, name=None):
+    return _binary(_ops.maximum, x, y)
+
+
+def minimum(x, y, name=None):
+    return _binary(_ops.minimum, x, y)
+
+
+def equal(x, y, name=None):
+    return _binary(_ops.equal, x, y)
+
+
+def not_equal(x, y, name=None):
+    return _binary(_ops.not_equal, x, y)
+
+
+def less_than(x, y, name=None):
+    return _binary(_ops.less_than, x, y)
+
+
+def less_equal(x, y, name=None):
+    return _binary(_ops.less_equal, x, y)
+
+
+def greater_than(x, y, name=None):
+    return _binary(_ops.greater_than, x, y)
+
+
+def greater_equal(x, y, name=None):
+    return _binary(_ops.greater_equal, x, y)
+
+
+def logical_and(x, y, out=None, name=None):
+    return _binary(_ops.logical_and, x, y)
+
+
+def logical_or(x, y, out=None, name=None):
+    return _binary(_ops.logical_or, x, y)
+
+
+def logical_xor(x, y, out=None, name=None):
+    return not_equal(cast(x, "bool"), cast(y, "bool"))
+
+
+def logical_not(x, out=None, name=None):
+    return _ops.logical_not(x)
+
+
+def _unary(fn):
+    def op(x, name=None):
+        return fn(x)
+    op.__name__ = fn.__name__
+    return op
+
+
+def _float_unary(fn):
+    def op(x, name=None):
+        if not x.dtype.is_floating_point:
+            x = _ops.cast(x, default_float_dtype())
+        return fn(x)
+    op.__name__ = fn.__name__
+    return op
+
+
+abs = _unary(_ops.abs)  # noqa: A001
+neg = _unary(_ops.neg)
+sign = _unary(_ops.sign)
+floor = _unary(_ops.floor)
+ceil = _unary(_ops.ceil)
+exp = _float_unary(_ops.exp)
+log = _float_unary(_ops.log)
+sqrt = _float_unary(_ops.sqrt)
+rsqrt = _float_unary(_ops.rsqrt)
+sin = _float_unary(_ops.sin)
+cos = _float_unary(_ops.cos)
+tanh = _float_unary(_ops.tanh)
+erf = _float_unary(_ops.erf)
+sigmoid = _float_unary(_ops.sigmoid)
+
+
+def square(x, name=None):
+    return _ops.multiply(x, x)
+
+
+def reciprocal(x, name=None):
+    return _ops.rdivide_scalar(x, 1.0)
+
+
+def log1p(x, name=None):
+    return log(add(x, 1.0))
+
+
+def log2(x, name=None):
+    return multiply(log(x), 1.0 / np.log(2.0))
+
+
+def log10(x, name=None):
+    return multiply(log(x), 1.0 / np.log(10.0))
+
+
+def expm1(x, name=None):
+    return subtract(exp(x), 1.0)
+
+
+def tan(x, name=None):
+    return divide(sin(x), cos(x))
+
+
+def round(x, decimals=0, name=None):  # noqa: A001
+    # round half away from zero, like paddle.round
+    return multiply(sign(x), floor(add(_ops.abs(x), 0.5)))
+
+
+def trunc(x, name=None):
+    return multiply(sign(x), floor(_ops.abs(x)))
+
+
+def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None):
+    out = add(multiply(x, scale), bias) if bias_after_scale else multiply(add(x, bias), scale)
+    return out
+
+
+def clip(x, min=None, max=None, name=None):  # noqa: A002
+    out = x
+    if min is not None:
+        out = maximum(out, min)
+    if max is not None:
+        out = minimum(out, max)
+    return out
+
+
+def cast(x, dtype):
+    dtype = convert_dtype(dtype)
+    return x if x.dtype == dtype else _ops.cast(x, dtype)
+
+
+def isnan(x, name=None):
+    return _ops.not_equal(x, x)
+
+
+def isinf(x, name=None):
+    return _ops.logical_and(_ops.equal(_ops.abs(x), _ops.scalar_like(x, float("inf"))), _ops.equal(x, x))
+
+
+def isfinite(x, name=None):
+    return _ops.logical_not(_ops.logical_or(isnan(x), isinf(x)))
+
+
+def where(condition, x=None, y=None, name=None):
+    if x is None and y is None:
+        return nonzero(condition, as_tuple=True)
+    if not isinstance(condition, Tensor):
+        condition = to_tensor(condition)
+    if condition.dtype != _BOOL:
+        condition = _ops.cast(condition, _BOOL)
+    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+        x = to_tensor(x, place=condition._device)
+    if not isinstance(x, Tensor):
+        x = _as_tensor(x, y)
+    if not isinstance(y, Tensor):
+        y = _as_tensor(y, x)
+    return _ops.where(condition, x, y)
+
+
+# ---- reductions ----
+
+def _axes(axis, ndim=None):
+    if axis is None:
+        return []
+    if isinstance(axis, Tensor):
+        axis = axis.numpy().tolist()
+    if isinstance(axis, numbers.Integral):
+        return [int(axis)]
+    return [int(a) for a in axis]
+
+
+def sum(x, axis=None, dtype=None, keepdim=False, name=None):  # noqa: A001
+    dtype = convert_dtype(dtype)
+    if dtype is not None:
+        x = cast(x, dtype)
+    elif x.dtype == _BOOL or x.dtype in (convert_dtype("int32"), convert_dtype("int8"), convert_dtype("uint8")):
+        x = _ops.cast(x, int64)
+    return _ops.sum(x, _axes(axis), keepdim)
+
+
+def mean(x, axis=None, keepdim=False, name=None):
+    return _ops.mean(x, _axes(axis), keepdim)
+
+
+def prod(x, axis=None, keepdim=False, dtype=None, name=None):
+    if dtype is not None:
+        x = cast(x, dtype)
+    return _ops.prod(x, _axes(axis), keepdim)
+
+
+def max(x, axis=None, keepdim=False, name=None):  # noqa: A001
+    return _ops.max(x, _axes(axis), keepdim)
+
+
+def min(x, axis=None, keepdim=False, name=None):  # noqa: A001
+    return _ops.min(x, _axes(axis), keepdim)
+
+
+amax = max
+amin = min
+
+
+def argmax(x, axis=None, keepdim=False, dtype="int64", name=None):
+    return cast(_ops.argmax(x, None if axis is None else int(axis), keepdim), dtype)
+
+
+def argmin(x, axis=None, keepdim=False, dtype="int64", name=None):
+    return cast(_ops.argmin(x, None if axis is None else int(axis), keepdim), dtype)
+
+
+def var(x, axis=None, unbiased=True, keepdim=False, name=None):
+    return _ops.var(x, _axes(axis), unbiased, keepdim)
+
+
+def std(x, axis=None, unbiased=True, keepdim=False, name=None):
+    return _ops.sqrt(var(x, axis, unbiased, keepdim))
+
+
+def all(x, axis=None, keepdim=False, name=None):  # noqa: A001
+    return _ops.cast(_ops.min(cast(x, "int32"), _axes(axis), keepdim), _BOOL)
+
+
+def any(x, axis=None, keepdim=False, name=None):  # noqa: A001
+    return _ops.cast(_ops.max(cast(x, "int32"), _axes(axis), keepdim), _BOOL)
+
+
+def logsumexp(x, axis=None, keepdim=False, name=None):
+    axes = _axes(axis)
+    m = _ops.max(x.detach(), axes, True)
+    out = add(log(_ops.sum(exp(subtract(x, m)), axes, True)), m)
+    if not keepdim:
+        out = _ops.squeeze(out, axes if axes else list(range(len(x.shape))))
+    return out
+
+
+def allclose(x, y, rtol=1e-05, atol=1e-08, equal_nan=False, name=None):
+    return to_tensor(np.allclose(x.numpy(), y.numpy(), rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def isclose(x, y, rtol=1e-05, atol=1e-08, equal_nan=False, name=None):
+    return to_tensor(np.isclose(x.numpy(), y.numpy(), rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def equal_all(x, y, name=None):
+    return to_tensor(builtins.bool(x.shape == y.shape and np.array_equal(x.numpy(), y.numpy())))
+
+
+# ---- linear algebra ----
+
+def matmul(x, y, transpose_x=False, transpose_y=False, name=None):
+    return _ops.matmul(x, y, transpose_x, transpose_y)
+
+
+def mm(input, mat2, name=None):  # noqa: A002
+    return _ops.matmul(input, mat2)
+
+
+bmm = mm
+
+
+def dot(x, y, name=None):
+    return _ops.sum(_ops.multiply(x, y), [-1], False)
+
+
+def outer(x, y, name=None):
+    return _ops.multiply(_ops.reshape(x, [-1, 1]), _ops.reshape(y, [1, -1]))
+
+
+def t(input, name=None):  # noqa: A002
+    if len(input.shape) < 2:
+        return input
+    return _ops.transpose(input, [1, 0])
+
+
+def norm(x, p=2, axis=None, keepdim=False, name=None):
+    axes = _axes(axis)
+    if p in ("fro", 2, 2.0):
+        return _ops.sqrt(_ops.sum(_ops.multiply(x, x), axes, keepdim))
+    if p in (1, 1.0):
+        return _ops.sum(_ops.abs(x), axes, keepdim)
+    if p == float("inf"):
+        return _ops.max(_ops.abs(x), axes, keepdim)
+    return _ops.pow_scalar(_ops.sum(_ops.pow_scalar(_ops.abs(x), float(p)), axes, keepdim), 1.0 / float(p))
+
+
+# ---- manipulation ----
+
+def reshape(x, shape, name=None):
+    return _ops.reshape(x, _shape(shape))
+
+
+def transpose(x, perm, name=None):
+    return _ops.transpose(x, [int(p) for p in perm])
+
+
+def moveaxis(x, source, destination, name=None):
+    src, dst = _axes(source), _axes(destination)
+    nd = len(x.shape)
+    src = [s % nd for s in src]
+    dst = [d % nd for d in dst]
+    order = [a for a in range(nd) if a not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return _ops.transpose(x, order)
+
+
+def broadcast_to(x, shape, name=None):
+    return _ops.broadcast_to(x, _shape(shape))
+
+
+def expand(x, shape, name=None):
+    shape = _shape(shape)
+    off = len(shape) - len(x.shape)
+    shape = [x.shape[i - off] if s == -1 else s for i, s in enumerate(shape)]
+    return _ops.broadcast_to(x, shape)
+
+
+def expand_as(x, y, name=None):
+    return _ops.broadcast_to(x, y.shape)
+
+
+def broadcast_tensors(input, name=None):  # noqa: A002
+    shape = list(np.broadcast_shapes(*[tuple(t.shape) for t in input]))
+    return [_ops.broadcast_to(t, shape) for t in input]
+
+
+def squeeze(x, axis=None, name=None):
+    axes = _axes(axis)
+    nd = len(x.shape)
+    axes = [a for a in axes if x.shape[a % nd] == 1] if axes else []
+    if axis is not None and not axes:
+        return x
+    return _ops.squeeze(x, axes)
+
+
+def unsqueeze(x, axis, name=None):
+    return _ops.unsqueeze(x, _axes(axis))
+
+
+def flatten(x, start_axis=0, stop_axis=-1, name=None):
+    if len(x.shape) == 0:
+        return _ops.reshape(x, [1])
+    return _ops.flatten(x, start_axis, stop_axis)
+
+
+def concat(x, axis=0, name=None):
+    if isinstance(axis, Tensor):
+        axis = axis.item()
+    return _ops.concat(list(x), int(axis))
+
+
+def stack(x, axis=0, name=None):
+    x = list(x)
+    nd = len(x[0].shape) + 1
+    axis = int(axis) % nd
+    return _ops.concat([_ops.unsqueeze(t, [axis]) for t in x], axis)
+
+
+def split(x, num_or_sections, axis=0, name=None):
+    """Splits x along axis into equal parts or sections (one may be -1)."""
+    if isinstance(axis, Tensor):
+        axis = axis.item()
+    nd = len(x.shape)
+    axis = int(axis) % nd
+    size = x.shape[axis]
+    if isinstance(num_or_sections, numbers.Integral):
+        n = int(num_or_sections)
+        if n <= 0 or size % n != 0:
+            raise ValueError(f"split: the dim {axis} of size {size} cannot be split into {n} equal parts")
+        sections = [size // n] * n
+    else:
+        sections = [int(s.item()) if isinstance(s, Tensor) else int(s) for s in num_or_sections]
+        if sections.count(-1) > 1:
+            raise ValueError("split: at most one section may be -1")
+        if -1 in sections:
+            sections[sections.index(-1)] = size - builtins.sum(s for s in sections if s != -1)
+        if builtins.sum(sections) != size:
+            raise ValueError(f"split: sections {sections} do not add up to the dim {axis} of size {size}")
+    out, start = [], 0
+    for s in sections:
+        out.append(_ops.slice(x, [axis], [start], [start + s]))
+        start += s
+    return out
+
+
+def chunk(x, chunks, axis=0, name=None):
+    return split(x, chunks, axis)
+
+
+def unbind(input, axis=0):  # noqa: A002
+    axis = int(axis) % len(input.shape)
+    return [_ops.squeeze(p, [axis]) for p in split(input, input.shape[axis], axis)]
+
+
+unstack = unbind
+
+
+def tile(x, repeat_times, name=None):
+    reps = _shape(repeat_times)
+    out = x
+    if len(reps) > len(out.shape):
+        out = _ops.reshape(out, [1] * (len(reps) - len(out.shape)) + list(out.shape))
+    reps = [1] * (len(out.shape) - len(reps)) + reps
+    for axis, r in enumerate(reps):
+        if r != 1:
+            out = _ops.concat([out] * r, axis)
+    return out
+
+
+def slice(input, axes, starts, ends):  # noqa: A001,A002 - paddle.slice
+    return _ops.slice(input, _axes(axes), _shape(starts), _shape(ends))
+
+
+def strided_slice(x, axes, starts, ends, strides, name=None):
+    return _ops.slice(x, _axes(axes), _shape(starts), _shape(ends), _shape(strides))
+
+
+def _index_tensor(index, like):
+    if not isinstance(index, Tensor):
+        index = to_tensor(np.asarray(index, dtype=np.int64), place=like._device)
+    return index
+
+
+def gather(x, index, axis=None, name=None):
+    index = _index_tensor(index, x)
+    axis = 0 if axis is None else (axis.item() if isinstance(axis, Tensor) else int(axis))
+    if len(index.shape) != 1:
+        flat = _ops.gather(x, _ops.reshape(index, [-1]), axis)
+        axis %= len(x.shape)
+        return _ops.reshape(flat, list(x.shape[:axis]) + list(index.shape) + list(x.shape[axis + 1:]))
+    return _ops.gather(x, index, axis)
+
+
+def index_select(x, index, axis=0, name=None):
+    return gather(x, index, axis)
+
+
+def scatter(x, index, updates, overwrite=True, name=None):
+    """Rows of x at index (1-D, along axis 0) replaced by (or, without overwrite, summed with) updates."""
+    index = _index_tensor(index, x)
+    if overwrite:
+        hit = _ops.scatter_add(_ops.zeros_like(_ops.cast(x, convert_dtype("float32"))), index,
+                               _ops.ones_like(_ops.cast(updates, convert_dtype("float32"))), 0)
+        hit = _ops.greater_than(hit, _ops.scalar_like(hit, 0.0))
+        return _ops.where(hit, _ops.scatter_add(_ops.zeros_like(x), index, updates, 0), x)
+    zeroed = _ops.where(_ops.greater_than(_ops.scatter_add(
+        _ops.zeros_like(x), index, _ops.ones_like(updates), 0), _ops.scalar_like(x, 0.0)), _ops.zeros_like(x), x)
+    return _ops.scatter_add(zeroed, index, updates, 0)
+
+
+def scatter_add(x, index, updates, axis=0):
+    return _ops.scatter_add(x, _index_tensor(index, x), updates, int(axis))
+
+
+def index_add(x, index, axis, value, name=None):
+    return _ops.scatter_add(x, _index_tensor(index, x), value, int(axis))
+
+
+def take_along_axis(arr, indices, axis, broadcast=True):
+    """Host-computed positions, gathered on the device (differentiable in arr)."""
+    axis = int(axis) % len(arr.shape)
+    idx = indices.numpy() if isinstance(indices, Tensor) else np.asarray(indices)
+    shape = arr.shape
+    grid = np.indices(idx.shape)
+    coords = [grid[d] for d in range(len(shape))]
+    coords[axis] = idx
+    flat = np.ravel_multi_index(coords, shape).reshape(-1)
+    out = _ops.gather(_ops.reshape(arr, [-1]), to_tensor(flat, place=arr._device), 0)
+    return _ops.reshape(out, list(idx.shape))
+
+
+def nonzero(x, as_tuple=False):
+    idx = np.argwhere(x.numpy())
+    if as_tuple:
+        return tuple(to_tensor(idx[:, d].copy(), place=x._device) for d in range(idx.shape[1]))
+    return to_tensor(idx.astype(np.int64), place=x._device)
+
+
+def masked_select(x, mask, name=None):
+    m = np.broadcast_to(mask.numpy() if isinstance(mask, Tensor) else np.asarray(mask), x.shape)
+    flat = np.flatnonzero(m).astype(np.int64)
+    return _ops.gather(_ops.reshape(x, [-1]), to_tensor(flat, place=x._device), 0)
+
+
+def masked_fill(x, mask, value, name=None):
+    return where(mask, _as_tensor(value, x) if not isinstance(value, Tensor) else value, x)
+
+
+def tril(x, diagonal=0, name=None):
+    return where(_tri_mask(x, diagonal, lower=True), x, _ops.zeros_like(x))
+
+
+def triu(x, diagonal=0, name=None):
+    return where(_tri_mask(x, diagonal, lower=False), x, _ops.zeros_like(x))
+
+
+def _tri_mask(x, diagonal, lower):
+    rows, cols = x.shape[-2], x.shape[-1]
+    r = _ops.reshape(_ops.arange(0.0, float(rows), 1.0, int64), [-1, 1])
+    c = _ops.arange(0.0, float(cols), 1.0, int64)
+    d = _ops.subtract(c, r)
+    k = _ops.scalar_like(d, float(diagonal))
+    return _ops.less_equal(d, k) if lower else _ops.greater_equal(d, k)
+
+
+def flip(x, axis, name=None):
+    out = x
+    for a in _axes(axis):
+        a %= len(x.shape)
+        n = x.shape[a]
+        out = _ops.gather(out, _ops.arange(float(n - 1), -1.0, -1.0, int64), a)
+    return out
+
+
+def roll(x, shifts, axis=None, name=None):
+    if axis is None:
+        return _ops.reshape(roll(_ops.reshape(x, [-1]), shifts, 0), x.shape)
+    shifts = _axes(shifts)
+    out = x
+    for s, a in zip(shifts, _axes(axis)):
+        n = x.shape[a]
+        idx = (np.arange(n) - s) % n
+        out = _ops.gather(out, to_tensor(idx.astype(np.int64), place=x._device), a)
+    return out
+
+
+def cumsum(x, axis=None, dtype=None, name=None):
+    """Via a triangular matmul (differentiable; O(n^2) in the axis length)."""
+    if axis is None:
+        x, axis = _ops.reshape(x, [-1]), 0
+    if dtype is not None:
+        x = cast(x, dtype)
+    axis = int(axis) % len(x.shape)
+    n = x.shape[axis]
+    tri = triu(_ops.full([n, n], 1.0, x.dtype, None))
+    moved = moveaxis(x, axis, -1)
+    return moveaxis(_ops.matmul(moved, tri), -1, axis)
+
+
+def numel(x, name=None):
+    return to_tensor(int(np.prod(x.shape)), dtype="int64")
+
+
+def shape(input):  # noqa: A002
+    return to_tensor(np.asarray(input.shape, dtype=np.int64))
+
+
+def is_tensor(x):
+    return isinstance(x, Tensor)
+
+
+def clone(x, name=None):
+    return _ops.add_scalar(x, 0.0) if x.dtype != _BOOL else _ops.logical_or(x, x)
+
+
+__all__ = [n for n, v in list(globals().items())
+           if not n.startswith("_") and callable(v) and getattr(v, "__module__", None) == __name__
+           and n not in ("is_tensor",)] + ["mod", "amax", "amin", "bmm", "unstack", "is_tensor"]

@@ -1,0 +1,11 @@
+"""oar.nn (paddle.nn): Layer, layers, functional, initializer, gradient clipping."""
+from . import functional, initializer
+from .clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
+from .layer import Layer
+from .layers import *  # noqa: F401,F403
+from .layers import __all__ as _layers_all
+from .parameter import Parameter, ParamAttr, create_parameter
+from . import utils  # noqa: F401
+
+__all__ = ["Layer", "Parameter", "ParamAttr", "functional", "initializer", "ClipGradByGlobalNorm",
+           "ClipGradByNorm", "ClipGradByValue"] + list(_layers_all)

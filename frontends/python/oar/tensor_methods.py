@@ -1,0 +1,374 @@
+"""Operators, indexing and Paddle-style methods attached to oar.Tensor."""
+import builtins
+import numbers
+
+import numpy as np
+
+from . import _C, creation
+from . import math as M
+from .framework import Place, Tensor, convert_dtype, to_numpy_dtype
+
+_ops = _C.ops
+_BOOL = convert_dtype("bool")
+
+
+# ---- indexing ----
+# Note [Indexing]: ints, slices (positive steps), None and Ellipsis use the
+# slice/squeeze/unsqueeze ops; one integer index array uses gather; anything
+# else (several index arrays, boolean masks, negative steps) computes the
+# flat positions on the host with numpy and gathers them from the flattened
+# tensor, so every path stays differentiable in x.
+
+def _is_index_array(k):
+    return isinstance(k, (Tensor, np.ndarray, list))
+
+
+def _key_to_numpy(key):
+    if not isinstance(key, tuple):
+        key = (key,)
+    return tuple(k.numpy() if isinstance(k, Tensor) else (np.asarray(k) if isinstance(k, list) else k) for k in key)
+
+
+def _positions(shape, key):
+    """Flat positions selected by key in a tensor of `shape` (numpy int64 array of the result's shape)."""
+    return np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)[_key_to_numpy(key)]
+
+
+def _normalize_key(key, ndim):
+    if not isinstance(key, tuple):
+        key = (key,)
+    n_ellipsis = builtins.sum(1 for k in key if k is Ellipsis)
+    if n_ellipsis > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    consumed = builtins.sum(1 for k in key if k is not None and k is not Ellipsis)
+    if consumed > ndim:
+        raise IndexError(f"too many indices for a tensor of {ndim} dims: {consumed} were given")
+    out = []
+    for k in key:
+        if k is Ellipsis:
+            out.extend([builtins.slice(None)] * (ndim - consumed))
+        else:
+            out.append(k)
+    return out
+
+
+def _getitem(x, key):
+    if isinstance(key, Tensor) and key.dtype == _BOOL or (
+            isinstance(key, np.ndarray) and key.dtype == np.bool_):
+        return M.masked_select(x, key) if list(key.shape) == list(x.shape) else _gather_positions(x, key)
+    items = _normalize_key(key, len(x.shape))
+    n_arrays = builtins.sum(1 for k in items if _is_index_array(k))
+    fast = n_arrays <= 1 and builtins.all(
+        not isinstance(k, builtins.slice) or k.step is None or k.step > 0 for k in items) and not builtins.any(
+        _is_index_array(k) and np.asarray(k.numpy() if isinstance(k, Tensor) else k).dtype == np.bool_ for k in items)
+    if not fast:
+        return _gather_positions(x, key)
+    out, d = x, 0
+    for k in items:
+        if k is None:
+            out = _ops.unsqueeze(out, [d])
+            d += 1
+        elif isinstance(k, builtins.slice):
+            size = out.shape[d]
+            start, stop, step = k.indices(size)
+            if (start, stop, step) != (0, size, 1):
+                stop = builtins.max(stop, start)
+                out = _ops.slice(out, [d], [start], [stop], [step])
+            d += 1
+        elif _is_index_array(k):
+            out = M.gather(out, k, d)
+            d += len(k.shape) if isinstance(k, Tensor) else np.ndim(k)
+        elif isinstance(k, (numbers.Integral, np.integer)) or (isinstance(k, Tensor) and k.size == 1):
+            i = int(k)
+            size = out.shape[d]
+            if i < -size or i >= size:
+                raise IndexError(f"index {i} is out of bounds for axis {d} with size {size}")
+            i %= size
+            out = _ops.squeeze(_ops.slice(out, [d], [i], [i + 1]), [d])
+        else:
+            raise TypeError(f"unsupported index {k!r}")
+    return out
+
+
+def _gather_positions(x, key):
+    pos = _positions(x.shape, key)
+    flat = _ops.gather(_ops.reshape(x, [-1]), creation.to_tensor(pos.reshape(-1), place=x._device), 0)
+    return _ops.reshape(flat, list(pos.shape))
+
+
+def _setitem(x, key, value):
+    """x[key] = value. Note [Rebinding] in tensor.cpp: the result is a new
+    tensor (where/scatter_add over the flat positions, differentiable in x
+    and value) that this handle is rebound to; views of x taken earlier do
+    not see the change."""
+    if isinstance(key, Tensor) and key.dtype == _BOOL and list(key.shape) == list(x.shape):
+        new = M.where(key, _value_tensor(value, x), x)
+    else:
+        pos = _positions(x.shape, key).reshape(-1)
+        n = int(np.prod(x.shape))
+        idx = creation.to_tensor(pos, place=x._device)
+        vals = _value_tensor(value, x)
+        vals = _ops.reshape(_ops.broadcast_to(vals, list(_positions(x.shape, key).shape)), [-1])
+        work = convert_dtype("int32") if x.dtype == _BOOL else x.dtype
+        hit = _ops.scatter_add(_ops.full([n], 0.0, convert_dtype("int32"), x._device), idx,
+                               _ops.full([pos.size], 1.0, convert_dtype("int32"), x._device), 0)
+        hit = _ops.greater_than(hit, _ops.scalar_like(hit, 0.0))
+        scattered = _ops.scatter_add(_ops.full([n], 0.0, work, x._device), idx, M.cast(vals, work), 0)
+        new = _ops.reshape(_ops.where(hit, M.cast(scattered, x.dtype), _ops.reshape(x, [-1])), list(x.shape))
+    _assign_inplace(x, new)
+
+
+def _value_tensor(value, like):
+    if isinstance(value, Tensor):
+        return M.cast(value, like.dtype) if value.dtype != like.dtype else value
+    return creation.to_tensor(np.asarray(value, dtype=to_numpy_dtype(like.dtype)), place=like._device)
+
+
+def _assign_inplace(x, new):
+    if new.stop_gradient:
+        x._set_data_(new)
+        return
+    if x.is_leaf and not x.stop_gradient:
+        raise RuntimeError("Leaf Tensor that doesn't stop gradient can't use inplace strategy; "
+                           "assign under oar.no_grad() or to a copy")
+    x._rebind_(new)
+
+
+# ---- repr and conversions ----
+
+def _repr(x):
+    if not x._defined:
+        return "Tensor(undefined)"
+    body = np.array2string(x.numpy(), separator=", ", prefix="       ")
+    return (f"Tensor(shape={x.shape}, dtype={x.dtype.name}, place={x.place}, "
+            f"stop_gradient={x.stop_gradient},\n       {body})")
+
+
+def _array(x, dtype=None, copy=None):
+    a = x.numpy()
+    return a.astype(dtype) if dtype is not None else a
+
+
+def _item(x, *args):
+    if args:
+        return x.numpy()[args].item()
+    if x.size != 1:
+        raise ValueError(f"item: the tensor has {x.size} elements; only a one-element tensor converts to a scalar")
+    return x.numpy().reshape(-1)[0].item()
+
+
+def _bool(x):
+    if x.size != 1:
+        raise ValueError(f"The truth value of a tensor with {x.size} elements is ambiguous")
+    return builtins.bool(_item(x))
+
+
+def _len(x):
+    if len(x.shape) == 0:
+        raise TypeError("len() of a 0-D tensor")
+    return x.shape[0]
+
+
+def _iter(x):
+    for i in range(_len(x)):
+        yield x[i]
+
+
+def _index(x):
+    if x.dtype.is_floating_point:
+        raise TypeError("only integer tensors of a single element can be converted to an index")
+    return int(_item(x))
+
+
+def _reshape(x, *shape, name=None):
+    if len(shape) == 1 and not isinstance(shape[0], (numbers.Integral, np.integer)):
+        shape = shape[0]
+    return M.reshape(x, shape)
+
+
+def _transpose(x, perm=None, *rest, name=None):
+    if perm is None:
+        perm = list(range(len(x.shape)))[::-1]
+    elif isinstance(perm, (numbers.Integral, np.integer)):
+        perm = [perm, *rest]
+    return M.transpose(x, perm)
+
+
+def _astype(x, dtype):
+    return M.cast(x, dtype)
+
+
+def _to(x, *args, **kwargs):
+    device = kwargs.get("device")
+    dtype = kwargs.get("dtype")
+    for a in args:
+        if isinstance(a, (Place, str)) and (isinstance(a, Place) or a.split(":")[0] in _C.device_types()):
+            device = a
+        else:
+            dtype = a
+    out = x
+    if device is not None:
+        d = Place(device)._device
+        if d != x._device:
+            out = out._to(d)
+    if dtype is not None:
+        out = M.cast(out, dtype)
+    return out
+
+
+def _register_hook(x, hook):
+    state = {"active": True}
+
+    def call(g):
+        return hook(g) if state["active"] else None
+    x._register_hook(call)
+
+    class _Handle:
+        def remove(self):
+            state["active"] = False
+    return _Handle()
+
+
+def _set_value(x, value):
+    v = _value_tensor(value, x)
+    if list(v.shape) != list(x.shape):
+        raise ValueError(f"set_value: value has shape {list(v.shape)} but the tensor has shape {list(x.shape)}")
+    if v._device != x._device:
+        v = v._to(x._device)
+    x._set_data_(creation.clone_data(v.detach()))
+
+
+def _inplace(fn):
+    def method(x, *args, **kwargs):
+        _assign_inplace(x, fn(x, *args, **kwargs))
+        return x
+    return method
+
+
+def _grad_property(x):
+    return _C.Tensor.grad.fget(x)
+
+
+def _clear_gradient(x, set_to_zero=True):
+    g = _C.Tensor.grad.fget(x)
+    if g is None:
+        return
+    if set_to_zero:
+        x._set_grad(_ops.zeros_like(g))
+    else:
+        x.clear_grad()
+
+
+def _rbinary(fn):
+    return lambda x, y: fn(y, x)
+
+
+def _install():
+    T = Tensor
+    T.__repr__ = _repr
+    T.__str__ = _repr
+    T.__array__ = _array
+    T.__array_priority__ = 100
+    T.__getitem__ = _getitem
+    T.__setitem__ = _setitem
+    T.__len__ = _len
+    T.__iter__ = _iter
+    T.__bool__ = _bool
+    T.__float__ = lambda x: float(_item(x))
+    T.__int__ = lambda x: int(_item(x))
+    T.__index__ = _index
+    T.__hash__ = lambda x: id(x)
+    T.__deepcopy__ = lambda x, memo: _deepcopy(x)
+    T.__copy__ = lambda x: x
+    T.place = property(lambda x: Place(x._device))
+    T.T = property(lambda x: _transpose(x))
+    T.item = _item
+    T.tolist = lambda x: x.numpy().tolist()
+    T.astype = _astype
+    T.cast = _astype
+    T.to = _to
+    T.cpu = lambda x: _to(x, "cpu")
+    T.reshape = _reshape
+    T.view = _reshape
+    T.transpose = _transpose
+    T.clone = M.clone
+    T.register_hook = _register_hook
+    T.set_value = _set_value
+    T.clear_gradient = _clear_gradient
+    T.zero_ = lambda x: (_set_value(x, np.zeros(x.shape, to_numpy_dtype(x.dtype))), x)[1]
+    T.fill_ = lambda x, v: (_set_value(x, np.full(x.shape, v, to_numpy_dtype(x.dtype))), x)[1]
+    T.element_size = lambda x: x.dtype.itemsize
+    T.is_floating_point = lambda x: x.dtype.is_floating_point
+    T.gradient = lambda x: None if x.grad is None else x.grad.numpy()
+    T.data = property(lambda x: x.detach(), lambda x, v: _set_value(x, v))
+    T.persistable = False
+
+    binary = {
+        "__add__": M.add, "__sub__": M.subtract, "__mul__": M.multiply, "__truediv__": M.divide,
+        "__floordiv__": M.floor_divide, "__mod__": M.remainder, "__pow__": M.pow, "__matmul__": M.matmul,
+        "__eq__": M.equal, "__ne__": M.not_equal, "__lt__": M.less_than, "__le__": M.less_equal,
+        "__gt__": M.greater_than, "__ge__": M.greater_equal, "__and__": M.logical_and,
+        "__or__": M.logical_or, "__xor__": M.logical_xor,
+    }
+    for name, fn in binary.items():
+        setattr(T, name, _guard(fn, name in ("__eq__", "__ne__")))
+    reflected = {
+        "__radd__": M.add, "__rsub__": M.subtract, "__rmul__": M.multiply, "__rtruediv__": M.divide,
+        "__rfloordiv__": M.floor_divide, "__rmod__": M.remainder, "__rpow__": M.pow, "__rmatmul__": M.matmul,
+        "__rand__": M.logical_and, "__ror__": M.logical_or, "__rxor__": M.logical_xor,
+    }
+    for name, fn in reflected.items():
+        setattr(T, name, _guard(_rbinary(fn)))
+    T.__neg__ = lambda x: _ops.neg(x)
+    T.__pos__ = lambda x: x
+    T.__abs__ = lambda x: _ops.abs(x)
+    T.__invert__ = lambda x: _ops.logical_not(x)
+    for name, fn in {"__iadd__": M.add, "__isub__": M.subtract, "__imul__": M.multiply,
+                     "__itruediv__": M.divide}.items():
+        setattr(T, name, _guard(fn))
+
+    methods = [
+        "add", "subtract", "multiply", "divide", "floor_divide", "remainder", "mod", "pow", "maximum",
+        "minimum", "equal", "not_equal", "less_than", "less_equal", "greater_than", "greater_equal",
+        "logical_and", "logical_or", "logical_xor", "logical_not", "abs", "neg", "sign", "floor", "ceil",
+        "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "erf", "sigmoid", "square", "reciprocal",
+        "log1p", "log2", "log10", "expm1", "round", "trunc", "scale", "clip", "isnan", "isinf", "isfinite",
+        "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "all", "any",
+        "logsumexp", "allclose", "isclose", "equal_all", "matmul", "mm", "bmm", "dot", "outer", "t", "norm",
+        "moveaxis", "broadcast_to", "expand", "expand_as", "squeeze", "unsqueeze", "flatten", "split",
+        "chunk", "unbind", "unstack", "tile", "gather", "index_select", "scatter", "scatter_add",
+        "index_add", "take_along_axis", "nonzero", "masked_select", "masked_fill", "tril", "triu", "flip",
+        "roll", "cumsum", "where",
+    ]
+    for name in methods:
+        setattr(T, name, getattr(M, name))
+    for name in ["add", "subtract", "multiply", "divide", "clip", "scale", "exp", "sqrt", "tanh",
+                 "floor", "ceil", "abs", "masked_fill", "pow", "square", "reciprocal"]:
+        setattr(T, name + "_", _inplace(getattr(M, name)))
+    T.squeeze_ = _inplace(M.squeeze)
+    T.unsqueeze_ = _inplace(M.unsqueeze)
+    T.reshape_ = _inplace(_reshape)
+    T.flatten_ = _inplace(M.flatten)
+
+
+def _guard(fn, is_equality=False):
+    """Operators return NotImplemented for operands that are not tensors, arrays or numbers."""
+    def op(x, y):
+        if y is None or not isinstance(y, (Tensor, numbers.Number, np.ndarray, np.generic, list, tuple)):
+            if is_equality:
+                return fn is M.not_equal
+            return NotImplemented
+        return fn(x, y)
+    op.__name__ = getattr(fn, "__name__", "op")
+    return op
+
+
+def _deepcopy(x):
+    y = creation.clone_data(x.detach())
+    y.stop_gradient = x.stop_gradient
+    if type(x) is not Tensor:
+        y = type(x)._from_tensor(y, x)
+    return y
+
+
+_install()

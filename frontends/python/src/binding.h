@@ -1,0 +1,28 @@
+// Shared declarations of the oar._C extension (one file per area).
+#pragma once
+
+#include <pybind11/functional.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+
+#include "oar/oar.h"
+
+namespace oar_py {
+
+namespace py = pybind11;
+
+/// Parses an optional "type[:index]" string; none means the default device.
+std::optional<oar::Device> optional_device(const std::optional<std::string>& text);
+/// "cpu" for cpu:0 (as paddle.get_device), else "type:index".
+std::string device_string(const oar::Device& device);
+
+void bind_errors(py::module_& m);
+void bind_runtime(py::module_& m);
+void bind_tensor(py::module_& m);
+void bind_ops(py::module_& m);
+void bind_autograd(py::module_& m);
+
+}  // namespace oar_py

@@ -1,0 +1,112 @@
+// oar._C.ops: every op of oar/ops.h, with the core's argument names. The
+// Paddle-style signatures (axis=None, dtype strings, name=) are in Python.
+#include <pybind11/stl.h>
+
+#include "binding.h"
+
+namespace oar_py {
+
+namespace {
+using oar::Tensor;
+using Axes = std::vector<int64_t>;
+using Dev = std::optional<std::string>;
+using OptTensor = std::optional<Tensor>;
+Tensor or_undefined(const OptTensor& t) { return t.value_or(Tensor()); }
+}  // namespace
+
+void bind_ops(py::module_& parent) {
+  py::module_ m = parent.def_submodule("ops", "The core's eager ops.");
+  // ---- elementwise unary ----
+#define OAR_UNARY(name) m.def(#name, [](const Tensor& x) { return oar::name(x); }, py::arg("x"));
+  OAR_UNARY(neg) OAR_UNARY(abs) OAR_UNARY(exp) OAR_UNARY(log) OAR_UNARY(sqrt) OAR_UNARY(rsqrt)
+  OAR_UNARY(sin) OAR_UNARY(cos) OAR_UNARY(tanh) OAR_UNARY(erf) OAR_UNARY(sign) OAR_UNARY(floor)
+  OAR_UNARY(ceil) OAR_UNARY(logical_not) OAR_UNARY(relu) OAR_UNARY(sigmoid) OAR_UNARY(silu)
+  OAR_UNARY(zeros_like) OAR_UNARY(ones_like)
+#undef OAR_UNARY
+  // ---- elementwise binary ----
+#define OAR_BINARY(name) m.def(#name, [](const Tensor& a, const Tensor& b) { return oar::name(a, b); }, \
+                               py::arg("x"), py::arg("y"));
+  OAR_BINARY(add) OAR_BINARY(subtract) OAR_BINARY(multiply) OAR_BINARY(divide) OAR_BINARY(maximum)
+  OAR_BINARY(minimum) OAR_BINARY(equal) OAR_BINARY(not_equal) OAR_BINARY(less_than) OAR_BINARY(less_equal)
+  OAR_BINARY(greater_than) OAR_BINARY(greater_equal) OAR_BINARY(logical_and) OAR_BINARY(logical_or)
+#undef OAR_BINARY
+  m.def("pow", [](const Tensor& a, const Tensor& b) { return oar::pow(a, b); }, py::arg("x"), py::arg("y"));
+  m.def("pow_scalar", [](const Tensor& a, double e) { return oar::pow(a, e); }, py::arg("x"), py::arg("y"));
+  // Scalar operands take the tensor's dtype (core semantics).
+  m.def("add_scalar", [](const Tensor& a, double b) { return a + b; });
+  m.def("subtract_scalar", [](const Tensor& a, double b) { return a - b; });
+  m.def("rsubtract_scalar", [](const Tensor& a, double b) { return b - a; });
+  m.def("multiply_scalar", [](const Tensor& a, double b) { return a * b; });
+  m.def("divide_scalar", [](const Tensor& a, double b) { return a / b; });
+  m.def("rdivide_scalar", [](const Tensor& a, double b) { return b / a; });
+  m.def("where", &oar::where, py::arg("condition"), py::arg("x"), py::arg("y"));
+  m.def("scalar_like", &oar::scalar_like, py::arg("x"), py::arg("value"));
+  m.def("cast", &oar::cast, py::arg("x"), py::arg("dtype"));
+  // ---- reductions ----
+#define OAR_REDUCE(name) m.def(#name, [](const Tensor& x, Axes axes, bool keepdim) { return oar::name(x, axes, keepdim); }, \
+                               py::arg("x"), py::arg("axes") = Axes{}, py::arg("keepdim") = false);
+  OAR_REDUCE(sum) OAR_REDUCE(prod) OAR_REDUCE(max) OAR_REDUCE(min) OAR_REDUCE(mean)
+#undef OAR_REDUCE
+  m.def("argmax", &oar::argmax, py::arg("x"), py::arg("axis") = py::none(), py::arg("keepdim") = false);
+  m.def("argmin", &oar::argmin, py::arg("x"), py::arg("axis") = py::none(), py::arg("keepdim") = false);
+  m.def("var", &oar::var, py::arg("x"), py::arg("axes") = Axes{}, py::arg("unbiased") = true,
+        py::arg("keepdim") = false);
+  // ---- linear algebra, manipulation ----
+  m.def("matmul", &oar::matmul, py::arg("x"), py::arg("y"), py::arg("transpose_x") = false,
+        py::arg("transpose_y") = false);
+  m.def("reshape", &oar::reshape, py::arg("x"), py::arg("shape"));
+  m.def("transpose", &oar::transpose, py::arg("x"), py::arg("perm"));
+  m.def("broadcast_to", &oar::broadcast_to, py::arg("x"), py::arg("shape"));
+  m.def("slice", &oar::slice, py::arg("x"), py::arg("axes"), py::arg("starts"), py::arg("ends"),
+        py::arg("steps") = Axes{});
+  m.def("concat", &oar::concat, py::arg("xs"), py::arg("axis") = 0);
+  m.def("pad", &oar::pad, py::arg("x"), py::arg("pads"), py::arg("value") = 0.0);
+  m.def("gather", &oar::gather, py::arg("x"), py::arg("index"), py::arg("axis") = 0);
+  m.def("scatter_add", &oar::scatter_add, py::arg("x"), py::arg("index"), py::arg("updates"), py::arg("axis") = 0);
+  m.def("squeeze", &oar::squeeze, py::arg("x"), py::arg("axes") = Axes{});
+  m.def("unsqueeze", &oar::unsqueeze, py::arg("x"), py::arg("axes"));
+  m.def("flatten", &oar::flatten, py::arg("x"), py::arg("start_axis") = 0, py::arg("stop_axis") = -1);
+  // ---- creation, random ----
+  m.def("full", [](const oar::Shape& shape, double value, oar::DType dtype, const Dev& device) {
+    return oar::full(shape, value, dtype, optional_device(device));
+  }, py::arg("shape"), py::arg("value"), py::arg("dtype") = oar::DType::f32, py::arg("device") = py::none());
+  m.def("full_like", &oar::full_like, py::arg("x"), py::arg("value"));
+  m.def("arange", [](double start, double end, double step, oar::DType dtype, const Dev& device) {
+    return oar::arange(start, end, step, dtype, optional_device(device));
+  }, py::arg("start"), py::arg("end"), py::arg("step") = 1.0, py::arg("dtype") = oar::DType::i64,
+     py::arg("device") = py::none());
+  m.def("uniform", [](const oar::Shape& shape, double low, double high, oar::DType dtype, const Dev& device,
+                      std::optional<uint64_t> seed, uint64_t offset) {
+    return oar::uniform(shape, low, high, dtype, optional_device(device), seed, offset);
+  }, py::arg("shape"), py::arg("low") = 0.0, py::arg("high") = 1.0, py::arg("dtype") = oar::DType::f32,
+     py::arg("device") = py::none(), py::arg("seed") = py::none(), py::arg("offset") = 0);
+  m.def("normal", [](const oar::Shape& shape, double mean, double std, oar::DType dtype, const Dev& device,
+                     std::optional<uint64_t> seed, uint64_t offset) {
+    return oar::normal(shape, mean, std, dtype, optional_device(device), seed, offset);
+  }, py::arg("shape"), py::arg("mean") = 0.0, py::arg("std") = 1.0, py::arg("dtype") = oar::DType::f32,
+     py::arg("device") = py::none(), py::arg("seed") = py::none(), py::arg("offset") = 0);
+  // ---- composite ops ----
+  m.def("gelu", &oar::gelu, py::arg("x"), py::arg("approximate") = false);
+  m.def("softmax", &oar::softmax, py::arg("x"), py::arg("axis") = -1);
+  m.def("log_softmax", &oar::log_softmax, py::arg("x"), py::arg("axis") = -1);
+  m.def("layer_norm", [](const Tensor& x, const OptTensor& w, const OptTensor& b, double eps, int64_t begin_axis) {
+    return oar::layer_norm(x, or_undefined(w), or_undefined(b), eps, begin_axis);
+  }, py::arg("x"), py::arg("weight") = py::none(), py::arg("bias") = py::none(), py::arg("epsilon") = 1e-5,
+     py::arg("begin_axis") = -1);
+  m.def("rms_norm", [](const Tensor& x, const OptTensor& w, double eps) {
+    return oar::rms_norm(x, or_undefined(w), eps);
+  }, py::arg("x"), py::arg("weight") = py::none(), py::arg("epsilon") = 1e-6);
+  m.def("linear", [](const Tensor& x, const Tensor& w, const OptTensor& b) {
+    return oar::linear(x, w, or_undefined(b));
+  }, py::arg("x"), py::arg("weight"), py::arg("bias") = py::none());
+  m.def("cross_entropy", &oar::cross_entropy, py::arg("input"), py::arg("label"), py::arg("soft_label") = false,
+        py::arg("axis") = -1, py::arg("reduction") = "mean", py::arg("ignore_index") = -100);
+  m.def("mse_loss", &oar::mse_loss, py::arg("input"), py::arg("label"), py::arg("reduction") = "mean");
+  m.def("dropout", &oar::dropout, py::arg("x"), py::arg("p") = 0.5, py::arg("training") = true);
+  m.def("embedding", &oar::embedding, py::arg("x"), py::arg("weight"));
+  m.def("scaled_dot_product_attention", &oar::scaled_dot_product_attention, py::arg("query"), py::arg("key"),
+        py::arg("value"), py::arg("is_causal") = false);
+  m.def("sum_to", &oar::sum_to, py::arg("x"), py::arg("shape"));
+}
+
+}  // namespace oar_py

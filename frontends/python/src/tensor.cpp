@@ -1,0 +1,196 @@
+// oar._C.Tensor and oar._C.dtype: the handle, host <-> numpy copies and the
+// autograd state. Operators and Paddle-style methods are attached in Python
+// (oar/tensor.py).
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+
+#include "binding.h"
+
+namespace oar_py {
+
+namespace {
+
+// numpy dtype of an oar dtype; bfloat16 has none (numpy() converts it to float32).
+py::dtype numpy_dtype(oar::DType dtype) {
+  switch (dtype) {
+    case oar::DType::f32: return py::dtype::of<float>();
+    case oar::DType::f64: return py::dtype::of<double>();
+    case oar::DType::f16: return py::dtype("float16");
+    case oar::DType::bf16: return py::dtype("uint16");  // raw bits
+    case oar::DType::i8: return py::dtype::of<int8_t>();
+    case oar::DType::u8: return py::dtype::of<uint8_t>();
+    case oar::DType::i32: return py::dtype::of<int32_t>();
+    case oar::DType::i64: return py::dtype::of<int64_t>();
+    case oar::DType::boolean: return py::dtype::of<bool>();
+  }
+  throw oar::Error(oar::ErrorCode::internal, "numpy: unknown dtype");
+}
+
+oar::DType dtype_of_numpy(const py::dtype& dt) {
+  char kind = dt.kind();
+  auto size = dt.itemsize();
+  if (kind == 'f' && size == 4) return oar::DType::f32;
+  if (kind == 'f' && size == 8) return oar::DType::f64;
+  if (kind == 'f' && size == 2) return oar::DType::f16;
+  if (kind == 'i' && size == 1) return oar::DType::i8;
+  if (kind == 'u' && size == 1) return oar::DType::u8;
+  if (kind == 'i' && size == 4) return oar::DType::i32;
+  if (kind == 'i' && size == 8) return oar::DType::i64;
+  if (kind == 'b') return oar::DType::boolean;
+  throw py::type_error("to_tensor: numpy dtype " + py::str(dt).cast<std::string>() +
+                       " has no oar dtype (supported: float16/32/64, int8, uint8, int32, int64, bool)");
+}
+
+oar::Shape shape_of(const py::array& a) {
+  oar::Shape s;
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) s.push_back(a.shape(i));
+  return s;
+}
+
+py::array to_numpy(const oar::Tensor& t) {
+  oar::Tensor src = t.dtype() == oar::DType::bf16 ? oar::cast(t.detach(), oar::DType::f32) : t;
+  std::vector<py::ssize_t> shape(src.shape().begin(), src.shape().end());
+  py::array out(numpy_dtype(src.dtype()), shape);
+  src.copy_to_host(out.mutable_data());
+  return out;
+}
+
+oar::Tensor from_numpy(const py::array& input, std::optional<oar::DType> dtype,
+                       const std::optional<std::string>& device) {
+  auto arr = py::array::ensure(input, py::array::c_style);
+  if (!arr) throw py::type_error("to_tensor: cannot convert the input to a contiguous array");
+  oar::DType src = dtype_of_numpy(arr.dtype());
+  oar::Device dev = optional_device(device).value_or(oar::default_device());
+  oar::Tensor t = oar::Tensor::from_host(arr.data(), shape_of(arr), src, dev);
+  if (dtype && *dtype != src) t = oar::cast(t, *dtype);
+  return t;
+}
+
+// Holds a Python callable; drops it under the GIL (hooks may outlive frames).
+struct PyCallable {
+  explicit PyCallable(py::function f) : fn(new py::function(std::move(f))) {}
+  std::shared_ptr<py::function> fn_ptr() const {
+    return {fn, [](py::function* p) {
+      if (Py_IsInitialized()) {
+        py::gil_scoped_acquire gil;
+        delete p;
+      }
+    }};
+  }
+  py::function* fn;
+};
+
+}  // namespace
+
+void bind_tensor(py::module_& m) {
+  py::enum_<oar::DType>(m, "dtype")
+      .value("float32", oar::DType::f32)
+      .value("float64", oar::DType::f64)
+      .value("float16", oar::DType::f16)
+      .value("bfloat16", oar::DType::bf16)
+      .value("int8", oar::DType::i8)
+      .value("uint8", oar::DType::u8)
+      .value("int32", oar::DType::i32)
+      .value("int64", oar::DType::i64)
+      .value("bool", oar::DType::boolean)
+      .def("__repr__", [](oar::DType d) { return "oar." + std::string(oar::dtype_name(d)); })
+      .def("__str__", [](oar::DType d) { return "oar." + std::string(oar::dtype_name(d)); })
+      .def_property_readonly("name", [](oar::DType d) { return std::string(oar::dtype_name(d)); })
+      .def_property_readonly("itemsize", [](oar::DType d) { return oar::dtype_size(d); })
+      .def_property_readonly("is_floating_point", [](oar::DType d) { return oar::is_floating(d); })
+      .def_property_readonly("is_integer", [](oar::DType d) { return oar::is_integer(d); });
+  m.def("parse_dtype", [](const std::string& s) { return oar::parse_dtype(s); });
+  m.def("promote_types", &oar::promote_types);
+
+  py::class_<oar::Tensor> t(m, "Tensor", py::dynamic_attr());
+  t.def(py::init<>())
+      .def(py::init([](const oar::Tensor& other) { return other; }), py::arg("other"),
+           "A handle sharing `other`'s data and autograd state.")
+      .def_property_readonly("_defined", &oar::Tensor::defined)
+      .def_property_readonly("dtype", &oar::Tensor::dtype)
+      .def_property_readonly("shape", [](const oar::Tensor& x) { return std::vector<int64_t>(x.shape()); })
+      .def_property_readonly("ndim", &oar::Tensor::dim)
+      .def("dim", &oar::Tensor::dim)
+      .def("numel", &oar::Tensor::numel)
+      .def_property_readonly("size", &oar::Tensor::numel)
+      .def_property_readonly("_device", [](const oar::Tensor& x) { return device_string(x.device()); })
+      .def("is_contiguous", &oar::Tensor::is_contiguous)
+      .def("numpy", &to_numpy, "A numpy copy of the values (bfloat16 becomes float32).")
+      .def("_raw_bytes", [](const oar::Tensor& x) {
+        std::string buf(static_cast<size_t>(x.numel()) * oar::dtype_size(x.dtype()), '\0');
+        x.copy_to_host(buf.data());
+        return py::bytes(buf);
+      })
+      .def("_item", &oar::Tensor::item)
+      .def("_to", [](const oar::Tensor& x, const std::string& device) { return x.to(oar::parse_device(device)); })
+      .def("contiguous", &oar::Tensor::contiguous)
+      .def("_str", &oar::Tensor::str, py::arg("max_values") = 16)
+      // ---- autograd ----
+      .def_property("stop_gradient", [](const oar::Tensor& x) { return !x.requires_grad(); },
+                    [](oar::Tensor& x, bool stop) {
+                      if (stop && !x.is_leaf()) {
+                        // Paddle allows cutting a non-leaf: it becomes a leaf.
+                        x = x.detach();
+                        return;
+                      }
+                      x.set_requires_grad(!stop);
+                    })
+      .def_property_readonly("is_leaf", &oar::Tensor::is_leaf)
+      .def_property_readonly("grad", [](const oar::Tensor& x) -> std::optional<oar::Tensor> {
+        oar::Tensor g = x.grad();
+        if (!g.defined()) return std::nullopt;
+        return g;
+      })
+      .def_property_readonly("_grad_fn_name", &oar::Tensor::grad_fn_name)
+      .def("_set_grad", [](oar::Tensor& x, const std::optional<oar::Tensor>& g) {
+        auto& meta = x.impl().autograd;
+        OAR_CHECK_ARG(meta != nullptr, "grad: the tensor does not require grad");
+        meta->grad = g ? *g : oar::Tensor();
+      })
+      .def("clear_grad", &oar::Tensor::clear_grad)
+      .def("backward", [](const oar::Tensor& x, const std::optional<oar::Tensor>& grad, bool retain_graph,
+                          bool create_graph) { x.backward(grad.value_or(oar::Tensor()), retain_graph, create_graph); },
+           py::arg("grad_tensor") = py::none(), py::arg("retain_graph") = false, py::arg("create_graph") = false)
+      .def("detach", &oar::Tensor::detach)
+      .def("_register_hook", [](oar::Tensor& x, py::function fn) {
+        auto holder = PyCallable(std::move(fn)).fn_ptr();
+        x.register_hook([holder](const oar::Tensor& g) -> oar::Tensor {
+          py::gil_scoped_acquire gil;
+          py::object r = (*holder)(g);
+          if (r.is_none()) return oar::Tensor();
+          return r.cast<oar::Tensor>();
+        });
+      })
+      // Note [Rebinding]: in-place updates (optimizer steps, set_value,
+      // __setitem__) make this handle point at a new TensorImpl; tensors
+      // saved by recorded ops keep the old one, so pending backwards stay
+      // correct. Other handles sharing the old data (reshape views) do not
+      // see the update.
+      .def("_rebind_", [](oar::Tensor& x, const oar::Tensor& src) { x = src; },
+           "Makes this handle the tensor `src` (data and autograd history).")
+      .def("_set_data_", [](oar::Tensor& x, const oar::Tensor& src) {
+        auto impl = std::make_shared<oar::TensorImpl>(src.impl());
+        impl->autograd = x.defined() ? x.impl().autograd : nullptr;
+        x = oar::Tensor(std::move(impl));
+      }, "Makes this handle hold `src`'s data, keeping its own autograd state (grad, hooks).")
+      .def("_same_data", [](const oar::Tensor& a, const oar::Tensor& b) {
+        return a.impl().storage == b.impl().storage && a.impl().byte_offset == b.impl().byte_offset;
+      });
+
+  m.def("from_numpy", &from_numpy, py::arg("array"), py::arg("dtype") = py::none(), py::arg("device") = py::none());
+  m.def("from_bytes", [](const py::bytes& data, const std::vector<int64_t>& shape, oar::DType dtype,
+                         const std::optional<std::string>& device) {
+    std::string_view view = data;
+    uint64_t bytes = static_cast<uint64_t>(oar::shape_numel(shape)) * oar::dtype_size(dtype);
+    OAR_CHECK_ARG(view.size() == bytes, "from_bytes: " + std::to_string(view.size()) + " bytes for shape " +
+                                            oar::shape_str(shape) + " of " + std::string(oar::dtype_name(dtype)) +
+                                            " which needs " + std::to_string(bytes));
+    return oar::Tensor::from_host(view.data(), shape, dtype,
+                                  optional_device(device).value_or(oar::default_device()));
+  }, py::arg("data"), py::arg("shape"), py::arg("dtype"), py::arg("device") = py::none());
+}
+
+}  // namespace oar_py

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The Python package: make .venv (once), install the build tools and test
+# dependencies from PyPI when missing, then build and install ./frontends/python
+# incrementally (CMake build tree in frontends/python/build/<wheel tag>).
+set -euo pipefail
+OAR_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$OAR_ROOT/scripts/common.sh"
+oar_install_deps
+OAR_VENV="${OAR_VENV:-$OAR_ROOT/.venv}"
+if [[ ! -x "$OAR_VENV/bin/python" ]]; then
+  python3 -m venv "$OAR_VENV" || {
+    echo "oar: python3 -m venv failed; installing python3-venv"
+    sudo_cmd=""; [[ $(id -u) -ne 0 ]] && sudo_cmd="sudo"
+    $sudo_cmd apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq python3-venv >/dev/null
+    python3 -m venv "$OAR_VENV"
+  }
+fi
+PY="$OAR_VENV/bin/python"
+missing=()
+for pkg in numpy pytest pybind11 scikit_build_core; do
+  "$PY" -c "import $pkg" 2>/dev/null || missing+=("${pkg//_/-}")
+done
+if ((${#missing[@]})); then
+  echo "oar: pip installing ${missing[*]}"
+  "$PY" -m pip install -q --upgrade pip
+  "$PY" -m pip install -q "${missing[@]}"
+fi
+# --no-build-isolation reuses the venv's build tools and the persistent build
+# tree, so a rebuild only compiles what changed.
+"$PY" -m pip install -q --no-build-isolation "$OAR_ROOT/frontends/python"
