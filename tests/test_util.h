@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,17 @@ std::string error_of(F&& fn) {
     return e.what();
   }
   return "";
+}
+
+/// Runs a shell command and returns its combined stdout and stderr.
+inline std::string run_command(const std::string& command) {
+  std::string out;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buf[512];
+  while (fgets(buf, sizeof buf, pipe)) out += buf;
+  pclose(pipe);
+  return out;
 }
 
 }  // namespace oar_test

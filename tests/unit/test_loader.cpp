@@ -28,18 +28,10 @@ std::string reason_for(const oar::Runtime& rt, const std::string& file) {
   return "(not skipped)";
 }
 
-// Runs a shell command and returns its combined output.
-std::string run(const std::string& command) {
-  std::string out;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buf[512];
-  while (fgets(buf, sizeof buf, pipe)) out += buf;
-  pclose(pipe);
-  return out;
-}
 
 }  // namespace
+
+using oar_test::run_command;
 
 TEST_CASE("broken plugins are skipped with their reasons; good ones load") {
   oar::Runtime rt(only(test_plugin_dir()));
@@ -104,7 +96,7 @@ TEST_CASE("no plugins at all: zero devices, a clear error on use") {
 
 TEST_CASE("`oar devices` prints one warning line per skipped plugin and goes on") {
   std::string bin = std::getenv("OAR_BIN_DIR");
-  std::string out = run("OAR_PLUGIN_PATH=" + test_plugin_dir() + " " + bin + "/oar devices");
+  std::string out = run_command("OAR_PLUGIN_PATH=" + test_plugin_dir() + " " + bin + "/oar devices");
   auto count = [&](const std::string& needle) {
     size_t n = 0;
     for (size_t pos = out.find(needle); pos != std::string::npos; pos = out.find(needle, pos + 1)) ++n;
@@ -123,7 +115,7 @@ TEST_CASE("`oar devices` prints one warning line per skipped plugin and goes on"
 
 TEST_CASE("`oar ops` tells native, decomposed and missing ops apart") {
   std::string bin = std::getenv("OAR_BIN_DIR");
-  std::string out = run("OAR_PLUGIN_PATH=" + test_plugin_dir() + "/liboar_test_ok.so " + bin + "/oar ops --device minimal");
+  std::string out = run_command("OAR_PLUGIN_PATH=" + test_plugin_dir() + "/liboar_test_ok.so " + bin + "/oar ops --device minimal");
   CHECK(out.find("native kernels: add\n") != std::string::npos);
   CHECK(out.find("runs decomposed: ") != std::string::npos);
   CHECK(out.find("softmax") != std::string::npos);

@@ -8,19 +8,7 @@
 
 #include "test_util.h"
 
-namespace {
-
-std::string run(const std::string& command) {
-  std::string out;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buf[512];
-  while (fgets(buf, sizeof buf, pipe)) out += buf;
-  pclose(pipe);
-  return out;
-}
-
-}  // namespace
+using oar_test::run_command;
 
 TEST_CASE("pinn_poisson reaches a relative L2 error below 1e-2") {
   const char* bin_dir = std::getenv("OAR_BIN_DIR");
@@ -33,7 +21,7 @@ TEST_CASE("pinn_poisson reaches a relative L2 error below 1e-2") {
   // boundary points, f32, 2000 Adam steps (about 11 s on one core; 1.4e-3 to
   // 2.9e-3 over seeds 1-3 and 2026). One thread keeps it fast when ctest runs
   // tests in parallel on a small machine.
-  std::string out = run("OAR_NUM_THREADS=1 " + binary +
+  std::string out = run_command("OAR_NUM_THREADS=1 " + binary +
                         " --device cpu --quiet --steps 2000 --points 1024 --width 32");
   INFO("output:\n" << out);
   const std::string key = "relative L2 error: ";
