@@ -291,3 +291,15 @@ TEST_CASE("matmul with mismatched contracted dims names both shapes") {
                     oar::Error);
   }
 }
+
+TEST_CASE("cpu: summing 100 million f32 ones gives exactly 1e8 (cascade summation, not 16777216)") {
+  // A naive f32 accumulator stops at 2^24 = 16777216; the cpu plugin sums in
+  // blocks, so the result is 1e8 exactly (1e8 is representable in f32).
+  Tensor ones = oar::ones({100'000'000}, DType::f32, oar::Device{"cpu", 0});
+  CHECK(oar::sum(ones).to_vector<float>()[0] == 100000000.0f);
+  Tensor rows = oar::reshape(ones, {10'000, 10'000});
+  std::vector<float> per_row = oar::sum(rows, {1}).to_vector<float>();
+  CHECK(per_row.front() == 10000.0f);
+  CHECK(per_row.back() == 10000.0f);
+  CHECK(oar::sum(oar::sum(rows, {0})).to_vector<float>()[0] == 100000000.0f);
+}
