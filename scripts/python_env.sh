@@ -17,8 +17,10 @@ if [[ ! -x "$OAR_VENV/bin/python" ]]; then
 fi
 PY="$OAR_VENV/bin/python"
 missing=()
-for pkg in numpy pytest pybind11 scikit_build_core; do
-  "$PY" -c "import $pkg" 2>/dev/null || missing+=("${pkg//_/-}")
+# module:package; scikit-learn carries the 8x8 digits of the Python main job
+# (examples/python/digits_cnn.py) and its test.
+for pair in numpy:numpy pytest:pytest pybind11:pybind11 scikit_build_core:scikit-build-core sklearn:scikit-learn; do
+  "$PY" -c "import ${pair%%:*}" 2>/dev/null || missing+=("${pair##*:}")
 done
 if ((${#missing[@]})); then
   echo "oar: pip installing ${missing[*]}"

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The main job: install what is missing, build, list the devices, run the
-# eager MLP example and train the PINN on the default device ($OAR_DEVICE to
-# choose another).
+# C++ examples (eager MLP, PINN) on the default device ($OAR_DEVICE to choose
+# another), then the Python main job: build and install the `oar` package
+# into .venv (scripts/python_env.sh) and train the digits CNN
+# (examples/python/digits_cnn.py: progress bar, test accuracy >= 0.95, save
+# and reload).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 oar_install_deps
 oar_build
@@ -10,3 +13,8 @@ oar_build
 # Physics-informed network: -Δu = f on the unit square, the Laplacian by
 # grad-of-grad; prints the relative L2 error against the exact solution.
 "$OAR_BUILD/bin/pinn_poisson"
+bash "$OAR_ROOT/scripts/python_env.sh"
+OAR_VENV="${OAR_VENV:-$OAR_ROOT/.venv}"
+# Run outside the source tree so `import oar` is the installed package.
+cd "$OAR_ROOT/examples/python"
+"$OAR_VENV/bin/python" digits_cnn.py

@@ -666,3 +666,12 @@ def clone(x, name=None):
 __all__ = [n for n, v in list(globals().items())
            if not n.startswith("_") and callable(v) and getattr(v, "__module__", None) == __name__
            and n not in ("is_tensor",)] + ["mod", "amax", "amin", "bmm", "unstack", "is_tensor"]
+
+# Note [Fast operators] in src/tensor.cpp: oar.add/subtract/multiply on two
+# tensors go straight to the core op; other operands come back to the
+# Python functions above (kept in _PY_FUNCTIONS; Tensor methods use them,
+# as a builtin function does not bind `self`).
+_PY_FUNCTIONS = {"add": add, "subtract": subtract, "multiply": multiply}
+for _name, _fn in _PY_FUNCTIONS.items():
+    _C._set_operator_fallback(_name, _fn)
+add, subtract, multiply = _C._fast_add, _C._fast_subtract, _C._fast_multiply

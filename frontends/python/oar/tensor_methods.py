@@ -245,22 +245,35 @@ def _inplace(fn):
     return method
 
 
-def _grad_property(x):
-    return _C.Tensor.grad.fget(x)
+_core_grad = _C.Tensor.grad.fget
 
 
 def _clear_gradient(x, set_to_zero=True):
-    g = _C.Tensor.grad.fget(x)
-    if g is None:
+    """Note [Lazy zero grads]: set_to_zero drops the gradient and marks the
+    tensor instead of writing zeros; reading .grad before the next backward
+    gives zeros (Paddle's result), while a backward writes its gradient
+    directly instead of adding it to a zero tensor (one fill and one add
+    less per parameter and step)."""
+    if _core_grad(x) is None:
         return
-    if set_to_zero:
-        x._set_grad(_ops.zeros_like(g))
-    else:
-        x.clear_grad()
+    x.clear_grad()
+    x._zero_grad = set_to_zero
+
+
+def _grad(x):
+    g = _core_grad(x)
+    if g is None and getattr(x, "_zero_grad", False):
+        x._zero_grad = False
+        g = _ops.zeros_like(x.detach())
+        x._set_grad(g)
+    return g
 
 
 def _rbinary(fn):
     return lambda x, y: fn(y, x)
+
+
+_FAST_OPERATORS = ("__add__", "__sub__", "__mul__", "__truediv__")
 
 
 def _install():
@@ -295,6 +308,7 @@ def _install():
     T.register_hook = _register_hook
     T.set_value = _set_value
     T.clear_gradient = _clear_gradient
+    T.grad = property(_grad)
     T.zero_ = lambda x: (_set_value(x, np.zeros(x.shape, to_numpy_dtype(x.dtype))), x)[1]
     T.fill_ = lambda x, v: (_set_value(x, np.full(x.shape, v, to_numpy_dtype(x.dtype))), x)[1]
     T.element_size = lambda x: x.dtype.itemsize
@@ -311,7 +325,10 @@ def _install():
         "__or__": M.logical_or, "__xor__": M.logical_xor,
     }
     for name, fn in binary.items():
-        setattr(T, name, _guard(fn, name in ("__eq__", "__ne__")))
+        if name in _FAST_OPERATORS:  # Note [Fast operators] in src/tensor.cpp
+            _C._set_operator_fallback(name, _guard(fn))
+        else:
+            setattr(T, name, _guard(fn, name in ("__eq__", "__ne__")))
     reflected = {
         "__radd__": M.add, "__rsub__": M.subtract, "__rmul__": M.multiply, "__rtruediv__": M.divide,
         "__rfloordiv__": M.floor_divide, "__rmod__": M.remainder, "__rpow__": M.pow, "__rmatmul__": M.matmul,
@@ -341,10 +358,10 @@ def _install():
         "roll", "cumsum", "where",
     ]
     for name in methods:
-        setattr(T, name, getattr(M, name))
+        setattr(T, name, M._PY_FUNCTIONS.get(name) or getattr(M, name))
     for name in ["add", "subtract", "multiply", "divide", "clip", "scale", "exp", "sqrt", "tanh",
                  "floor", "ceil", "abs", "masked_fill", "pow", "square", "reciprocal"]:
-        setattr(T, name + "_", _inplace(getattr(M, name)))
+        setattr(T, name + "_", _inplace(M._PY_FUNCTIONS.get(name) or getattr(M, name)))
     T.squeeze_ = _inplace(M.squeeze)
     T.unsqueeze_ = _inplace(M.unsqueeze)
     T.reshape_ = _inplace(_reshape)

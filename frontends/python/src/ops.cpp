@@ -107,6 +107,16 @@ void bind_ops(py::module_& parent) {
   m.def("scaled_dot_product_attention", &oar::scaled_dot_product_attention, py::arg("query"), py::arg("key"),
         py::arg("value"), py::arg("is_causal") = false);
   m.def("sum_to", &oar::sum_to, py::arg("x"), py::arg("shape"));
+  // ---- convolution and pooling (NCHW) ----
+  m.def("conv2d", [](const Tensor& x, const Tensor& w, const OptTensor& b, const Axes& stride, const Axes& padding,
+                     const Axes& dilation, int64_t groups) {
+    return oar::conv2d(x, w, or_undefined(b), stride, padding, dilation, groups);
+  }, py::arg("x"), py::arg("weight"), py::arg("bias") = py::none(), py::arg("stride") = Axes{1},
+     py::arg("padding") = Axes{0}, py::arg("dilation") = Axes{1}, py::arg("groups") = 1);
+  m.def("max_pool2d", &oar::max_pool2d, py::arg("x"), py::arg("kernel_size"), py::arg("stride") = Axes{},
+        py::arg("padding") = Axes{0});
+  m.def("avg_pool2d", &oar::avg_pool2d, py::arg("x"), py::arg("kernel_size"), py::arg("stride") = Axes{},
+        py::arg("padding") = Axes{0}, py::arg("exclusive") = true);
 }
 
 }  // namespace oar_py

@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <map>
 
 #include "binding.h"
 
@@ -179,6 +180,47 @@ void bind_tensor(py::module_& m) {
       .def("_same_data", [](const oar::Tensor& a, const oar::Tensor& b) {
         return a.impl().storage == b.impl().storage && a.impl().byte_offset == b.impl().byte_offset;
       });
+
+  // Note [Fast operators]: `a + b` on two tensors is the Python frontend's
+  // hottest call, so Tensor op Tensor goes straight to the core op here (the
+  // core applies the same dtype promotion as oar.add); any other operand
+  // (numbers, arrays, an integer true division) goes to the Python function
+  // that oar registers with _set_operator_fallback, which holds Paddle's
+  // scalar rules.
+  static auto* fallbacks = new std::map<std::string, py::object>();
+  m.def("_set_operator_fallback", [](const std::string& name, py::object fn) { (*fallbacks)[name] = std::move(fn); },
+        py::arg("name"), py::arg("fn"));
+  auto fallback = [](const char* name) {
+    return [name](py::object a, py::object b) -> py::object {
+      auto it = fallbacks->find(name);
+      if (it == fallbacks->end()) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+      return it->second(a, b);
+    };
+  };
+#define OAR_FAST_BINARY(pyname, expr)                                                                       \
+  t.def(pyname, [](const oar::Tensor& a, const oar::Tensor& b) { return expr; }, py::is_operator()); \
+  t.def(pyname, fallback(pyname), py::is_operator());
+  OAR_FAST_BINARY("__add__", oar::add(a, b))
+  OAR_FAST_BINARY("__sub__", oar::subtract(a, b))
+  OAR_FAST_BINARY("__mul__", oar::multiply(a, b))
+#undef OAR_FAST_BINARY
+  t.def("__truediv__", [](const oar::Tensor& a, const oar::Tensor& b) -> py::object {
+    if (oar::is_floating(a.dtype()) && oar::is_floating(b.dtype())) return py::cast(oar::divide(a, b));
+    return (*fallbacks)["__truediv__"](a, b);
+  }, py::is_operator());
+  t.def("__truediv__", fallback("__truediv__"), py::is_operator());
+  // The same fast path for the functions oar.add/subtract/multiply(x, y, name=None).
+  auto fallback3 = [](const char* name) {
+    return [name](py::object x, py::object y, py::object) -> py::object { return (*fallbacks)[name](x, y); };
+  };
+#define OAR_FAST_FUNCTION(pyname, expr)                                                                       \
+  m.def("_fast_" pyname, [](const oar::Tensor& a, const oar::Tensor& b, py::object) { return expr; }, py::arg("x"), \
+        py::arg("y"), py::arg("name") = py::none());                                                          \
+  m.def("_fast_" pyname, fallback3(pyname), py::arg("x"), py::arg("y"), py::arg("name") = py::none());
+  OAR_FAST_FUNCTION("add", oar::add(a, b))
+  OAR_FAST_FUNCTION("subtract", oar::subtract(a, b))
+  OAR_FAST_FUNCTION("multiply", oar::multiply(a, b))
+#undef OAR_FAST_FUNCTION
 
   m.def("from_numpy", &from_numpy, py::arg("array"), py::arg("dtype") = py::none(), py::arg("device") = py::none());
   m.def("from_bytes", [](const py::bytes& data, const std::vector<int64_t>& shape, oar::DType dtype,

@@ -1,7 +1,15 @@
+import os
+
 import numpy as np
 import pytest
 
-import oar
+# The tests use small tensors: one thread is faster and keeps the suite quick
+# on a machine shared with other jobs (spinning OpenMP threads lose whole
+# scheduler ticks there). Set OAR_NUM_THREADS to test another count.
+os.environ.setdefault("OAR_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", os.environ["OAR_NUM_THREADS"])
+
+import oar  # noqa: E402
 
 DEVICES = [d for d in ("cpu", "mock") if d in oar.get_all_device_type()]
 

@@ -225,18 +225,13 @@ def kl_div(input, label, reduction="mean", log_target=False, name=None):  # noqa
     return _reduce(loss, reduction)
 
 
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
-                                 training=True, name=None):
-    if attn_mask is not None:
-        raise NotImplementedError("scaled_dot_product_attention: attn_mask is not supported yet")
-    return _ops.scaled_dot_product_attention(query, key, value, bool(is_causal))
-
-
 def cosine_similarity(x1, x2, axis=1, eps=1e-8):
     dot = _ops.sum(_ops.multiply(x1, x2), [axis], False)
     n = M.multiply(M.maximum(M.norm(x1, 2, axis), eps), M.maximum(M.norm(x2, 2, axis), eps))
     return M.divide(dot, n)
 
 
-__all__ = [n for n in dir() if not n.startswith("_") and n not in ("np", "numbers", "M", "Tensor", "convert_dtype",
-                                                                     "to_tensor")]
+from .functional_conv import *  # noqa: E402,F401,F403 - conv, pooling, batch_norm, attention
+
+__all__ = [n for n in dir() if not n.startswith("_") and n not in (
+    "np", "numbers", "M", "Tensor", "convert_dtype", "to_tensor", "functional_conv", "no_grad")]

@@ -1,0 +1,123 @@
+"""Convolution, pooling and batch-norm layers (paddle.nn.Conv2D, MaxPool2D, ...)."""
+from . import functional as F
+from . import initializer as I
+from .layer import Layer
+
+
+def _pair(v):
+    return [int(v), int(v)] if isinstance(v, int) else [int(i) for i in v]
+
+
+class Conv2D(Layer):
+    """weight [out_channels, in_channels / groups, kh, kw], initialized like
+    Paddle: Normal(0, sqrt(2 / (kh * kw * in_channels))); bias zeros."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 padding_mode="zeros", weight_attr=None, bias_attr=None, data_format="NCHW"):
+        super().__init__()
+        if padding_mode != "zeros":
+            raise NotImplementedError(f"Conv2D: padding_mode '{padding_mode}' is not supported yet (only 'zeros')")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"Conv2D: in_channels {in_channels} and out_channels {out_channels} must be "
+                             f"divisible by groups {groups}")
+        self._in_channels, self._out_channels = in_channels, out_channels
+        self._kernel_size = _pair(kernel_size)
+        self._stride, self._padding, self._dilation, self._groups = stride, padding, dilation, groups
+        self._data_format = data_format
+        fan_in = self._kernel_size[0] * self._kernel_size[1] * in_channels
+        self.weight = self.create_parameter([out_channels, in_channels // groups] + self._kernel_size,
+                                            attr=weight_attr, default_initializer=I.Normal(0.0, (2.0 / fan_in) ** 0.5))
+        self.bias = self.create_parameter([out_channels], attr=bias_attr, is_bias=True)
+
+    def forward(self, x):
+        return F.conv2d(x, self.weight, self.bias, self._stride, self._padding, self._dilation, self._groups,
+                        self._data_format)
+
+    def extra_repr(self):
+        return (f"{self._in_channels}, {self._out_channels}, kernel_size={self._kernel_size}, "
+                f"stride={self._stride}, padding={self._padding}, data_format={self._data_format}")
+
+
+class MaxPool2D(Layer):
+    def __init__(self, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False,
+                 data_format="NCHW", name=None):
+        super().__init__()
+        self.ksize, self.stride, self.padding = kernel_size, stride, padding
+        self.return_mask, self.ceil_mode, self.data_format = return_mask, ceil_mode, data_format
+
+    def forward(self, x):
+        return F.max_pool2d(x, self.ksize, self.stride, self.padding, self.return_mask, self.ceil_mode,
+                            self.data_format)
+
+    def extra_repr(self):
+        return f"kernel_size={self.ksize}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2D(Layer):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True, divisor_override=None,
+                 data_format="NCHW", name=None):
+        super().__init__()
+        self.ksize, self.stride, self.padding = kernel_size, stride, padding
+        self.ceil_mode, self.exclusive, self.divisor = ceil_mode, exclusive, divisor_override
+        self.data_format = data_format
+
+    def forward(self, x):
+        return F.avg_pool2d(x, self.ksize, self.stride, self.padding, self.ceil_mode, self.exclusive, self.divisor,
+                            self.data_format)
+
+    def extra_repr(self):
+        return f"kernel_size={self.ksize}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool2D(Layer):
+    def __init__(self, output_size, data_format="NCHW", name=None):
+        super().__init__()
+        self._output_size, self._data_format = output_size, data_format
+
+    def forward(self, x):
+        return F.adaptive_avg_pool2d(x, self._output_size, self._data_format)
+
+
+class AdaptiveMaxPool2D(Layer):
+    def __init__(self, output_size, return_mask=False, name=None):
+        super().__init__()
+        self._output_size, self._return_mask = output_size, return_mask
+
+    def forward(self, x):
+        return F.adaptive_max_pool2d(x, self._output_size, self._return_mask)
+
+
+class _BatchNormBase(Layer):
+    """weight (ones), bias (zeros), running buffers _mean (zeros) and
+    _variance (ones), as Paddle names them in the state dict."""
+
+    def __init__(self, num_features, momentum=0.9, epsilon=1e-05, weight_attr=None, bias_attr=None,
+                 data_format="NCHW", use_global_stats=None, name=None):
+        super().__init__()
+        from ..creation import ones, zeros
+        self._num_features, self._momentum, self._epsilon = num_features, momentum, epsilon
+        self._data_format, self._use_global_stats = data_format, use_global_stats
+        self.weight = self.create_parameter([num_features], attr=weight_attr, default_initializer=I.Constant(1.0))
+        self.bias = self.create_parameter([num_features], attr=bias_attr, is_bias=True)
+        self.register_buffer("_mean", zeros([num_features], dtype=self._dtype))
+        self.register_buffer("_variance", ones([num_features], dtype=self._dtype))
+
+    def forward(self, x):
+        return F.batch_norm(x, self._mean, self._variance, self.weight, self.bias, self.training, self._momentum,
+                            self._epsilon, self._data_format, self._use_global_stats)
+
+    def extra_repr(self):
+        return f"num_features={self._num_features}, momentum={self._momentum}, epsilon={self._epsilon}"
+
+
+class BatchNorm1D(_BatchNormBase):
+    def __init__(self, num_features, momentum=0.9, epsilon=1e-05, weight_attr=None, bias_attr=None,
+                 data_format="NCL", use_global_stats=None, name=None):
+        super().__init__(num_features, momentum, epsilon, weight_attr, bias_attr, data_format, use_global_stats)
+
+
+class BatchNorm2D(_BatchNormBase):
+    pass
+
+
+__all__ = ["Conv2D", "MaxPool2D", "AvgPool2D", "AdaptiveAvgPool2D", "AdaptiveMaxPool2D", "BatchNorm1D", "BatchNorm2D"]
