@@ -204,30 +204,35 @@ void iter_run(const StridedIter& it, RowFn fn, void* fn_ctx) {
     }
   };
 
+  // Small or single-threaded work runs on the calling thread without
+  // entering an OpenMP region at all (an `if (false)` region still costs).
+  const bool parallel = g_num_threads > 1 && it.numel >= kParallelMinElementwise;
+
   if (inner >= kTile) {  // long rows: tiles are pieces of one row
     const int64_t per_row = (inner + kTile - 1) / kTile;
     const int64_t tiles = rows * per_row;
-#pragma omp parallel for num_threads(g_num_threads) schedule(static) if (tiles > 1)
-    for (int64_t t = 0; t < tiles; ++t) {
+    auto run_tile = [&](int64_t t) {
       char* ptrs[kMaxOperands];
       int64_t idx[OAR_MAX_NDIM];
       row_ptrs(t / per_row, ptrs, idx);
       const int64_t col = (t % per_row) * kTile;
       for (int op = 0; op < nops; ++op) ptrs[op] += col * inner_strides[op];
       fn(fn_ctx, ptrs, inner_strides, std::min(kTile, inner - col));
+    };
+    if (parallel && tiles > 1) {
+#pragma omp parallel for num_threads(g_num_threads) schedule(static)
+      for (int64_t t = 0; t < tiles; ++t) run_tile(t);
+    } else {
+      for (int64_t t = 0; t < tiles; ++t) run_tile(t);
     }
     return;
   }
   // Short rows: tiles are groups of whole rows, walked with an odometer.
   const int64_t rows_per_tile = std::max<int64_t>(1, kTile / inner);
   const int64_t tiles = (rows + rows_per_tile - 1) / rows_per_tile;
-#pragma omp parallel for num_threads(g_num_threads) \
-    schedule(static) if (tiles > 1 && it.numel >= kParallelMin)
-  for (int64_t t = 0; t < tiles; ++t) {
+  auto run_rows = [&](int64_t r0, int64_t r1) {
     char* ptrs[kMaxOperands];
     int64_t idx[OAR_MAX_NDIM];
-    const int64_t r0 = t * rows_per_tile;
-    const int64_t r1 = std::min(rows, r0 + rows_per_tile);
     row_ptrs(r0, ptrs, idx);
     for (int64_t r = r0; r < r1; ++r) {
       fn(fn_ctx, ptrs, inner_strides, inner);
@@ -238,6 +243,18 @@ void iter_run(const StridedIter& it, RowFn fn, void* fn_ctx) {
         idx[d] = 0;
       }
     }
+  };
+  if (parallel && tiles > 1) {
+#pragma omp parallel for num_threads(g_num_threads) schedule(static)
+    for (int64_t t = 0; t < tiles; ++t) {
+      run_rows(t * rows_per_tile, std::min(rows, (t + 1) * rows_per_tile));
+    }
+  } else if (nd == 1) {  // one row (a contiguous op): no odometer
+    char* ptrs[kMaxOperands];
+    for (int op = 0; op < nops; ++op) ptrs[op] = it.base[op];
+    fn(fn_ctx, ptrs, inner_strides, inner);
+  } else {
+    run_rows(0, rows);
   }
 }
 

@@ -81,8 +81,9 @@ void fill_value(const OarTensorView& y, T v) {
     Bits bits;
     std::memcpy(&bits, &v, sizeof bits);
     Bits* o = reinterpret_cast<Bits*>(out);
-#pragma omp parallel for num_threads(g_num_threads) schedule(static) if (n >= kParallelMin)
-    for (int64_t i = 0; i < n; ++i) o[i] = bits;
+    parallel_range(n, kParallelMin, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) o[i] = bits;
+    });
   }
 }
 
@@ -111,8 +112,9 @@ OarStatus arange_kernel(const OarKernelContext* ctx) {
   visit_numeric(y.dtype, [&](auto tag) {
     using T = decltype(tag);
     T* out = static_cast<T*>(oar_view_ptr(&y));
-#pragma omp parallel for num_threads(g_num_threads) schedule(static) if (n >= kParallelMin)
-    for (int64_t i = 0; i < n; ++i) out[i] = to<T>(start + static_cast<double>(i) * step);
+    parallel_range(n, kParallelMin, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) out[i] = to<T>(start + static_cast<double>(i) * step);
+    });
   });
   return OAR_OK;
 }

@@ -1,11 +1,13 @@
 // Elementwise kernels: unary math, binary arithmetic, comparisons, logical
 // ops and where. All run through the strided iterator (Note [Strided
 // iteration]), so they accept any strides and broadcast inputs without
-// copies; contiguous and scalar-broadcast rows get plain vectorizable loops.
+// copies; contiguous and scalar-broadcast rows get plain vectorizable loops,
+// multiversioned for f32/f64 (Note [Multiversioned loops]).
 #include <cmath>
 #include <type_traits>
 
 #include "cpu_common.h"
+#include "cpu_vec_math.h"
 
 namespace oar_cpu {
 namespace {
@@ -64,13 +66,27 @@ struct Sign {
       return expr;                                \
     }                                             \
   };
-OAR_CPU_FLOAT_UNARY(Exp, std::exp(a))
-OAR_CPU_FLOAT_UNARY(Log, std::log(a))
+// f32 exp, log and tanh: the vectorizable ones of cpu_vec_math.h (within
+// 2 ulp of libm's); f64 keeps libm.
+#define OAR_CPU_FLOAT_UNARY_F32(Name, f32_fn, expr)   \
+  struct Name {                                       \
+    static constexpr Family kFamily = kFloatOnly;     \
+    template <class C>                                \
+    static C f(C a) {                                 \
+      if constexpr (std::is_same_v<C, float>)         \
+        return vmath::f32_fn(a);                      \
+      else                                            \
+        return expr;                                  \
+    }                                                 \
+  };
+OAR_CPU_FLOAT_UNARY_F32(Exp, exp_f32, std::exp(a))
+OAR_CPU_FLOAT_UNARY_F32(Log, log_f32, std::log(a))
+OAR_CPU_FLOAT_UNARY_F32(Tanh, tanh_f32, std::tanh(a))
+#undef OAR_CPU_FLOAT_UNARY_F32
 OAR_CPU_FLOAT_UNARY(Sqrt, std::sqrt(a))
 OAR_CPU_FLOAT_UNARY(Rsqrt, C(1) / std::sqrt(a))
 OAR_CPU_FLOAT_UNARY(Sin, std::sin(a))
 OAR_CPU_FLOAT_UNARY(Cos, std::cos(a))
-OAR_CPU_FLOAT_UNARY(Tanh, std::tanh(a))
 OAR_CPU_FLOAT_UNARY(Erf, std::erf(a))
 OAR_CPU_FLOAT_UNARY(Floor, std::floor(a))
 OAR_CPU_FLOAT_UNARY(Ceil, std::ceil(a))
@@ -179,13 +195,53 @@ OAR_CPU_COMPARE(LogicalOr, a != C(0) || b != C(0))
 
 // ----------------------------------------------------------------- rows ---
 
+// Contiguous loops for f32/f64, cloned per ISA (Note [Multiversioned loops]);
+// not for ops that call libm per element, which cloning cannot widen.
+template <class T, class Op>
+inline constexpr bool kCallsLibm =
+    std::is_same_v<Op, Pow> || std::is_same_v<Op, Sin> || std::is_same_v<Op, Cos> ||
+    std::is_same_v<Op, Erf> ||
+    (std::is_same_v<T, double> &&
+     (std::is_same_v<Op, Exp> || std::is_same_v<Op, Log> || std::is_same_v<Op, Tanh>));
+template <class T, class R, class Op>
+inline constexpr bool kCloned = (std::is_same_v<T, float> || std::is_same_v<T, double>) &&
+                                std::is_same_v<T, R> && !kCallsLibm<T, Op>;
+
+template <class T, class Op>
+OAR_CPU_CLONES_STREAM void unary_contig(T* y, const T* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = Op::f(x[i]);
+}
+template <class T, class Op>  // f32 exp, log, tanh: compute-bound
+OAR_CPU_CLONES void unary_contig_math(T* y, const T* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = Op::f(x[i]);
+}
+template <class T, class Op>
+OAR_CPU_CLONES_STREAM void binary_contig(T* y, const T* a, const T* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = Op::f(a[i], b[i]);
+}
+template <class T, class Op>
+OAR_CPU_CLONES_STREAM void binary_scalar_a(T* y, T a, const T* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = Op::f(a, b[i]);
+}
+template <class T, class Op>
+OAR_CPU_CLONES_STREAM void binary_scalar_b(T* y, const T* a, T b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = Op::f(a[i], b);
+}
+
 template <class T, class R, class Op>
 void unary_row(void*, char* const* p, const int64_t* s, int64_t n) {
   using N = Num<T>;
   R* y = reinterpret_cast<R*>(p[0]);
   const T* x = reinterpret_cast<const T*>(p[1]);
   if (s[0] == sizeof(R) && s[1] == sizeof(T)) {
-    for (int64_t i = 0; i < n; ++i) y[i] = to<R>(Op::f(N::load(x[i])));
+    if constexpr (kCloned<T, R, Op> && std::is_same_v<T, float> &&
+                  (std::is_same_v<Op, Exp> || std::is_same_v<Op, Log> || std::is_same_v<Op, Tanh>)) {
+      unary_contig_math<T, Op>(y, x, n);
+    } else if constexpr (kCloned<T, R, Op>) {
+      unary_contig<T, Op>(y, x, n);
+    } else {
+      for (int64_t i = 0; i < n; ++i) y[i] = to<R>(Op::f(N::load(x[i])));
+    }
   } else {
     const int64_t sy = s[0] / static_cast<int64_t>(sizeof(R));
     const int64_t sx = s[1] / static_cast<int64_t>(sizeof(T));
@@ -197,22 +253,35 @@ template <class T, class R, class Op>
 void binary_row(void*, char* const* p, const int64_t* s, int64_t n) {
   using N = Num<T>;
   constexpr int64_t kT = sizeof(T);
+  constexpr bool kFast = kCloned<T, R, Op>;
   R* y = reinterpret_cast<R*>(p[0]);
   const T* a = reinterpret_cast<const T*>(p[1]);
   const T* b = reinterpret_cast<const T*>(p[2]);
   if (s[0] == sizeof(R)) {
     if (s[1] == kT && s[2] == kT) {
-      for (int64_t i = 0; i < n; ++i) y[i] = to<R>(Op::f(N::load(a[i]), N::load(b[i])));
+      if constexpr (kFast) {
+        binary_contig<T, Op>(y, a, b, n);
+      } else {
+        for (int64_t i = 0; i < n; ++i) y[i] = to<R>(Op::f(N::load(a[i]), N::load(b[i])));
+      }
       return;
     }
     if (s[1] == 0 && s[2] == kT) {
-      const auto av = N::load(*a);
-      for (int64_t i = 0; i < n; ++i) y[i] = to<R>(Op::f(av, N::load(b[i])));
+      if constexpr (kFast) {
+        binary_scalar_a<T, Op>(y, *a, b, n);
+      } else {
+        const auto av = N::load(*a);
+        for (int64_t i = 0; i < n; ++i) y[i] = to<R>(Op::f(av, N::load(b[i])));
+      }
       return;
     }
     if (s[1] == kT && s[2] == 0) {
-      const auto bv = N::load(*b);
-      for (int64_t i = 0; i < n; ++i) y[i] = to<R>(Op::f(N::load(a[i]), bv));
+      if constexpr (kFast) {
+        binary_scalar_b<T, Op>(y, a, *b, n);
+      } else {
+        const auto bv = N::load(*b);
+        for (int64_t i = 0; i < n; ++i) y[i] = to<R>(Op::f(N::load(a[i]), bv));
+      }
       return;
     }
   }
