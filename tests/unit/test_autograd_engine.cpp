@@ -316,3 +316,18 @@ TEST_CASE(
     }
   }
 }
+
+TEST_CASE("prod's gradient is exact where inputs are zero") {
+  for (const auto& device : test_devices()) {
+    INFO(device.str());
+    // Rows: one zero, two zeros, none. d prod / dx_i = product of the others.
+    Tensor x = f64({2, 0, 3, 0, 0, 4, 1, 2, 3}, {3, 3}, device);
+    x.set_requires_grad();
+    Tensor g = oar::grad({oar::sum(oar::prod(x, {1}))}, {x}, {}, /*create_graph=*/true)[0];
+    check_close(g, {0, 6, 0, 0, 0, 0, 6, 3, 2}, 1e-12, 1e-12);
+    // Second order on the rows with at most one zero: d/dx of the summed
+    // gradient x1 x2 + x0 x2 + x0 x1 is (x1 + x2, x0 + x2, x0 + x1).
+    std::vector<double> h = oar_test::values(oar::grad({oar::sum(g)}, {x})[0]);
+    check_close({h[0], h[1], h[2], h[6], h[7], h[8]}, {3, 5, 2, 5, 4, 3}, 1e-12, 1e-12);
+  }
+}

@@ -102,13 +102,24 @@ Tensor expand_back(const Tensor& g, const Shape& shape, const std::vector<int64_
 std::vector<Tensor> sum_vjp(const VjpContext& c) {
   return {expand_back(c.grads[0], c.inputs[0].shape(), c.attrs.get_ints("axes"), c.attrs.get_bool("keepdim"))};
 }
-// d prod / dx_i = prod / x_i (inputs with zeros get NaN-free results only
-// where x_i != 0; see README "Not done yet").
+// d prod / dx_i is the product of the other elements: prod / x_i where x_i
+// is not 0. With one zero in a reduced group, the zero's gradient is the
+// product of the group's non-zero elements and every other gradient is 0;
+// with two or more zeros all are 0. The zero masks are piecewise constant
+// (detached); the values stay differentiable for higher orders.
 std::vector<Tensor> prod_vjp(const VjpContext& c) {
   const auto& axes = c.attrs.get_ints("axes");
   bool keepdim = c.attrs.get_bool("keepdim");
-  const Shape& shape = c.inputs[0].shape();
-  return {expand_back(c.grads[0], shape, axes, keepdim) * expand_back(c.outputs[0], shape, axes, keepdim) / c.inputs[0]};
+  const Tensor& x = c.inputs[0];
+  const Shape& shape = x.shape();
+  Tensor is_zero = equal(x.detach(), zeros_like(x.detach()));
+  Tensor zero_count = sum(cast(is_zero, x.dtype()), axes, true);
+  Tensor safe_x = where(is_zero, ones_like(x.detach()), x);
+  Tensor others = expand_back(c.outputs[0], shape, axes, keepdim) / safe_x;  // 0 when the group has a zero
+  Tensor single_zero = broadcast_to(equal(zero_count, ones_like(zero_count)), shape);
+  Tensor nonzero_prod = broadcast_to(prod(safe_x, axes, true), shape);
+  Tensor at_zero = where(single_zero, nonzero_prod, zeros_like(x.detach()));
+  return {expand_back(c.grads[0], shape, axes, keepdim) * where(is_zero, at_zero, others)};
 }
 // The gradient goes to the extreme elements, split evenly among ties (a
 // piecewise-constant mask, computed on detached values like extremum_vjp in
