@@ -47,6 +47,8 @@ class Storage {
 };
 
 struct AutogradMeta;
+/// Set on the symbolic tensors of a static-mode trace (oar/ir/trace.h).
+struct SymbolicInfo;
 
 /// The state behind a Tensor handle.
 struct TensorImpl {
@@ -57,6 +59,7 @@ struct TensorImpl {
   DType dtype = DType::f32;
   Device device;
   std::shared_ptr<AutogradMeta> autograd;  // null unless autograd is involved
+  std::shared_ptr<SymbolicInfo> symbol;    // non-null for a symbolic tensor (no storage)
 };
 
 /// A tensor: a cheap, shared handle (copying a Tensor shares its data, like
@@ -77,6 +80,9 @@ class Tensor {
   static Tensor empty(const Shape& shape, DType dtype, const Device& device);
 
   bool defined() const { return impl_ != nullptr; }
+  /// True for a symbolic tensor of a static-mode trace: it has a dtype and
+  /// an example shape but no values.
+  bool is_symbolic() const { return impl_ && impl_->symbol != nullptr; }
   DType dtype() const { return impl().dtype; }
   const Shape& shape() const { return impl().shape; }
   const Shape& strides() const { return impl().strides; }

@@ -1,0 +1,75 @@
+/// \file executor.h
+/// The scheduler and executor of static mode. Compiling a program for a
+/// device decomposes the composite ops the device has no kernel for,
+/// resolves every operation's kernel, and (per input shapes) plans memory
+/// and turns the block into an instruction list: kernel, prebuilt tensor
+/// views into the arena, stream, and the events to wait for. Independent
+/// branches may run on separate streams (ExecutorOptions::num_streams) on
+/// devices with streams and events; results equal eager mode.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "oar/device.h"
+#include "oar/ir/memory_planner.h"
+#include "oar/ir/program.h"
+
+namespace oar::ir {
+
+struct ExecutorOptions {
+  /// Streams to spread independent operations over (1: the device's
+  /// compute stream only). Devices without events use one stream.
+  int num_streams = 1;
+  /// Print the instruction list when it is (re)built.
+  bool print_schedule = false;
+};
+
+/// One scheduled operation.
+struct Instruction {
+  int op_index = 0;                 ///< position in the program's block
+  int stream = 0;                   ///< index into the executor's streams
+  std::vector<int> wait_for;        ///< instructions (on other streams) to wait for
+};
+
+class Executor {
+ public:
+  /// Compiles `program` (copied) for `device`. Throws naming the op when
+  /// the device can run neither it nor its decomposition.
+  Executor(const Program& program, const Device& device, ExecutorOptions options = {});
+  ~Executor();
+  Executor(Executor&&) noexcept;
+  Executor& operator=(Executor&&) noexcept;
+
+  /// Binds parameters by name (moved to the device when elsewhere). Every
+  /// parameter of the program must be bound before run().
+  void set_parameters(const ParamMap& params);
+  void set_parameter(const std::string& name, const Tensor& value);
+  /// The current parameter tensors (after updates of a training program).
+  const ParamMap& parameters() const;
+
+  /// Runs the program on `inputs` (one per program input, checked against
+  /// the input types: dtype, rank, static dims; a mismatch is an error
+  /// naming the input). Returns the outputs in order; applies updates.
+  std::vector<Tensor> run(std::span<const Tensor> inputs);
+
+  /// The compiled program (after device decompositions).
+  const Program& program() const;
+  const Device& device() const;
+  /// The plan and instructions of the last run (built on first run and
+  /// whenever input shapes change).
+  const MemoryPlan& memory_plan() const;
+  const std::vector<Instruction>& instructions() const;
+  /// Number of streams the schedule uses.
+  int num_streams() const;
+  /// The instruction list as text: one line per instruction.
+  std::string schedule_str() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace oar::ir

@@ -1,0 +1,66 @@
+/// \file pass.h
+/// Passes over a program and the pass manager that runs them in order,
+/// verifying after each and optionally printing the IR after each
+/// (PassManager::set_print_after_each, or OAR_PRINT_IR_AFTER_PASS=1).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "oar/device.h"
+#include "oar/ir/program.h"
+
+namespace oar::ir {
+
+/// One transformation. run() returns whether it changed the program.
+class Pass {
+ public:
+  virtual ~Pass() = default;
+  virtual std::string name() const = 0;
+  virtual bool run(Program& program) = 0;
+};
+
+class PassManager {
+ public:
+  PassManager();
+  PassManager& add(std::unique_ptr<Pass> pass);
+  /// Prints "// IR after <pass>" and the program after every pass to `os`.
+  void set_print_after_each(bool on, std::ostream* os = nullptr);
+  /// Runs the passes in order, verifying after each; returns whether any
+  /// changed the program.
+  bool run(Program& program);
+  std::vector<std::string> pass_names() const;
+
+ private:
+  std::vector<std::unique_ptr<Pass>> passes_;
+  bool print_ = false;
+  std::ostream* os_ = nullptr;
+};
+
+/// Replaces composite operations whose op name `select` accepts by their
+/// decomposition into other ops (traced through the op's DecomposeFn, so
+/// it is the same decomposition eager mode uses). Repeats until nothing
+/// selected is left (decompositions may produce composite ops).
+std::unique_ptr<Pass> make_decomposition_pass(std::function<bool(const OpDef&)> select);
+/// Decomposes the named ops only.
+std::unique_ptr<Pass> make_decomposition_pass(std::set<std::string> op_names);
+/// Removes operations whose results reach no output or update (ops with
+/// side effects are kept) and constants nothing uses.
+std::unique_ptr<Pass> make_dce_pass();
+/// Merges operations of the same op on the same operands with equal
+/// attributes (side-effect-free ops only).
+std::unique_ptr<Pass> make_cse_pass();
+/// Evaluates operations whose operands are all constants (or that have no
+/// operands, like full/arange) on `device` and replaces their results by
+/// constants. Random ops are never folded; results larger than
+/// `max_elements` are left alone (folding them would bloat the file).
+std::unique_ptr<Pass> make_constant_folding_pass(const Device& device, int64_t max_elements = 1 << 20);
+
+/// The default optimization pipeline: constant folding, CSE, DCE.
+PassManager default_pipeline(const Device& device);
+
+}  // namespace oar::ir

@@ -1,0 +1,107 @@
+/// \file program.h
+/// A Program: the unit of static mode. It owns its values and one block of
+/// operations, and names its interface:
+///  - inputs      fed on every run, in order;
+///  - parameters  named tensors bound when it runs (weights; saved beside
+///                the program in safetensors);
+///  - constants   tensors the program owns (captured or folded);
+///  - outputs     named results returned by a run, in order;
+///  - updates     parameter <- value assignments applied after a run (the
+///                optimizer step of a training program).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "oar/ir/block.h"
+#include "oar/tensor.h"
+
+namespace oar::ir {
+
+/// Parameter tensors by name (ordered, so saves are deterministic).
+using ParamMap = std::map<std::string, Tensor>;
+
+struct NamedValue {
+  std::string name;
+  Value* value = nullptr;
+};
+
+class Program {
+ public:
+  Program() = default;
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+  Program(Program&&) = default;
+  Program& operator=(Program&&) = default;
+
+  /// A deep copy (constants share their tensors, which are never mutated).
+  Program clone() const;
+
+  Block& block() { return block_; }
+  const Block& block() const { return block_; }
+
+  /// Interface values. Names must be unique among inputs, parameters and
+  /// constants (throws naming the duplicate).
+  Value* add_input(const std::string& name, TensorType type);
+  Value* add_parameter(const std::string& name, TensorType type);
+  Value* add_constant(const std::string& name, const Tensor& value);
+  /// Appends an operation of `def` on `operands` with results of the given
+  /// types (checked by verify(), not here).
+  Operation* append(const OpDef& def, std::vector<Value*> operands, AttributeMap attrs,
+                    const std::vector<TensorType>& result_types);
+  /// Same, inserting at block position `pos`.
+  Operation* insert(size_t pos, const OpDef& def, std::vector<Value*> operands, AttributeMap attrs,
+                    const std::vector<TensorType>& result_types);
+
+  const std::vector<Value*>& inputs() const { return inputs_; }
+  const std::vector<Value*>& parameters() const { return parameters_; }
+  const std::vector<Value*>& constants() const { return constants_; }
+  /// The tensor of a constant value.
+  const Tensor& constant_value(const Value* value) const;
+  /// Removes constants no operation or output uses.
+  void drop_unused_constants();
+
+  const std::vector<NamedValue>& outputs() const { return outputs_; }
+  /// Adds a named output; "" names it output_<index>.
+  void add_output(Value* value, std::string name = "");
+  void set_output(size_t index, Value* value) { outputs_.at(index).value = value; }
+  void clear_outputs() { outputs_.clear(); }
+
+  const std::vector<NamedValue>& updates() const { return updates_; }
+  /// After a run, parameter `name` takes the value of `value`.
+  void add_update(const std::string& name, Value* value);
+  void set_update(size_t index, Value* value) { updates_.at(index).value = value; }
+
+  /// The input, parameter or constant of that name, or nullptr.
+  Value* find(const std::string& name) const;
+  /// All values ever created, by id (erased operations' results included:
+  /// only values reachable from the block and interface are live).
+  const std::vector<std::unique_ptr<Value>>& values() const { return values_; }
+  Value* value(int id) const { return values_.at(static_cast<size_t>(id)).get(); }
+
+  /// Replaces every use of `from` (operands, outputs, updates) with `to`.
+  void replace_all_uses(Value* from, Value* to);
+  /// Operations using each value (computed on demand: passes mutate).
+  std::unordered_map<const Value*, std::vector<Operation*>> users() const;
+
+ private:
+  Value* new_value(ValueKind kind, TensorType type, std::string name);
+  void check_new_name(const std::string& name) const;
+
+  std::vector<std::unique_ptr<Value>> values_;
+  Block block_;
+  std::vector<Value*> inputs_;
+  std::vector<Value*> parameters_;
+  std::vector<Value*> constants_;
+  std::unordered_map<const Value*, Tensor> constant_values_;
+  std::vector<NamedValue> outputs_;
+  std::vector<NamedValue> updates_;
+};
+
+/// The TensorType of a tensor.
+TensorType type_of(const Tensor& t);
+
+}  // namespace oar::ir

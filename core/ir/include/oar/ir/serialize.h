@@ -1,0 +1,41 @@
+/// \file serialize.h
+/// JSON form of a program (nlohmann/json) and save/load of a program with
+/// its parameters. to_json(from_json(j)) == j exactly: values are numbered
+/// densely, attributes carry their type, floats round-trip.
+#pragma once
+
+#include <string>
+
+#include "oar/ir/program.h"
+
+namespace oar::ir {
+
+/// The format version written into every file; loading a newer major fails.
+inline constexpr int kProgramFormatVersion = 1;
+
+/// JSON text of a program (constants are referenced by name; their data
+/// goes to safetensors with the parameters).
+std::string to_json(const Program& program, int indent = 1);
+/// Parses JSON text; `constants` supplies the constants' tensors by name.
+/// `source` names the file in errors. Runs verify().
+Program from_json(const std::string& text, const ParamMap& constants, const std::string& source = "<string>");
+
+/// Writes `path`.json (the program) and `path`.safetensors (parameters and
+/// constants, constants under "const:<name>"). Both are written to
+/// temporary files and renamed, so a failed save keeps earlier files.
+/// Every parameter of the program must be in `params`, with its type.
+void save(const Program& program, const ParamMap& params, const std::string& path);
+
+/// What load() returns.
+struct LoadedProgram {
+  Program program;
+  ParamMap params;
+};
+
+/// Reads `path`.json and `path`.safetensors onto `device`. Any problem
+/// (missing file, bad JSON, unknown op, bad value references, a parameter
+/// missing or of the wrong dtype/shape, a hostile safetensors file) throws
+/// oar::Error naming the file and what is wrong.
+LoadedProgram load(const std::string& path, const Device& device);
+
+}  // namespace oar::ir

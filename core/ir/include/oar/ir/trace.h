@@ -1,0 +1,147 @@
+/// \file trace.h
+/// Capture: a Tracer is the Builder of static mode (Note [Builder]): while
+/// installed, every op call appends an operation to a program and returns
+/// a symbolic tensor (no storage; dtype and an example shape, so code that
+/// reads shapes keeps working). to_static traces a C++ callable into a
+/// Program and runs it with the executor, re-tracing for shapes outside
+/// what it captured.
+///
+/// Note [Dynamic dims]
+/// Meta rules work on concrete shapes. A symbolic tensor carries two: the
+/// example shape (the shapes of the call being traced) and a probe shape in
+/// which every dynamic input dim is one larger. Each op's meta rule runs on
+/// both; result dims that differ are dynamic. When a meta rule accepts the
+/// example but rejects the probe (a reshape to a shape computed from
+/// x.shape(), say) the trace is *specialized*: its dynamic dims are fixed
+/// to the example's, and other shapes re-trace.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "oar/builder.h"
+#include "oar/device.h"
+#include "oar/ir/executor.h"
+#include "oar/ir/program.h"
+
+namespace oar {
+
+/// What a symbolic tensor's TensorImpl::symbol holds.
+struct SymbolicInfo {
+  ir::Value* value = nullptr;
+  const void* owner = nullptr;  ///< the Tracer that made it
+  Shape probe;                  ///< Note [Dynamic dims]
+};
+
+}  // namespace oar
+
+namespace oar::ir {
+
+/// The static-mode Builder.
+class Tracer final : public Builder {
+ public:
+  static constexpr size_t kAppend = std::numeric_limits<size_t>::max();
+
+  /// Appends to `program` (or inserts from block position `insert_at`).
+  Tracer(Program& program, const Device& device, size_t insert_at = kAppend);
+
+  /// A symbolic tensor standing for `value`. `example` defaults to the
+  /// value's type (which must then be static); `probe` to `example`.
+  Tensor symbolic(Value* value, const Shape& example = {}, const Shape& probe = {});
+  /// The value of a symbolic tensor made by this tracer, or nullptr.
+  Value* value_of(const Tensor& t) const;
+  /// The value standing for any tensor: symbolic ones map to their value;
+  /// concrete ones are captured once, as the parameter of that name when
+  /// registered with name_parameter, else as a constant.
+  Value* capture(const Tensor& t);
+  /// Registers the name under which a concrete tensor is captured as a
+  /// parameter.
+  void name_parameter(const Tensor& t, const std::string& name);
+  /// The concrete tensors captured as parameters, by name.
+  const ParamMap& captured_parameters() const { return captured_params_; }
+
+  /// True when a dynamic dim had to be fixed (Note [Dynamic dims]).
+  bool specialized() const { return specialized_; }
+  /// Block position of the next inserted operation.
+  size_t cursor() const { return cursor_; }
+
+  std::vector<Tensor> apply(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+                            const Device* device) override;
+
+ private:
+  Program& program_;
+  Device device_;
+  size_t cursor_;
+  bool specialized_ = false;
+  std::unordered_map<const TensorImpl*, Value*> captured_;
+  std::unordered_map<const TensorImpl*, std::string> param_names_;
+  std::vector<Tensor> keep_alive_;  // captured tensors (their impl pointers key captured_)
+  ParamMap captured_params_;
+  int next_constant_ = 0;
+};
+
+/// The declared shape and dtype of a to_static input; -1 dims are dynamic.
+struct InputSpec {
+  std::vector<int64_t> shape;
+  DType dtype = DType::f32;
+  std::string name;  ///< "" names it x<index>
+};
+
+/// The traced callable: tensors in, tensors out.
+using TracedFunction = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs)>;
+
+/// One trace: the program and whether it was specialized.
+struct Trace {
+  Program program;
+  ParamMap parameters;  ///< the captured parameters, by name
+  std::vector<InputSpec> specs;  ///< what it accepts (after specialization)
+  bool specialized = false;
+};
+
+/// Traces `fn` once into a program. Dynamic dims trace with `examples`
+/// (one shape per input; default: each -1 dim becomes 2). Named
+/// `parameters` are captured as parameters; other concrete tensors the
+/// function uses become constants.
+Trace trace(const TracedFunction& fn, const std::vector<InputSpec>& specs, const ParamMap& parameters = {},
+            const Device& device = default_device(), const std::vector<Shape>& examples = {});
+
+struct StaticOptions {
+  ParamMap parameters;         ///< tensors to capture as named parameters
+  bool optimize = true;        ///< run the default pass pipeline
+  bool print_ir_after_each_pass = false;
+  size_t max_traces = 8;       ///< bounded cache: the least recently used trace is evicted
+  ExecutorOptions executor;
+};
+
+/// A function compiled to static mode (to_static's result).
+class StaticFunction {
+ public:
+  StaticFunction(TracedFunction fn, std::vector<InputSpec> specs, StaticOptions options);
+  ~StaticFunction();
+  StaticFunction(StaticFunction&&) noexcept;
+
+  /// Runs the trace whose specs accept the inputs' shapes and dtypes; traces
+  /// (logging at debug level) when none does.
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs);
+
+  /// Replaces a parameter's tensor for later calls.
+  void set_parameter(const std::string& name, const Tensor& value);
+  /// Traces held now (at most max_traces) and traces made so far.
+  size_t cached_traces() const;
+  size_t trace_count() const;
+  /// The program of the most recently used trace (throws before any call).
+  const Program& program() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+StaticFunction to_static(TracedFunction fn, std::vector<InputSpec> specs, StaticOptions options = {});
+
+}  // namespace oar::ir
