@@ -59,4 +59,12 @@ std::unordered_map<const Value*, Shape> infer_shapes(const Program& program, con
   return shapes;
 }
 
+void specialize_types(Program& program, const std::vector<Shape>& input_shapes) {
+  auto shapes = infer_shapes(program, input_shapes);
+  for (Value* v : program.inputs()) v->set_type({v->type().dtype, shapes.at(v)});
+  for (const auto& op : program.block().ops()) {
+    for (Value* r : op->results()) r->set_type({r->type().dtype, shapes.at(r)});
+  }
+}
+
 }  // namespace oar::ir
