@@ -102,6 +102,7 @@ struct OpDef {
   DecomposeFn decompose = nullptr;  ///< composite ops only
   VjpFn vjp = nullptr;              ///< null: composite ops differentiate their decomposition
   bool differentiable = true;       ///< false: asking for a gradient through it is an error
+  bool random = false;              ///< draws random numbers: static-mode passes never merge or fold it
   int id = -1;                      ///< index in the registry, set on registration
 };
 

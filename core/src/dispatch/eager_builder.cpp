@@ -75,6 +75,10 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
     if (!inputs[i].defined()) {
       throw Error(ErrorCode::invalid_argument, op.name + ": input " + std::to_string(i) + " is undefined");
     }
+    if (inputs[i].impl().symbol) {
+      throw Error(ErrorCode::invalid_argument, op.name + ": input " + std::to_string(i) +
+                                                   " is a symbolic tensor of a to_static trace used outside it");
+    }
     in_meta[i].dtype = inputs[i].dtype();
     in_meta[i].shape = inputs[i].shape();  // reuses the buffer's capacity
   }

@@ -64,8 +64,9 @@ Tensor random(const OpDef& op, const Shape& shape, double a, double b, const cha
 }  // namespace
 
 OAR_REGISTER_OPS(creation) {
-  for (const char* name : {"full", "arange", "uniform", "normal"}) {
-    add_op({.name = name, .num_inputs = 0, .meta = creation_meta});
+  for (const char* name : {"full", "arange"}) add_op({.name = name, .num_inputs = 0, .meta = creation_meta});
+  for (const char* name : {"uniform", "normal"}) {
+    add_op({.name = name, .num_inputs = 0, .meta = creation_meta, .random = true});
   }
 }
 

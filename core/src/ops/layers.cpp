@@ -74,7 +74,7 @@ std::vector<Tensor> attention_decompose(std::span<const Tensor> in, const Attrs&
 }  // namespace
 
 OAR_REGISTER_OPS(layers) {
-  add_op({.name = "dropout", .kind = OpKind::composite, .meta = dropout_meta, .decompose = dropout_decompose});
+  add_op({.name = "dropout", .kind = OpKind::composite, .meta = dropout_meta, .decompose = dropout_decompose, .random = true});
   add_op({.name = "embedding", .kind = OpKind::composite, .num_inputs = 2, .meta = embedding_meta,
           .decompose = embedding_decompose});
   add_op({.name = "scaled_dot_product_attention", .kind = OpKind::composite, .num_inputs = 3,

@@ -139,6 +139,9 @@ Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape) {
 
 void Tensor::copy_to_host(void* dst) const {
   const TensorImpl& im = impl();
+  OAR_CHECK_ARG(!im.symbol, "tensor: this is a symbolic tensor of a to_static trace (shape " + shape_str(im.shape) +
+                                ", " + std::string(dtype_name(im.dtype)) +
+                                "); its values are not known while tracing, so they cannot be read or copied");
   uint64_t bytes = static_cast<uint64_t>(numel()) * dtype_size(im.dtype);
   if (bytes == 0) return;
   if (!is_contiguous()) {
@@ -226,6 +229,9 @@ double Tensor::item() const {
 Tensor Tensor::to(const Device& device) const {
   const TensorImpl& im = impl();
   if (device == im.device) return *this;
+  OAR_CHECK_ARG(!im.symbol, "tensor: this is a symbolic tensor of a to_static trace (shape " + shape_str(im.shape) +
+                                ", " + std::string(dtype_name(im.dtype)) +
+                                "); its values are not known while tracing, so they cannot be read or copied");
   Runtime::global().check_device(device);
   Tensor src = contiguous();
   uint64_t bytes = static_cast<uint64_t>(numel()) * dtype_size(im.dtype);

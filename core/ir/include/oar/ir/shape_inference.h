@@ -16,6 +16,10 @@ namespace oar::ir {
 std::unordered_map<const Value*, Shape> infer_shapes(const Program& program,
                                                      const std::vector<Shape>& input_shapes);
 
+/// Fixes every dynamic dim: input types become `input_shapes` and every
+/// result type the shape inferred from them (Note [Dynamic dims]).
+void specialize_types(Program& program, const std::vector<Shape>& input_shapes);
+
 /// The input shapes of a program whose inputs all have static types;
 /// throws naming the first input with a dynamic dim otherwise.
 std::vector<Shape> static_input_shapes(const Program& program);

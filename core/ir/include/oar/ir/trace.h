@@ -28,6 +28,7 @@
 #include "oar/device.h"
 #include "oar/ir/executor.h"
 #include "oar/ir/program.h"
+#include "oar/runtime.h"
 
 namespace oar {
 
@@ -69,6 +70,8 @@ class Tracer final : public Builder {
   bool specialized() const { return specialized_; }
   /// Block position of the next inserted operation.
   size_t cursor() const { return cursor_; }
+  /// The example shape of a value this tracer made or was given.
+  const Shape& example_shape(const Value* value) const;
 
   std::vector<Tensor> apply(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
                             const Device* device) override;
@@ -78,6 +81,7 @@ class Tracer final : public Builder {
   Device device_;
   size_t cursor_;
   bool specialized_ = false;
+  std::unordered_map<const Value*, Shape> examples_;
   std::unordered_map<const TensorImpl*, Value*> captured_;
   std::unordered_map<const TensorImpl*, std::string> param_names_;
   std::vector<Tensor> keep_alive_;  // captured tensors (their impl pointers key captured_)

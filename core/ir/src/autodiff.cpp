@@ -1,0 +1,185 @@
+// Program autodiff: the backward of a program, emitted through a Tracer
+// with the op definitions' VJP rules (the rules eager mode runs).
+#include "oar/ir/autodiff.h"
+
+#include <unordered_set>
+
+#include "oar/autograd.h"
+#include "oar/error.h"
+#include "oar/ir/pass.h"
+#include "oar/ir/shape_inference.h"
+#include "oar/ir/trace.h"
+#include "oar/ir/verifier.h"
+#include "oar/ops.h"
+#include "oar/runtime.h"
+#include "runtime/runtime_state.h"
+
+namespace oar::ir {
+
+namespace {
+
+std::string value_str(const Value* v) {
+  return v->name().empty() ? "a result of " + (v->producer() ? v->producer()->name() : std::string("?")) : "'" + v->name() + "'";
+}
+
+// Decomposes the composite ops without a VJP rule (they are differentiated
+// through their decomposition, as in eager mode). Values the caller holds
+// are tracked through temporary outputs, since decomposition replaces them.
+void decompose_ops_without_vjp(Program& program, std::vector<Value*>& held) {
+  bool any = false;
+  for (const auto& op : program.block().ops()) any = any || (op->def().decompose && !op->def().vjp);
+  if (!any) return;
+  size_t first = program.outputs().size();
+  for (Value* v : held) program.add_output(v, "__held_" + std::to_string(program.outputs().size()));
+  make_decomposition_pass([](const OpDef& def) { return def.decompose && !def.vjp; })->run(program);
+  for (size_t i = 0; i < held.size(); ++i) held[i] = program.outputs()[first + i].value;
+  std::vector<NamedValue> keep(program.outputs().begin(), program.outputs().begin() + static_cast<std::ptrdiff_t>(first));
+  program.clear_outputs();
+  for (auto& o : keep) program.add_output(o.value, o.name);
+}
+
+}  // namespace
+
+std::vector<Value*> append_backward(Program& program, const std::vector<Value*>& targets,
+                                    const std::vector<Value*>& wrt, const std::vector<Value*>& target_grads,
+                                    const BackwardOptions& options) {
+  OAR_CHECK_ARG(!targets.empty(), "append_backward: no targets given");
+  OAR_CHECK_ARG(target_grads.empty() || target_grads.size() == targets.size(),
+                "append_backward: got " + std::to_string(target_grads.size()) + " target grads for " +
+                    std::to_string(targets.size()) + " targets");
+  std::vector<Value*> held = targets;
+  held.insert(held.end(), wrt.begin(), wrt.end());
+  held.insert(held.end(), target_grads.begin(), target_grads.end());
+  for (Value* v : held) OAR_CHECK_ARG(v != nullptr, "append_backward: a target or wrt value is null");
+  decompose_ops_without_vjp(program, held);
+  std::vector<Value*> tgt(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(targets.size()));
+  std::vector<Value*> wrt_v(held.begin() + static_cast<std::ptrdiff_t>(targets.size()),
+                            held.begin() + static_cast<std::ptrdiff_t>(targets.size() + wrt.size()));
+  std::vector<Value*> seeds(held.begin() + static_cast<std::ptrdiff_t>(targets.size() + wrt.size()), held.end());
+
+  // Example and probe shapes of every value (Note [Dynamic dims]).
+  std::vector<Shape> inputs = options.input_shapes.empty() ? static_input_shapes(program) : options.input_shapes;
+  auto example = infer_shapes(program, inputs);
+  std::vector<Shape> probe_inputs = inputs;
+  for (size_t i = 0; i < probe_inputs.size(); ++i) {
+    for (size_t d = 0; d < probe_inputs[i].size(); ++d) {
+      if (program.inputs()[i]->type().dims[d] == kDynamic) probe_inputs[i][d] += 1;
+    }
+  }
+  std::unordered_map<const Value*, Shape> probe;
+  bool specialized = false;
+  try {
+    probe = infer_shapes(program, probe_inputs);
+  } catch (const Error&) {
+    specialized = true;
+    probe = example;
+  }
+
+  // Operations between the wrt values and the targets.
+  const size_t forward_ops = program.block().size();
+  std::unordered_set<const Value*> from_wrt(wrt_v.begin(), wrt_v.end());
+  for (size_t i = 0; i < forward_ops; ++i) {
+    const Operation& op = program.block().op(i);
+    bool reached = false;
+    for (Value* v : op.operands()) reached = reached || from_wrt.count(v);
+    if (reached && op.def().differentiable) from_wrt.insert(op.results().begin(), op.results().end());
+  }
+
+  Tracer tracer(program, default_device());
+  std::unordered_map<const Value*, Tensor> symbols;
+  auto sym = [&](Value* v) -> Tensor {
+    auto it = symbols.find(v);
+    if (it != symbols.end()) return it->second;
+    Tensor t = tracer.symbolic(v, example.at(v), probe.at(v));
+    symbols.emplace(v, t);
+    return t;
+  };
+  std::unordered_map<const Value*, Tensor> grads;
+  NoGrad no_grad;  // the emitted ops are plain operations: no eager tape
+  BuilderScope scope(tracer);
+  auto accumulate = [&](const Value* v, const Tensor& g) {
+    auto it = grads.find(v);
+    if (it == grads.end()) {
+      grads.emplace(v, g);
+    } else {
+      it->second = add(it->second, g);
+    }
+  };
+  for (size_t i = 0; i < tgt.size(); ++i) {
+    if (!from_wrt.count(tgt[i])) continue;
+    accumulate(tgt[i], seeds.empty() ? ones_like(sym(tgt[i])) : sym(seeds[i]));
+  }
+
+  for (size_t i = forward_ops; i-- > 0;) {
+    Operation& op = program.block().op(i);
+    bool has_grad = false;
+    for (Value* r : op.results()) has_grad = has_grad || grads.count(r);
+    if (!has_grad) continue;
+    std::vector<bool> needs_storage;
+    bool any_need = false;
+    for (Value* v : op.operands()) {
+      bool need = from_wrt.count(v) > 0;
+      needs_storage.push_back(need);
+      any_need = any_need || need;
+    }
+    if (!any_need) continue;
+    const OpDef& def = op.def();
+    OAR_CHECK_ARG(def.differentiable && def.vjp,
+                  "append_backward: operation " + std::to_string(i) + " (" + def.name + ") is not differentiable");
+    std::vector<Tensor> in, out, g;
+    for (Value* v : op.operands()) in.push_back(sym(v));
+    for (Value* r : op.results()) {
+      out.push_back(sym(r));
+      auto it = grads.find(r);
+      g.push_back(it == grads.end() ? Tensor() : it->second);
+    }
+    std::unique_ptr<bool[]> needs(new bool[needs_storage.size()]);
+    for (size_t k = 0; k < needs_storage.size(); ++k) needs[k] = needs_storage[k];
+    VjpContext ctx{in, out, g, op.attrs(), std::span<const bool>(needs.get(), needs_storage.size())};
+    std::vector<Tensor> input_grads = def.vjp(ctx);
+    for (size_t k = 0; k < op.operands().size() && k < input_grads.size(); ++k) {
+      if (needs_storage[k] && input_grads[k].defined()) accumulate(op.operand(k), input_grads[k]);
+    }
+  }
+
+  std::vector<Value*> result;
+  for (Value* w : wrt_v) {
+    auto it = grads.find(w);
+    if (it == grads.end()) {
+      OAR_CHECK_ARG(options.allow_unused, "append_backward: " + value_str(w) +
+                                              " does not reach the targets; pass allow_unused to get no gradient");
+      result.push_back(nullptr);
+      continue;
+    }
+    result.push_back(tracer.capture(it->second));
+  }
+  if (specialized || tracer.specialized()) specialize_types(program, inputs);
+  verify(program);
+  return result;
+}
+
+std::vector<NamedValue> append_sgd_step(Program& program, Value* loss, double learning_rate,
+                                        const BackwardOptions& options) {
+  OAR_CHECK_ARG(loss && loss->type().rank() == 0, "append_sgd_step: the loss must be a scalar value");
+  std::vector<Value*> params = program.parameters();
+  OAR_CHECK_ARG(!params.empty(), "append_sgd_step: the program has no parameters to train");
+  BackwardOptions opts = options;
+  opts.allow_unused = true;
+  std::vector<Value*> g = append_backward(program, {loss}, params, {}, opts);
+  std::vector<NamedValue> result;
+  Tracer tracer(program, default_device());
+  NoGrad no_grad;
+  BuilderScope scope(tracer);
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!g[i]) continue;
+    Tensor p = tracer.symbolic(params[i]);
+    Tensor grad = tracer.symbolic(g[i], g[i]->type().is_static() ? g[i]->type().dims : params[i]->type().dims);
+    Tensor updated = p - grad * learning_rate;
+    program.add_update(params[i]->name(), tracer.value_of(updated));
+    result.push_back({params[i]->name(), g[i]});
+  }
+  verify(program);
+  return result;
+}
+
+}  // namespace oar::ir

@@ -1,0 +1,332 @@
+// Capture (static mode's Builder) and to_static. See Note [Dynamic dims] in
+// oar/ir/trace.h.
+#include "oar/ir/trace.h"
+
+#include <list>
+
+#include "oar/autograd.h"
+#include "oar/error.h"
+#include "oar/ir/pass.h"
+#include "oar/ir/shape_inference.h"
+#include "oar/ir/verifier.h"
+#include "oar/runtime.h"
+#include "runtime/runtime_state.h"
+
+namespace oar::ir {
+
+namespace {
+
+Shape probe_of(const Shape& example, const TensorType& type) {
+  Shape probe = example;
+  for (size_t i = 0; i < probe.size() && i < type.dims.size(); ++i) {
+    if (type.dims[i] == kDynamic) probe[i] += 1;
+  }
+  return probe;
+}
+
+std::string type_str(const InputSpec& spec) { return TensorType{spec.dtype, spec.shape}.str(); }
+
+std::string spec_str(const std::vector<InputSpec>& specs) {
+  std::string out;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    out += (i ? ", " : "") + type_str(specs[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+Tracer::Tracer(Program& program, const Device& device, size_t insert_at)
+    : program_(program), device_(device), cursor_(insert_at == kAppend ? program.block().size() : insert_at) {}
+
+Tensor Tracer::symbolic(Value* value, const Shape& example, const Shape& probe) {
+  OAR_CHECK_ARG(value != nullptr, "trace: symbolic() needs a value");
+  Shape ex = example;
+  if (ex.empty() && value->type().rank() > 0) {
+    OAR_CHECK_ARG(value->type().is_static(), "trace: value of type " + value->type().str() +
+                                                 " has dynamic dims; give an example shape");
+    ex = value->type().dims;
+  }
+  OAR_CHECK_ARG(value->type().matches(ex), "trace: example shape " + shape_str(ex) + " does not match type " +
+                                               value->type().str());
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = ex;
+  impl->strides = contiguous_strides(ex);
+  impl->dtype = value->type().dtype;
+  impl->device = device_;
+  impl->symbol = std::make_shared<SymbolicInfo>(SymbolicInfo{value, this, probe.empty() ? ex : probe});
+  examples_[value] = ex;
+  return Tensor(std::move(impl));
+}
+
+const Shape& Tracer::example_shape(const Value* value) const {
+  auto it = examples_.find(value);
+  if (it != examples_.end()) return it->second;
+  OAR_CHECK_ARG(value->type().is_static(), "trace: no example shape is known for a value of type " +
+                                               value->type().str());
+  return value->type().dims;
+}
+
+Value* Tracer::value_of(const Tensor& t) const {
+  if (!t.defined() || !t.impl().symbol || t.impl().symbol->owner != this) return nullptr;
+  return t.impl().symbol->value;
+}
+
+void Tracer::name_parameter(const Tensor& t, const std::string& name) {
+  OAR_CHECK_ARG(t.defined() && !t.is_symbolic(), "trace: parameter '" + name + "' needs a tensor with values");
+  param_names_[t.impl_ptr().get()] = name;
+  keep_alive_.push_back(t);
+}
+
+Value* Tracer::capture(const Tensor& t) {
+  OAR_CHECK_ARG(t.defined(), "trace: an operand is an undefined tensor");
+  if (t.impl().symbol) {
+    OAR_CHECK_ARG(t.impl().symbol->owner == this,
+                  "trace: a symbolic tensor of another trace was used; tensors of one to_static trace "
+                  "cannot flow into another");
+    return t.impl().symbol->value;
+  }
+  const TensorImpl* key = t.impl_ptr().get();
+  auto it = captured_.find(key);
+  if (it != captured_.end()) return it->second;
+  // The program must see the values at run time, not the views' storage:
+  // a captured tensor is made contiguous once here.
+  Tensor value = t.is_contiguous() ? t.detach() : t.contiguous().detach();
+  Value* v = nullptr;
+  auto named = param_names_.find(key);
+  if (named != param_names_.end()) {
+    v = program_.find(named->second);
+    if (!v) v = program_.add_parameter(named->second, type_of(value));
+    captured_params_[named->second] = t;
+  } else if (t.requires_grad() && t.is_leaf()) {
+    std::string name = "param_" + std::to_string(captured_params_.size());
+    while (program_.find(name)) name += "_";
+    v = program_.add_parameter(name, type_of(value));
+    captured_params_[name] = t;
+  } else {
+    std::string name = "const_" + std::to_string(next_constant_++);
+    while (program_.find(name)) name = "const_" + std::to_string(next_constant_++);
+    v = program_.add_constant(name, value);
+  }
+  captured_[key] = v;
+  keep_alive_.push_back(t);
+  examples_[v] = v->type().dims;
+  return v;
+}
+
+std::vector<Tensor> Tracer::apply(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+                                  const Device* /*device: programs run on the executor's device*/) {
+  if (op.num_inputs >= 0 && inputs.size() != static_cast<size_t>(op.num_inputs)) {
+    throw Error(ErrorCode::invalid_argument, op.name + ": expected " + std::to_string(op.num_inputs) +
+                                                 " inputs but got " + std::to_string(inputs.size()));
+  }
+  // Autograd inside a trace (oar::grad of a symbolic input, as a PINN
+  // loss does) records the operations, and like eager mode differentiates a
+  // composite op without a VJP rule through its decomposition. Captured
+  // parameters that require grad do not count: their gradients come from
+  // program autodiff (append_backward).
+  bool record = false;
+  if (grad_enabled()) {
+    for (const auto& t : inputs) record = record || (t.defined() && t.is_symbolic() && t.requires_grad());
+  }
+  if (record && op.decompose && !op.vjp) return op.decompose(inputs, attrs);
+
+  std::vector<Value*> operands;
+  std::vector<TensorMeta> example(inputs.size()), probe(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    OAR_CHECK_ARG(inputs[i].defined(), op.name + ": input " + std::to_string(i) + " is undefined");
+    Value* v = capture(inputs[i]);
+    operands.push_back(v);
+    example[i] = {inputs[i].dtype(), inputs[i].shape()};
+    probe[i] = {inputs[i].dtype(), inputs[i].impl().symbol ? inputs[i].impl().symbol->probe : inputs[i].shape()};
+  }
+  std::vector<TensorMeta> out = op.meta(op, example, attrs);
+  std::vector<TensorMeta> out_probe;
+  try {
+    out_probe = op.meta(op, probe, attrs);
+  } catch (const Error&) {
+    specialized_ = true;  // Note [Dynamic dims]
+    out_probe = out;
+  }
+  std::vector<TensorType> types;
+  for (size_t r = 0; r < out.size(); ++r) {
+    TensorType t{out[r].dtype, out[r].shape};
+    if (out_probe[r].shape.size() != out[r].shape.size()) {
+      specialized_ = true;
+      out_probe[r].shape = out[r].shape;
+    }
+    for (size_t d = 0; d < t.dims.size(); ++d) {
+      if (out_probe[r].shape[d] != out[r].shape[d]) t.dims[d] = kDynamic;
+    }
+    types.push_back(std::move(t));
+  }
+  Operation* operation = program_.insert(cursor_++, op, std::move(operands), attrs, types);
+  std::vector<Tensor> outputs;
+  outputs.reserve(out.size());
+  for (size_t r = 0; r < out.size(); ++r) outputs.push_back(symbolic(operation->result(r), out[r].shape, out_probe[r].shape));
+  if (record) record_op(op, inputs, outputs, attrs);
+  return outputs;
+}
+
+Trace trace(const TracedFunction& fn, const std::vector<InputSpec>& specs, const ParamMap& parameters,
+            const Device& device, const std::vector<Shape>& examples) {
+  OAR_CHECK_ARG(examples.empty() || examples.size() == specs.size(),
+                "to_static: got " + std::to_string(examples.size()) + " example shapes for " +
+                    std::to_string(specs.size()) + " input specs");
+  Trace result;
+  result.specs = specs;
+  Program& program = result.program;
+  Tracer tracer(program, device);
+  for (const auto& [name, t] : parameters) tracer.name_parameter(t, name);
+
+  std::vector<Tensor> inputs;
+  std::vector<Shape> example_shapes;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    InputSpec& spec = result.specs[i];
+    if (spec.name.empty()) spec.name = "x" + std::to_string(i);
+    for (int64_t d : spec.shape) {
+      OAR_CHECK_ARG(d >= kDynamic, "to_static: input '" + spec.name + "' has spec " + type_str(spec) +
+                                       " with a dim below -1");
+    }
+    TensorType type{spec.dtype, spec.shape};
+    Shape example = examples.empty() ? spec.shape : examples[i];
+    if (examples.empty()) {
+      for (auto& d : example) {
+        if (d == kDynamic) d = 2;
+      }
+    }
+    OAR_CHECK_ARG(type.matches(example), "to_static: input '" + spec.name + "' of spec " + type.str() +
+                                             " got shape " + shape_str(example));
+    Value* v = program.add_input(spec.name, type);
+    inputs.push_back(tracer.symbolic(v, example, probe_of(example, type)));
+    example_shapes.push_back(example);
+  }
+  std::vector<Tensor> outputs;
+  {
+    BuilderScope scope(tracer);
+    outputs = fn(inputs);
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    OAR_CHECK_ARG(outputs[i].defined(), "to_static: output " + std::to_string(i) + " of the function is undefined");
+    program.add_output(tracer.capture(outputs[i]));
+  }
+  result.parameters = tracer.captured_parameters();
+  result.specialized = tracer.specialized();
+  if (result.specialized) {
+    specialize_types(program, example_shapes);
+    for (size_t i = 0; i < specs.size(); ++i) result.specs[i].shape = example_shapes[i];
+  }
+  verify(program);
+  return result;
+}
+
+// ---- to_static ----
+
+struct StaticFunction::Impl {
+  struct Entry {
+    Device device;
+    Trace trace;
+    std::unique_ptr<Executor> executor;
+  };
+  TracedFunction fn;
+  std::vector<InputSpec> specs;
+  StaticOptions options;
+  std::list<Entry> cache;  // most recently used first
+  size_t traces = 0;
+
+  static bool accepts(const std::vector<InputSpec>& specs, const std::vector<Tensor>& inputs) {
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (inputs[i].dtype() != specs[i].dtype) return false;
+      if (!TensorType{specs[i].dtype, specs[i].shape}.matches(inputs[i].shape())) return false;
+    }
+    return true;
+  }
+
+  Entry& lookup(const std::vector<Tensor>& inputs) {
+    const Device& device = inputs.empty() ? default_device() : inputs[0].device();
+    for (auto it = cache.begin(); it != cache.end(); ++it) {
+      if (it->device == device && accepts(it->trace.specs, inputs)) {
+        cache.splice(cache.begin(), cache, it);
+        return cache.front();
+      }
+    }
+    // Inputs the declared specs accept trace with those specs (dynamic dims
+    // stay dynamic); any other shapes trace for exactly these shapes.
+    std::vector<InputSpec> trace_specs = specs;
+    std::vector<Shape> examples;
+    bool declared = accepts(specs, inputs);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      examples.push_back(inputs[i].shape());
+      if (!declared) trace_specs[i] = {inputs[i].shape(), inputs[i].dtype(), specs[i].name};
+    }
+    if (traces > 0) {
+      std::string shapes;
+      for (size_t i = 0; i < inputs.size(); ++i) shapes += (i ? ", " : "") + type_of(inputs[i]).str();
+      log_message(OAR_LOG_DEBUG, "to_static: re-tracing for inputs (" + shapes + "); traced specs so far: " +
+                                     spec_str(cache.empty() ? specs : cache.front().trace.specs) + " (" +
+                                     std::to_string(cache.size()) + " cached)");
+    }
+    Trace t = trace(fn, trace_specs, options.parameters, device, examples);
+    ++traces;
+    if (options.optimize) {
+      PassManager pm = default_pipeline(device);
+      pm.set_print_after_each(options.print_ir_after_each_pass);
+      pm.run(t.program);
+    }
+    auto executor = std::make_unique<Executor>(t.program, device, options.executor);
+    cache.push_front(Entry{device, std::move(t), std::move(executor)});
+    while (cache.size() > std::max<size_t>(options.max_traces, 1)) cache.pop_back();
+    return cache.front();
+  }
+};
+
+StaticFunction::StaticFunction(TracedFunction fn, std::vector<InputSpec> specs, StaticOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  OAR_CHECK_ARG(fn != nullptr, "to_static: the function is empty");
+  impl_->fn = std::move(fn);
+  impl_->specs = std::move(specs);
+  impl_->options = std::move(options);
+}
+StaticFunction::~StaticFunction() = default;
+StaticFunction::StaticFunction(StaticFunction&&) noexcept = default;
+
+std::vector<Tensor> StaticFunction::operator()(const std::vector<Tensor>& inputs) {
+  OAR_CHECK_ARG(inputs.size() == impl_->specs.size(), "to_static: the function takes " +
+                                                          std::to_string(impl_->specs.size()) + " inputs but got " +
+                                                          std::to_string(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    OAR_CHECK_ARG(inputs[i].defined() && !inputs[i].is_symbolic(),
+                  "to_static: input " + std::to_string(i) + " needs a tensor with values");
+  }
+  Impl::Entry& entry = impl_->lookup(inputs);
+  ParamMap params = entry.trace.parameters;
+  for (auto& [name, t] : params) {
+    auto it = impl_->options.parameters.find(name);
+    if (it != impl_->options.parameters.end()) t = it->second;
+  }
+  entry.executor->set_parameters(params);
+  return entry.executor->run(inputs);
+}
+
+void StaticFunction::set_parameter(const std::string& name, const Tensor& value) {
+  auto it = impl_->options.parameters.find(name);
+  OAR_CHECK_ARG(it != impl_->options.parameters.end(), "to_static: no parameter is named '" + name + "'");
+  OAR_CHECK_ARG(value.dtype() == it->second.dtype() && value.shape() == it->second.shape(),
+                "to_static: parameter '" + name + "' is " + type_of(it->second).str() + " but the new tensor is " +
+                    type_of(value).str());
+  it->second = value;
+}
+
+size_t StaticFunction::cached_traces() const { return impl_->cache.size(); }
+size_t StaticFunction::trace_count() const { return impl_->traces; }
+
+const Program& StaticFunction::program() const {
+  OAR_CHECK_ARG(!impl_->cache.empty(), "to_static: the function has not been called yet, so nothing is traced");
+  return impl_->cache.front().executor->program();
+}
+
+StaticFunction to_static(TracedFunction fn, std::vector<InputSpec> specs, StaticOptions options) {
+  return StaticFunction(std::move(fn), std::move(specs), std::move(options));
+}
+
+}  // namespace oar::ir

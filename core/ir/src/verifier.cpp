@@ -1,0 +1,107 @@
+// Program verification (see verifier.h).
+#include "oar/ir/verifier.h"
+
+#include <unordered_set>
+
+#include "oar/error.h"
+
+namespace oar::ir {
+
+namespace {
+
+// Representative sizes for dynamic dims while checking meta rules.
+constexpr int64_t kCheckSize = 3;
+
+[[noreturn]] void fail(const std::string& message) { throw Error(ErrorCode::invalid_argument, "verify: " + message); }
+
+std::string at_op(size_t index, const Operation& op) {
+  return "operation " + std::to_string(index) + " (" + op.name() + ")";
+}
+
+Shape example_shape(const TensorType& type) {
+  Shape s = type.dims;
+  for (auto& d : s) {
+    if (d == kDynamic) d = kCheckSize;
+  }
+  return s;
+}
+
+}  // namespace
+
+void verify(const Program& program) {
+  std::unordered_set<const Value*> defined;
+  for (const auto* list : {&program.inputs(), &program.parameters(), &program.constants()}) {
+    for (const Value* v : *list) {
+      for (int64_t d : v->type().dims) {
+        if (d < kDynamic) fail("'" + v->name() + "' has type " + v->type().str() + " with a negative dim");
+      }
+      defined.insert(v);
+    }
+  }
+  for (const Value* c : program.constants()) {
+    const Tensor& t = program.constant_value(c);
+    if (!(type_of(t) == c->type())) {
+      fail("constant '" + c->name() + "' has type " + c->type().str() + " but its tensor is " + type_of(t).str());
+    }
+  }
+  std::vector<TensorMeta> metas;
+  const auto& ops = program.block().ops();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Operation& op = *ops[i];
+    const OpDef& def = op.def();
+    if (def.num_inputs >= 0 && op.operands().size() != static_cast<size_t>(def.num_inputs)) {
+      fail(at_op(i, op) + " has " + std::to_string(op.operands().size()) + " operands; the op takes " +
+           std::to_string(def.num_inputs));
+    }
+    metas.clear();
+    bool dynamic = false;
+    for (size_t k = 0; k < op.operands().size(); ++k) {
+      const Value* v = op.operand(k);
+      if (!v || !defined.count(v)) {
+        fail(at_op(i, op) + " uses operand " + std::to_string(k) + " before it is defined");
+      }
+      dynamic = dynamic || !v->type().is_static();
+      metas.push_back({v->type().dtype, example_shape(v->type())});
+    }
+    std::vector<TensorMeta> out;
+    try {
+      out = def.meta(def, metas, op.attrs());
+    } catch (const Error& e) {
+      fail(at_op(i, op) + ": its meta rule rejects the operand types: " + e.what());
+    }
+    if (out.size() != op.results().size()) {
+      fail(at_op(i, op) + " has " + std::to_string(op.results().size()) + " results; the op gives " +
+           std::to_string(out.size()));
+    }
+    for (size_t r = 0; r < out.size(); ++r) {
+      const TensorType& t = op.result(r)->type();
+      bool ok = t.dtype == out[r].dtype && t.dims.size() == out[r].shape.size();
+      for (size_t d = 0; ok && d < t.dims.size(); ++d) {
+        // With dynamic operands a static result dim may differ from what the
+        // representative size gives only when the result dim is dynamic.
+        if (t.dims[d] == kDynamic) continue;
+        if (t.dims[d] != out[r].shape[d] && !dynamic) ok = false;
+        if (t.dims[d] < 0) ok = false;
+      }
+      if (!ok) {
+        TensorType want{out[r].dtype, out[r].shape};
+        fail(at_op(i, op) + " result " + std::to_string(r) + " has type " + t.str() + " but the op gives " +
+             want.str() + (dynamic ? " (dynamic dims checked at size " + std::to_string(kCheckSize) + ")" : ""));
+      }
+      defined.insert(op.result(r));
+    }
+  }
+  for (const auto& o : program.outputs()) {
+    if (!o.value || !defined.count(o.value)) fail("output '" + o.name + "' refers to an undefined value");
+  }
+  for (const auto& u : program.updates()) {
+    const Value* p = program.find(u.name);
+    if (!p || p->kind() != ValueKind::parameter) fail("update '" + u.name + "' names no parameter");
+    if (!u.value || !defined.count(u.value)) fail("update of '" + u.name + "' refers to an undefined value");
+    if (!(u.value->type() == p->type())) {
+      fail("update of '" + u.name + "' has type " + u.value->type().str() + " but the parameter is " + p->type().str());
+    }
+  }
+}
+
+}  // namespace oar::ir
