@@ -1,0 +1,105 @@
+// Constant folding: an operation whose operands are all constants (or that
+// has none, like full and arange) is evaluated eagerly on the pass's device
+// and its results become constants. Walking in block order folds chains.
+#include <unordered_set>
+
+#include "oar/autograd.h"
+#include "oar/builder.h"
+#include "oar/ir/pass.h"
+
+namespace oar::ir {
+
+namespace {
+
+class ConstantFoldingPass final : public Pass {
+ public:
+  ConstantFoldingPass(const Device& device, int64_t max_elements) : device_(device), max_elements_(max_elements) {}
+
+  std::string name() const override { return "constant_folding"; }
+
+  bool run(Program& program) override {
+    std::unordered_set<const Operation*> folded;
+    for (const auto& owned : program.block().ops()) {
+      const Operation& op = *owned;
+      if (!foldable(op)) continue;
+      std::vector<Tensor> results;
+      try {
+        results = evaluate(program, op);
+      } catch (const Error& e) {
+        if (e.code() == ErrorCode::unsupported) continue;  // the device cannot run it: leave it to the executor
+        throw;
+      }
+      for (size_t i = 0; i < results.size(); ++i) {
+        Value* constant = program.add_constant(fresh_name(program), results[i]);
+        program.replace_all_uses(op.result(i), constant);
+      }
+      folded.insert(&op);
+    }
+    if (folded.empty()) return false;
+    program.block().erase_if([&](const Operation& op) { return folded.count(&op) > 0; });
+    // Constants that only fed folded operations (including ones this pass made
+    // for the inner links of a chain) are no longer needed.
+    program.drop_unused_constants();
+    return true;
+  }
+
+ private:
+  bool foldable(const Operation& op) const {
+    if (has_side_effects(op.def())) return false;
+    for (const Value* operand : op.operands()) {
+      if (operand->kind() != ValueKind::constant) return false;
+    }
+    for (const Value* result : op.results()) {
+      const TensorType& type = result->type();
+      if (!type.is_static() || shape_numel(type.dims) > max_elements_) return false;
+    }
+    return true;
+  }
+
+  std::vector<Tensor> evaluate(const Program& program, const Operation& op) const {
+    std::vector<Tensor> inputs;
+    inputs.reserve(op.operands().size());
+    for (const Value* operand : op.operands()) inputs.push_back(program.constant_value(operand).to(device_));
+    std::vector<Tensor> results;
+    {
+      NoGrad no_grad;
+      BuilderScope eager(EagerBuilder::instance());  // a composite op's decomposition must run eagerly too
+      results = EagerBuilder::instance().apply(op.def(), inputs, op.attrs(), &device_);
+    }
+    if (results.size() != op.results().size()) {
+      throw Error(ErrorCode::internal, "constant_folding: " + op.name() + " returned " +
+                                           std::to_string(results.size()) + " results but the operation has " +
+                                           std::to_string(op.results().size()));
+    }
+    for (size_t i = 0; i < results.size(); ++i) {
+      results[i] = results[i].contiguous();
+      TensorType got = type_of(results[i]);
+      if (!(got == op.result(i)->type())) {
+        throw Error(ErrorCode::internal, "constant_folding: " + op.name() + " evaluated to " + got.str() +
+                                             " for result " + std::to_string(i) + " but the operation declares " +
+                                             op.result(i)->type().str());
+      }
+    }
+    return results;
+  }
+
+  std::string fresh_name(const Program& program) {
+    std::string name;
+    do {
+      name = "folded_" + std::to_string(next_id_++);
+    } while (program.find(name) != nullptr);
+    return name;
+  }
+
+  Device device_;
+  int64_t max_elements_;
+  int next_id_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_constant_folding_pass(const Device& device, int64_t max_elements) {
+  return std::make_unique<ConstantFoldingPass>(device, max_elements);
+}
+
+}  // namespace oar::ir
