@@ -158,11 +158,13 @@ void check_model(const Model& m, const Device& d) {
   INFO(m.name << " on " << d.str());
   // Forward: static equals eager.
   auto fwd = [&](const std::vector<Tensor>& in) { return m.forward(in, m.params); };
-  ir::Trace t = ir::trace(fwd, forward_specs(m), m.params, d, {});
+  std::vector<Tensor> in = forward_inputs(m);
+  std::vector<Shape> in_shapes;
+  for (const Tensor& x : in) in_shapes.push_back(x.shape());
+  ir::Trace t = ir::trace(fwd, forward_specs(m), m.params, d, in_shapes);
   ir::default_pipeline(d).run(t.program);
   ir::Executor exec(t.program, d);
   exec.set_parameters(m.params);
-  std::vector<Tensor> in = forward_inputs(m);
   std::vector<Tensor> eager = m.forward(in, m.params);
   std::vector<Tensor> got = exec.run(in);
   REQUIRE(got.size() == eager.size());
@@ -170,11 +172,11 @@ void check_model(const Model& m, const Device& d) {
 
   // Gradients of the loss with respect to every parameter.
   auto loss_fn = [&](const std::vector<Tensor>& inputs) { return std::vector<Tensor>{m.loss(inputs, m.params)}; };
-  ir::Trace lt = ir::trace(loss_fn, m.specs, m.params, d, {});
-  std::vector<ir::Value*> params;
-  for (ir::Value* p : lt.program.parameters()) params.push_back(p);
   std::vector<Shape> shapes;
   for (const Tensor& x : m.inputs) shapes.push_back(x.shape());
+  ir::Trace lt = ir::trace(loss_fn, m.specs, m.params, d, shapes);
+  std::vector<ir::Value*> params;
+  for (ir::Value* p : lt.program.parameters()) params.push_back(p);
   std::vector<ir::Value*> g = ir::append_backward(lt.program, {lt.program.outputs()[0].value}, params, {},
                                                   {.input_shapes = shapes});
   for (size_t i = 0; i < g.size(); ++i) lt.program.add_output(g[i], "grad:" + params[i]->name());
