@@ -5,8 +5,8 @@
 
 #include "oar/builder.h"
 #include "oar/ir/pass.h"
-#include "oar/runtime.h"  // before trace.h, which uses default_device() without including it
 #include "oar/ir/trace.h"
+#include "oar/runtime.h"
 
 namespace oar::ir {
 
@@ -32,7 +32,8 @@ size_t position_of(const Block& block, const Operation* op) {
   for (size_t i = 0; i < block.size(); ++i) {
     if (&block.op(i) == op) return i;
   }
-  throw Error(ErrorCode::internal, "decomposition: operation " + op->name() + " is no longer in the block");
+  throw Error(ErrorCode::internal,
+              "decomposition: operation " + op->name() + " is no longer in the block");
 }
 
 std::string where(size_t pos, const Operation& op) {
@@ -41,7 +42,8 @@ std::string where(size_t pos, const Operation& op) {
 
 class DecompositionPass final : public Pass {
  public:
-  explicit DecompositionPass(std::function<bool(const OpDef&)> select) : select_(std::move(select)) {}
+  explicit DecompositionPass(std::function<bool(const OpDef&)> select)
+      : select_(std::move(select)) {}
 
   std::string name() const override { return "decomposition"; }
 
@@ -56,7 +58,8 @@ class DecompositionPass final : public Pass {
       if (round == kMaxRounds) {
         throw Error(ErrorCode::invalid_argument,
                     "decomposition: " + selected.front()->name() + " is still present after " +
-                        std::to_string(kMaxRounds) + " rounds of decomposition; its decomposition keeps emitting "
+                        std::to_string(kMaxRounds) +
+                        " rounds of decomposition; its decomposition keeps emitting "
                         "composite ops it cannot get rid of");
       }
       for (Operation* op : selected) decompose(program, op);
@@ -92,15 +95,17 @@ class DecompositionPass final : public Pass {
         failure = "its decomposition returned " + std::to_string(results.size()) + " tensors for " +
                   std::to_string(op->results().size()) + " results";
       } else if (tracer.specialized()) {
-        failure = "its decomposition works only for fixed sizes of the dynamic dims of its operands";
+        failure =
+            "its decomposition works only for fixed sizes of the dynamic dims of its operands";
       }
       for (size_t i = 0; failure.empty() && i < results.size(); ++i) {
         // A result may be an operand passed through or a concrete tensor the
         // decomposition made: capture() covers both.
         Value* value = tracer.capture(results[i]);
         if (!(value->type() == op->result(i)->type())) {
-          failure = "its decomposition gives result " + std::to_string(i) + " the type " + value->type().str() +
-                    " but the operation declares " + op->result(i)->type().str();
+          failure = "its decomposition gives result " + std::to_string(i) + " the type " +
+                    value->type().str() + " but the operation declares " +
+                    op->result(i)->type().str();
         }
         replacements.push_back(value);
       }
@@ -114,9 +119,11 @@ class DecompositionPass final : public Pass {
       std::unordered_set<const Operation*> traced;
       for (size_t i = pos; i < end && i < block.size(); ++i) traced.insert(&block.op(i));
       block.erase_if([&](const Operation& o) { return traced.count(&o) > 0; });
-      throw Error(ErrorCode::invalid_argument, where(pos, *op) + " cannot be decomposed: " + failure);
+      throw Error(ErrorCode::invalid_argument,
+                  where(pos, *op) + " cannot be decomposed: " + failure);
     }
-    for (size_t i = 0; i < replacements.size(); ++i) program.replace_all_uses(op->result(i), replacements[i]);
+    for (size_t i = 0; i < replacements.size(); ++i)
+      program.replace_all_uses(op->result(i), replacements[i]);
     block.erase_if([&](const Operation& o) { return &o == op; });
   }
 
@@ -131,7 +138,8 @@ std::unique_ptr<Pass> make_decomposition_pass(std::function<bool(const OpDef&)> 
 }
 
 std::unique_ptr<Pass> make_decomposition_pass(std::set<std::string> op_names) {
-  for (const auto& name : op_names) OpRegistry::instance().get(name);  // throws naming an unknown op
+  for (const auto& name : op_names)
+    OpRegistry::instance().get(name);  // throws naming an unknown op
   return make_decomposition_pass(
       [names = std::move(op_names)](const OpDef& def) { return names.count(def.name) > 0; });
 }
