@@ -13,14 +13,37 @@ namespace {
 
 std::string ints_str(const std::vector<int64_t>& v) { return shape_str(v); }
 
-std::vector<TensorMeta> reshape_meta(const OpDef&, std::span<const TensorMeta> in, const Attrs& attrs) {
-  const Shape& shape = attrs.get_ints("shape");
-  if (shape_numel(shape) != shape_numel(in[0].shape) || std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; })) {
-    throw Error(ErrorCode::invalid_argument, "reshape: cannot reshape a tensor of shape " + shape_str(in[0].shape) +
-                                                 " (" + std::to_string(shape_numel(in[0].shape)) + " elements) to " +
-                                                 shape_str(shape));
+// The target shape of reshape: 0 copies the input's dim (Paddle), one -1
+// is inferred. The op keeps the shape as written, so a traced reshape to
+// {0, -1} stays valid for every batch size (Note [Dynamic dims]).
+Shape resolve_reshape(const Shape& in, const Shape& spec) {
+  Shape out = spec;
+  int64_t infer = -1, known = 1;
+  auto fail = [&] {
+    return Error(ErrorCode::invalid_argument, "reshape: cannot reshape a tensor of shape " + shape_str(in) + " (" +
+                                                  std::to_string(shape_numel(in)) + " elements) to " + shape_str(spec));
+  };
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == 0 && i < in.size()) out[i] = in[i];
+    if (out[i] == -1) {
+      OAR_CHECK_ARG(infer < 0, "reshape: shape " + shape_str(spec) + " has more than one -1");
+      infer = static_cast<int64_t>(i);
+    } else if (out[i] < 0) {
+      throw fail();
+    } else {
+      known *= out[i];
+    }
   }
-  return {{in[0].dtype, shape}};
+  if (infer >= 0) {
+    if (known == 0 || shape_numel(in) % known != 0) throw fail();
+    out[static_cast<size_t>(infer)] = shape_numel(in) / known;
+  }
+  if (shape_numel(out) != shape_numel(in)) throw fail();
+  return out;
+}
+
+std::vector<TensorMeta> reshape_meta(const OpDef&, std::span<const TensorMeta> in, const Attrs& attrs) {
+  return {{in[0].dtype, resolve_reshape(in[0].shape, attrs.get_ints("shape"))}};
 }
 
 std::vector<TensorMeta> transpose_meta(const OpDef&, std::span<const TensorMeta> in, const Attrs& attrs) {
@@ -232,25 +255,9 @@ OAR_REGISTER_OPS(manipulation) {
 }
 
 Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape) {
-  Shape out = shape;
-  int64_t infer = -1, known = 1;
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (out[i] == 0 && i < x.shape().size()) out[i] = x.shape()[i];
-    if (out[i] == -1) {
-      OAR_CHECK_ARG(infer < 0, "reshape: shape " + shape_str(shape) + " has more than one -1");
-      infer = static_cast<int64_t>(i);
-    } else {
-      known *= out[i];
-    }
-  }
-  if (infer >= 0) {
-    OAR_CHECK_ARG(known != 0 && x.numel() % known == 0,
-              "reshape: cannot reshape a tensor of shape " + shape_str(x.shape()) + " to " + shape_str(shape));
-    out[static_cast<size_t>(infer)] = x.numel() / known;
-  }
-  if (out == x.shape()) return x;
+  if (resolve_reshape(x.shape(), shape) == x.shape()) return x;
   std::array<Tensor, 1> in{x};
-  return apply1(OAR_OP("reshape"), in, Attrs{{"shape", out}});
+  return apply1(OAR_OP("reshape"), in, Attrs{{"shape", shape}});
 }
 
 Tensor transpose(const Tensor& x, const std::vector<int64_t>& perm) {
