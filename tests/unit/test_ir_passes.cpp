@@ -402,6 +402,38 @@ TEST_CASE("a decomposition that needs fixed sizes of dynamic dims is refused and
   CHECK(count_ops(q, "maximum") == 1);
 }
 
+TEST_CASE("a decomposition whose attributes depend on dynamic sizes is refused") {
+  // mean divides by the reduced count. Over a dynamic dim that count is only
+  // known when the program runs, so tracing it once would bake in a wrong one.
+  Attrs all_axes{{"axes", std::vector<int64_t>{0, 1}}, {"keepdim", false}};
+  Program p;
+  Value* x = p.add_input("x", f32({oar::ir::kDynamic, 4}));
+  p.add_output(emit(p, "mean", {x}, all_axes));
+  std::string before = oar::ir::to_string(p);
+  std::string message =
+      error_of([&] { oar::ir::make_decomposition_pass(std::set<std::string>{"mean"})->run(p); });
+  CHECK(message.find("decomposition: operation 0 (mean) cannot be decomposed: its decomposition "
+                     "depends on the "
+                     "sizes of the dynamic dims of its operands (full gets value=8.0 for one size "
+                     "and 16.0 for "
+                     "another)") == 0);
+  CHECK(oar::ir::to_string(p) == before);
+
+  // Over the static dim only, the count is 4 for every batch size.
+  Program q;
+  Value* y = q.add_input("x", f32({oar::ir::kDynamic, 4}));
+  q.add_output(emit(q, "mean", {y}, {{"axes", std::vector<int64_t>{1}}, {"keepdim", false}}));
+  CHECK(oar::ir::make_decomposition_pass(std::set<std::string>{"mean"})->run(q));
+  oar::ir::verify(q);
+  CHECK(count_ops(q, "mean") == 0);
+  CHECK(q.outputs()[0].value->type() == f32({oar::ir::kDynamic}));
+  for (const auto& device : test_devices()) {
+    CAPTURE(device.str());
+    Tensor in = Tensor::from_vector<float>({1, 2, 3, 4, 0, 0, 0, 8, -4, 4, 2, 2}, {3, 4}, device);
+    check_close(interpret(q, {in}, {}, device)[0], {2.5, 2, 1});
+  }
+}
+
 TEST_CASE("decomposition handles pass-through and concrete results and stops runaway recursion") {
   Program p;
   Value* x = p.add_input("x", f32({2}));

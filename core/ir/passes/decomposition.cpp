@@ -16,9 +16,9 @@ namespace {
 // A decomposition that (indirectly) emits its own op would never finish.
 constexpr int kMaxRounds = 32;
 
-// Dynamic dims trace with these sizes (Note [Dynamic dims] in trace.h).
+// Dynamic dims trace with this size, and one more in the probe shapes
+// (Note [Dynamic dims] in trace.h).
 constexpr int64_t kExampleDim = 2;
-constexpr int64_t kProbeDim = 3;
 
 Shape with_dynamic_dims(const TensorType& type, int64_t size) {
   Shape shape = type.dims;
@@ -76,21 +76,10 @@ class DecompositionPass final : public Pass {
     Block& block = program.block();
     const size_t pos = position_of(block, op);
     Tracer tracer(program, default_device(), pos);
-    std::vector<Tensor> operands;
-    operands.reserve(op->operands().size());
-    for (Value* operand : op->operands()) {
-      operands.push_back(tracer.symbolic(operand, with_dynamic_dims(operand->type(), kExampleDim),
-                                         with_dynamic_dims(operand->type(), kProbeDim)));
-    }
-
     std::vector<Value*> replacements;
     std::string failure;
     try {
-      std::vector<Tensor> results;
-      {
-        BuilderScope scope(tracer);
-        results = op->def().decompose(operands, op->attrs());
-      }
+      std::vector<Tensor> results = trace_decomposition(tracer, *op, op->operands(), kExampleDim);
       if (results.size() != op->results().size()) {
         failure = "its decomposition returned " + std::to_string(results.size()) + " tensors for " +
                   std::to_string(op->results().size()) + " results";
@@ -109,6 +98,7 @@ class DecompositionPass final : public Pass {
         }
         replacements.push_back(value);
       }
+      if (failure.empty()) failure = size_dependence(*op, block, pos, tracer.cursor());
     } catch (const Error& e) {
       failure = e.what();
     }
@@ -125,6 +115,63 @@ class DecompositionPass final : public Pass {
     for (size_t i = 0; i < replacements.size(); ++i)
       program.replace_all_uses(op->result(i), replacements[i]);
     block.erase_if([&](const Operation& o) { return &o == op; });
+  }
+
+  // Runs the decomposition of `op` on symbolic stand-ins for `operands`
+  // whose dynamic dims are `example` (and one more in the probe shape).
+  static std::vector<Tensor> trace_decomposition(Tracer& tracer, const Operation& op,
+                                                 const std::vector<Value*>& operands,
+                                                 int64_t example) {
+    std::vector<Tensor> inputs;
+    inputs.reserve(operands.size());
+    for (Value* operand : operands) {
+      inputs.push_back(tracer.symbolic(operand, with_dynamic_dims(operand->type(), example),
+                                       with_dynamic_dims(operand->type(), example + 1)));
+    }
+    BuilderScope scope(tracer);
+    return op.def().decompose(inputs, op.attrs());
+  }
+
+  // Note [Size-dependent decompositions]
+  // A decomposition may compute attributes from its inputs' shapes (mean
+  // divides by the reduced count): traced with one size of a dynamic dim it
+  // would be wrong for every other size, and the result types cannot show
+  // it. So when an operand has dynamic dims, the decomposition is traced a
+  // second time with other sizes; the operations must come out the same.
+  // Returns "" when they do, else the reason.
+  static std::string size_dependence(const Operation& op, const Block& block, size_t begin,
+                                     size_t end) {
+    bool dynamic = false;
+    for (const Value* operand : op.operands()) dynamic = dynamic || !operand->type().is_static();
+    if (!dynamic) return "";
+    Program scratch;
+    std::vector<Value*> stand_ins;
+    for (size_t i = 0; i < op.operands().size(); ++i) {
+      stand_ins.push_back(scratch.add_input("operand" + std::to_string(i), op.operand(i)->type()));
+    }
+    Tracer tracer(scratch, default_device());
+    trace_decomposition(tracer, op, stand_ins, kExampleDim + 2);
+    const std::string reason =
+        "its decomposition depends on the sizes of the dynamic dims of its operands";
+    if (tracer.specialized() || scratch.block().size() != end - begin) return reason;
+    for (size_t i = 0; i < scratch.block().size(); ++i) {
+      const Operation& a = block.op(begin + i);
+      const Operation& b = scratch.block().op(i);
+      if (a.def().id != b.def().id) return reason;
+      for (const auto& [name, value] : a.attrs().items()) {
+        const Attribute* other = b.attrs().find(name);
+        if (other == nullptr || !(*other == value)) {
+          return reason + " (" + a.name() + " gets " + name + "=" + attribute_str(value) +
+                 " for one size and " + (other ? attribute_str(*other) : std::string("no value")) +
+                 " for another)";
+        }
+      }
+      if (a.attrs().items().size() != b.attrs().items().size()) return reason;
+      for (size_t r = 0; r < a.results().size(); ++r) {
+        if (!(a.result(r)->type() == b.result(r)->type())) return reason;
+      }
+    }
+    return "";
   }
 
   std::function<bool(const OpDef&)> select_;
