@@ -13,7 +13,8 @@ namespace {
 
 class ConstantFoldingPass final : public Pass {
  public:
-  ConstantFoldingPass(const Device& device, int64_t max_elements) : device_(device), max_elements_(max_elements) {}
+  ConstantFoldingPass(const Device& device, int64_t max_elements)
+      : device_(device), max_elements_(max_elements) {}
 
   std::string name() const override { return "constant_folding"; }
 
@@ -26,7 +27,8 @@ class ConstantFoldingPass final : public Pass {
       try {
         results = evaluate(program, op);
       } catch (const Error& e) {
-        if (e.code() == ErrorCode::unsupported) continue;  // the device cannot run it: leave it to the executor
+        if (e.code() == ErrorCode::unsupported)
+          continue;  // the device cannot run it: leave it to the executor
         throw;
       }
       for (size_t i = 0; i < results.size(); ++i) {
@@ -59,24 +61,27 @@ class ConstantFoldingPass final : public Pass {
   std::vector<Tensor> evaluate(const Program& program, const Operation& op) const {
     std::vector<Tensor> inputs;
     inputs.reserve(op.operands().size());
-    for (const Value* operand : op.operands()) inputs.push_back(program.constant_value(operand).to(device_));
+    for (const Value* operand : op.operands())
+      inputs.push_back(program.constant_value(operand).to(device_));
     std::vector<Tensor> results;
     {
       NoGrad no_grad;
-      BuilderScope eager(EagerBuilder::instance());  // a composite op's decomposition must run eagerly too
+      BuilderScope eager(
+          EagerBuilder::instance());  // a composite op's decomposition must run eagerly too
       results = EagerBuilder::instance().apply(op.def(), inputs, op.attrs(), &device_);
     }
     if (results.size() != op.results().size()) {
-      throw Error(ErrorCode::internal, "constant_folding: " + op.name() + " returned " +
-                                           std::to_string(results.size()) + " results but the operation has " +
-                                           std::to_string(op.results().size()));
+      throw Error(ErrorCode::internal,
+                  "constant_folding: " + op.name() + " returned " + std::to_string(results.size()) +
+                      " results but the operation has " + std::to_string(op.results().size()));
     }
     for (size_t i = 0; i < results.size(); ++i) {
       results[i] = results[i].contiguous();
       TensorType got = type_of(results[i]);
       if (!(got == op.result(i)->type())) {
-        throw Error(ErrorCode::internal, "constant_folding: " + op.name() + " evaluated to " + got.str() +
-                                             " for result " + std::to_string(i) + " but the operation declares " +
+        throw Error(ErrorCode::internal, "constant_folding: " + op.name() + " evaluated to " +
+                                             got.str() + " for result " + std::to_string(i) +
+                                             " but the operation declares " +
                                              op.result(i)->type().str());
       }
     }

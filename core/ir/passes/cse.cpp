@@ -22,7 +22,8 @@ bool same_attrs(const AttributeMap& a, const AttributeMap& b) {
 }
 
 bool equivalent(const Operation& a, const Operation& b) {
-  if (a.def().id != b.def().id || a.operands() != b.operands() || a.results().size() != b.results().size()) {
+  if (a.def().id != b.def().id || a.operands() != b.operands() ||
+      a.results().size() != b.results().size()) {
     return false;
   }
   for (size_t i = 0; i < a.results().size(); ++i) {
@@ -61,7 +62,8 @@ class CsePass final : public Pass {
         candidates.push_back(&op);
         continue;
       }
-      for (size_t i = 0; i < op.results().size(); ++i) program.replace_all_uses(op.result(i), first->result(i));
+      for (size_t i = 0; i < op.results().size(); ++i)
+        program.replace_all_uses(op.result(i), first->result(i));
       duplicates.insert(&op);
     }
     if (duplicates.empty()) return false;

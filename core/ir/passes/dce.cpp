@@ -29,7 +29,8 @@ class DcePass final : public Pass {
       }
       for (const Value* operand : op.operands()) live.insert(operand);
     }
-    if (!dead.empty()) program.block().erase_if([&](const Operation& op) { return dead.count(&op) > 0; });
+    if (!dead.empty())
+      program.block().erase_if([&](const Operation& op) { return dead.count(&op) > 0; });
 
     size_t constants_before = program.constants().size();
     program.drop_unused_constants();

@@ -5,8 +5,8 @@
 
 #include "oar/builder.h"
 #include "oar/ir/pass.h"
-#include "oar/runtime.h"  // before trace.h, which uses default_device() without including it
 #include "oar/ir/trace.h"
+#include "oar/runtime.h"
 
 namespace oar::ir {
 
@@ -16,9 +16,9 @@ namespace {
 // A decomposition that (indirectly) emits its own op would never finish.
 constexpr int kMaxRounds = 32;
 
-// Dynamic dims trace with these sizes (Note [Dynamic dims] in trace.h).
+// Dynamic dims trace with this size, and one more in the probe shapes
+// (Note [Dynamic dims] in trace.h).
 constexpr int64_t kExampleDim = 2;
-constexpr int64_t kProbeDim = 3;
 
 Shape with_dynamic_dims(const TensorType& type, int64_t size) {
   Shape shape = type.dims;
@@ -32,7 +32,8 @@ size_t position_of(const Block& block, const Operation* op) {
   for (size_t i = 0; i < block.size(); ++i) {
     if (&block.op(i) == op) return i;
   }
-  throw Error(ErrorCode::internal, "decomposition: operation " + op->name() + " is no longer in the block");
+  throw Error(ErrorCode::internal,
+              "decomposition: operation " + op->name() + " is no longer in the block");
 }
 
 std::string where(size_t pos, const Operation& op) {
@@ -41,7 +42,8 @@ std::string where(size_t pos, const Operation& op) {
 
 class DecompositionPass final : public Pass {
  public:
-  explicit DecompositionPass(std::function<bool(const OpDef&)> select) : select_(std::move(select)) {}
+  explicit DecompositionPass(std::function<bool(const OpDef&)> select)
+      : select_(std::move(select)) {}
 
   std::string name() const override { return "decomposition"; }
 
@@ -56,7 +58,8 @@ class DecompositionPass final : public Pass {
       if (round == kMaxRounds) {
         throw Error(ErrorCode::invalid_argument,
                     "decomposition: " + selected.front()->name() + " is still present after " +
-                        std::to_string(kMaxRounds) + " rounds of decomposition; its decomposition keeps emitting "
+                        std::to_string(kMaxRounds) +
+                        " rounds of decomposition; its decomposition keeps emitting "
                         "composite ops it cannot get rid of");
       }
       for (Operation* op : selected) decompose(program, op);
@@ -73,37 +76,29 @@ class DecompositionPass final : public Pass {
     Block& block = program.block();
     const size_t pos = position_of(block, op);
     Tracer tracer(program, default_device(), pos);
-    std::vector<Tensor> operands;
-    operands.reserve(op->operands().size());
-    for (Value* operand : op->operands()) {
-      operands.push_back(tracer.symbolic(operand, with_dynamic_dims(operand->type(), kExampleDim),
-                                         with_dynamic_dims(operand->type(), kProbeDim)));
-    }
-
     std::vector<Value*> replacements;
     std::string failure;
     try {
-      std::vector<Tensor> results;
-      {
-        BuilderScope scope(tracer);
-        results = op->def().decompose(operands, op->attrs());
-      }
+      std::vector<Tensor> results = trace_decomposition(tracer, *op, op->operands(), kExampleDim);
       if (results.size() != op->results().size()) {
         failure = "its decomposition returned " + std::to_string(results.size()) + " tensors for " +
                   std::to_string(op->results().size()) + " results";
       } else if (tracer.specialized()) {
-        failure = "its decomposition works only for fixed sizes of the dynamic dims of its operands";
+        failure =
+            "its decomposition works only for fixed sizes of the dynamic dims of its operands";
       }
       for (size_t i = 0; failure.empty() && i < results.size(); ++i) {
         // A result may be an operand passed through or a concrete tensor the
         // decomposition made: capture() covers both.
         Value* value = tracer.capture(results[i]);
         if (!(value->type() == op->result(i)->type())) {
-          failure = "its decomposition gives result " + std::to_string(i) + " the type " + value->type().str() +
-                    " but the operation declares " + op->result(i)->type().str();
+          failure = "its decomposition gives result " + std::to_string(i) + " the type " +
+                    value->type().str() + " but the operation declares " +
+                    op->result(i)->type().str();
         }
         replacements.push_back(value);
       }
+      if (failure.empty()) failure = size_dependence(*op, block, pos, tracer.cursor());
     } catch (const Error& e) {
       failure = e.what();
     }
@@ -114,10 +109,69 @@ class DecompositionPass final : public Pass {
       std::unordered_set<const Operation*> traced;
       for (size_t i = pos; i < end && i < block.size(); ++i) traced.insert(&block.op(i));
       block.erase_if([&](const Operation& o) { return traced.count(&o) > 0; });
-      throw Error(ErrorCode::invalid_argument, where(pos, *op) + " cannot be decomposed: " + failure);
+      throw Error(ErrorCode::invalid_argument,
+                  where(pos, *op) + " cannot be decomposed: " + failure);
     }
-    for (size_t i = 0; i < replacements.size(); ++i) program.replace_all_uses(op->result(i), replacements[i]);
+    for (size_t i = 0; i < replacements.size(); ++i)
+      program.replace_all_uses(op->result(i), replacements[i]);
     block.erase_if([&](const Operation& o) { return &o == op; });
+  }
+
+  // Runs the decomposition of `op` on symbolic stand-ins for `operands`
+  // whose dynamic dims are `example` (and one more in the probe shape).
+  static std::vector<Tensor> trace_decomposition(Tracer& tracer, const Operation& op,
+                                                 const std::vector<Value*>& operands,
+                                                 int64_t example) {
+    std::vector<Tensor> inputs;
+    inputs.reserve(operands.size());
+    for (Value* operand : operands) {
+      inputs.push_back(tracer.symbolic(operand, with_dynamic_dims(operand->type(), example),
+                                       with_dynamic_dims(operand->type(), example + 1)));
+    }
+    BuilderScope scope(tracer);
+    return op.def().decompose(inputs, op.attrs());
+  }
+
+  // Note [Size-dependent decompositions]
+  // A decomposition may compute attributes from its inputs' shapes (mean
+  // divides by the reduced count): traced with one size of a dynamic dim it
+  // would be wrong for every other size, and the result types cannot show
+  // it. So when an operand has dynamic dims, the decomposition is traced a
+  // second time with other sizes; the operations must come out the same.
+  // Returns "" when they do, else the reason.
+  static std::string size_dependence(const Operation& op, const Block& block, size_t begin,
+                                     size_t end) {
+    bool dynamic = false;
+    for (const Value* operand : op.operands()) dynamic = dynamic || !operand->type().is_static();
+    if (!dynamic) return "";
+    Program scratch;
+    std::vector<Value*> stand_ins;
+    for (size_t i = 0; i < op.operands().size(); ++i) {
+      stand_ins.push_back(scratch.add_input("operand" + std::to_string(i), op.operand(i)->type()));
+    }
+    Tracer tracer(scratch, default_device());
+    trace_decomposition(tracer, op, stand_ins, kExampleDim + 2);
+    const std::string reason =
+        "its decomposition depends on the sizes of the dynamic dims of its operands";
+    if (tracer.specialized() || scratch.block().size() != end - begin) return reason;
+    for (size_t i = 0; i < scratch.block().size(); ++i) {
+      const Operation& a = block.op(begin + i);
+      const Operation& b = scratch.block().op(i);
+      if (a.def().id != b.def().id) return reason;
+      for (const auto& [name, value] : a.attrs().items()) {
+        const Attribute* other = b.attrs().find(name);
+        if (other == nullptr || !(*other == value)) {
+          return reason + " (" + a.name() + " gets " + name + "=" + attribute_str(value) +
+                 " for one size and " + (other ? attribute_str(*other) : std::string("no value")) +
+                 " for another)";
+        }
+      }
+      if (a.attrs().items().size() != b.attrs().items().size()) return reason;
+      for (size_t r = 0; r < a.results().size(); ++r) {
+        if (!(a.result(r)->type() == b.result(r)->type())) return reason;
+      }
+    }
+    return "";
   }
 
   std::function<bool(const OpDef&)> select_;
@@ -131,7 +185,8 @@ std::unique_ptr<Pass> make_decomposition_pass(std::function<bool(const OpDef&)> 
 }
 
 std::unique_ptr<Pass> make_decomposition_pass(std::set<std::string> op_names) {
-  for (const auto& name : op_names) OpRegistry::instance().get(name);  // throws naming an unknown op
+  for (const auto& name : op_names)
+    OpRegistry::instance().get(name);  // throws naming an unknown op
   return make_decomposition_pass(
       [names = std::move(op_names)](const OpDef& def) { return names.count(def.name) > 0; });
 }

@@ -10,13 +10,14 @@
 // the live bytes on typical networks. Lifetimes are inclusive op-index
 // intervals [producer, last reader], so an op's result never shares bytes
 // with its own operands (kernels are not assumed to work in place).
+#include "oar/ir/memory_planner.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <unordered_set>
 
-#include "oar/ir/memory_planner.h"
 #include "oar/ir/pass.h"
 #include "oar/ir/shape_inference.h"
 
@@ -24,7 +25,9 @@ namespace oar::ir {
 
 namespace {
 
-int64_t round_up(int64_t bytes, int64_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
+int64_t round_up(int64_t bytes, int64_t alignment) {
+  return (bytes + alignment - 1) / alignment * alignment;
+}
 
 // One arena buffer: a non-view result and the views of it.
 struct Interval {
@@ -73,15 +76,18 @@ void assign_offsets(std::vector<Interval>& buffers) {
 std::string value_label(const Value* v, const std::unordered_map<const Operation*, int>& op_index) {
   if (v->producer() == nullptr) return "'" + v->name() + "'";
   auto it = op_index.find(v->producer());
-  std::string where = it == op_index.end() ? "an erased operation" : "operation " + std::to_string(it->second);
-  return "result " + std::to_string(v->result_index()) + " of " + where + " (" + v->producer()->name() + ")";
+  std::string where =
+      it == op_index.end() ? "an erased operation" : "operation " + std::to_string(it->second);
+  return "result " + std::to_string(v->result_index()) + " of " + where + " (" +
+         v->producer()->name() + ")";
 }
 
 }  // namespace
 
-MemoryPlan plan_memory(const Program& program, const std::unordered_map<const Value*, Shape>& shapes,
-                       int64_t alignment) {
-  OAR_CHECK_ARG(alignment > 0, "plan_memory: alignment must be positive but is " + std::to_string(alignment));
+MemoryPlan plan_memory(const Program& program,
+                       const std::unordered_map<const Value*, Shape>& shapes, int64_t alignment) {
+  OAR_CHECK_ARG(alignment > 0,
+                "plan_memory: alignment must be positive but is " + std::to_string(alignment));
   const Block& block = program.block();
   const int num_ops = static_cast<int>(block.size());
   std::unordered_map<const Operation*, int> op_index;
@@ -91,7 +97,8 @@ MemoryPlan plan_memory(const Program& program, const std::unordered_map<const Va
   auto bytes_of = [&](const Value* v) {
     auto it = shapes.find(v);
     if (it == shapes.end()) {
-      throw Error(ErrorCode::invalid_argument, "plan_memory: no shape was given for " + value_label(v, op_index) +
+      throw Error(ErrorCode::invalid_argument, "plan_memory: no shape was given for " +
+                                                   value_label(v, op_index) +
                                                    "; pass the shapes infer_shapes() returns");
     }
     return shape_numel(it->second) * static_cast<int64_t>(dtype_size(v->type().dtype));
@@ -121,7 +128,8 @@ MemoryPlan plan_memory(const Program& program, const std::unordered_map<const Va
   }
   auto mark_output = [&](const Value* v) {
     auto it = plan.buffers.find(root_of(v));
-    if (it != plan.buffers.end() && it->second.placement == Placement::arena) it->second.placement = Placement::output;
+    if (it != plan.buffers.end() && it->second.placement == Placement::arena)
+      it->second.placement = Placement::output;
   };
   for (const auto& out : program.outputs()) mark_output(out.value);
   for (const auto& update : program.updates()) mark_output(update.value);
@@ -166,7 +174,9 @@ MemoryPlan plan_memory(const Program& program, const std::unordered_map<const Va
     if (w.size == 0) continue;
     auto& after = plan.reuse_after[static_cast<size_t>(w.start)];
     for (const Interval& u : intervals) {
-      if (u.size == 0 || u.end >= w.start || u.offset >= w.offset + w.size || w.offset >= u.offset + u.size) continue;
+      if (u.size == 0 || u.end >= w.start || u.offset >= w.offset + w.size ||
+          w.offset >= u.offset + u.size)
+        continue;
       auto it = root_readers.find(u.value);
       if (it == root_readers.end()) {
         after.push_back(u.start);
@@ -197,7 +207,8 @@ std::string human_bytes(int64_t bytes) {
   } else {
     std::snprintf(buf, sizeof buf, "%.1f", value);
     std::string text = buf;
-    if (text.size() > 2 && text.compare(text.size() - 2, 2, ".0") == 0) text.resize(text.size() - 2);
+    if (text.size() > 2 && text.compare(text.size() - 2, 2, ".0") == 0)
+      text.resize(text.size() - 2);
     return text + " " + units[unit];
   }
   return buf;
@@ -205,12 +216,14 @@ std::string human_bytes(int64_t bytes) {
 }  // namespace
 
 std::string memory_summary(const MemoryPlan& plan) {
-  int64_t saved = plan.naive_bytes > 0
-                      ? std::llround(100.0 * static_cast<double>(plan.naive_bytes - plan.arena_bytes) /
-                                     static_cast<double>(plan.naive_bytes))
-                      : 0;
-  return "memory plan: peak " + human_bytes(plan.arena_bytes) + " (arena), naive " + human_bytes(plan.naive_bytes) +
-         ", outputs " + human_bytes(plan.output_bytes) + " (reuse saves " + std::to_string(saved) + "%)";
+  int64_t saved =
+      plan.naive_bytes > 0
+          ? std::llround(100.0 * static_cast<double>(plan.naive_bytes - plan.arena_bytes) /
+                         static_cast<double>(plan.naive_bytes))
+          : 0;
+  return "memory plan: peak " + human_bytes(plan.arena_bytes) + " (arena), naive " +
+         human_bytes(plan.naive_bytes) + ", outputs " + human_bytes(plan.output_bytes) +
+         " (reuse saves " + std::to_string(saved) + "%)";
 }
 
 namespace {
@@ -241,6 +254,8 @@ class MemoryPlanningPass final : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> make_memory_planning_pass(std::ostream* os) { return std::make_unique<MemoryPlanningPass>(os); }
+std::unique_ptr<Pass> make_memory_planning_pass(std::ostream* os) {
+  return std::make_unique<MemoryPlanningPass>(os);
+}
 
 }  // namespace oar::ir

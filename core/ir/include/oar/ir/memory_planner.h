@@ -39,7 +39,10 @@ struct MemoryPlan {
   /// overwrites were last read by these earlier operations (block indices).
   /// With several streams the executor must order the writer after them.
   std::vector<std::vector<int>> reuse_after;
-  /// Index (in block order) of the last operation reading each value.
+  /// Index (in block order) of the last operation reading each value
+  /// directly (reads through a view count for the view). A result nobody
+  /// reads maps to its producing operation; an unread input, parameter or
+  /// constant is absent.
   std::unordered_map<const Value*, int> last_use;
 };
 
