@@ -25,13 +25,25 @@ std::string value_str(const Value* v) {
 // Decomposes the composite ops without a VJP rule (they are differentiated
 // through their decomposition, as in eager mode). Values the caller holds
 // are tracked through temporary outputs, since decomposition replaces them.
-void decompose_ops_without_vjp(Program& program, std::vector<Value*>& held) {
+void decompose_ops_without_vjp(Program& program, std::vector<Value*>& held, const std::vector<Shape>& input_shapes) {
   bool any = false;
   for (const auto& op : program.block().ops()) any = any || (op->def().decompose && !op->def().vjp);
   if (!any) return;
   size_t first = program.outputs().size();
   for (Value* v : held) program.add_output(v, "__held_" + std::to_string(program.outputs().size()));
-  make_decomposition_pass([](const OpDef& def) { return def.decompose && !def.vjp; })->run(program);
+  auto pass = make_decomposition_pass([](const OpDef& def) { return def.decompose && !def.vjp; });
+  try {
+    pass->run(program);
+  } catch (const Error& e) {
+    // A decomposition that depends on a dynamic size (mean's count over the
+    // batch) needs concrete shapes: specialize, then decompose.
+    bool dynamic = false;
+    for (const Value* v : program.inputs()) dynamic = dynamic || !v->type().is_static();
+    if (!dynamic) throw;
+    log_message(OAR_LOG_DEBUG, std::string("append_backward: specializing dynamic dims to decompose: ") + e.what());
+    specialize_types(program, input_shapes);
+    pass->run(program);
+  }
   for (size_t i = 0; i < held.size(); ++i) held[i] = program.outputs()[first + i].value;
   std::vector<NamedValue> keep(program.outputs().begin(), program.outputs().begin() + static_cast<std::ptrdiff_t>(first));
   program.clear_outputs();
@@ -51,14 +63,14 @@ std::vector<Value*> append_backward(Program& program, const std::vector<Value*>&
   held.insert(held.end(), wrt.begin(), wrt.end());
   held.insert(held.end(), target_grads.begin(), target_grads.end());
   for (Value* v : held) OAR_CHECK_ARG(v != nullptr, "append_backward: a target or wrt value is null");
-  decompose_ops_without_vjp(program, held);
+  std::vector<Shape> inputs = options.input_shapes.empty() ? static_input_shapes(program) : options.input_shapes;
+  decompose_ops_without_vjp(program, held, inputs);
   std::vector<Value*> tgt(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(targets.size()));
   std::vector<Value*> wrt_v(held.begin() + static_cast<std::ptrdiff_t>(targets.size()),
                             held.begin() + static_cast<std::ptrdiff_t>(targets.size() + wrt.size()));
   std::vector<Value*> seeds(held.begin() + static_cast<std::ptrdiff_t>(targets.size() + wrt.size()), held.end());
 
   // Example and probe shapes of every value (Note [Dynamic dims]).
-  std::vector<Shape> inputs = options.input_shapes.empty() ? static_input_shapes(program) : options.input_shapes;
   auto example = infer_shapes(program, inputs);
   std::vector<Shape> probe_inputs = inputs;
   for (size_t i = 0; i < probe_inputs.size(); ++i) {
