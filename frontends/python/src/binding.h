@@ -24,5 +24,6 @@ void bind_runtime(py::module_& m);
 void bind_tensor(py::module_& m);
 void bind_ops(py::module_& m);
 void bind_autograd(py::module_& m);
+void bind_ir(py::module_& m);
 
 }  // namespace oar_py
