@@ -12,7 +12,7 @@ from .math import *  # noqa: F401,F403
 from .math import (sum, max, min, abs, pow, round, all, any, slice)  # noqa: A004 - paddle names
 from . import tensor_methods as _tensor_methods  # noqa: F401 - installs Tensor methods
 from .autograd import no_grad, enable_grad, set_grad_enabled, is_grad_enabled, grad
-from . import nn, optimizer, io, metric, callbacks, jit
+from . import nn, optimizer, io, metric, callbacks, jit, static
 from .nn.functional import softmax  # noqa: F401
 from .serialization import save, load
 from .nn.layer import Layer  # noqa: F401

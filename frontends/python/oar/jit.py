@@ -1,17 +1,470 @@
-"""oar.jit (paddle.jit): not available yet. to_static, save and load need the
-IR and compiler of the IR issue; until then models run eagerly and
-oar.save/oar.load store their state dicts."""
+"""oar.jit (paddle.jit): static mode from Python.
+
+to_static traces a function, or a Layer's forward, into an oar program (the
+C++ IR of docs/static.md): the Python code runs once with symbolic tensors,
+every oar op it calls is recorded, the default passes (constant folding,
+CSE, DCE) optimize the program, and the C++ executor runs it on later calls.
+save writes a traced program with its parameters (path.json +
+path.safetensors, readable without Python by oar::Predictor and oar-run);
+load reads it back as a TranslatedLayer.
+
+What a trace sees is what the Python code did on that call: Python control
+flow and Python numbers are fixed in the program (a branch on a tensor's
+values cannot be traced: reading values of a symbolic tensor is an error).
+"""
+import functools
+import os
+import warnings
+import weakref
+
+from . import _C
+from .autograd import no_grad
+from .framework import Tensor
+from .nn.layer import Layer
+from .nn.parameter import Parameter
+from .static import InputSpec
+
+__all__ = ["to_static", "save", "load", "not_to_static", "enable_to_static", "StaticFunction", "TranslatedLayer",
+           "InputSpec"]
+
+# Traces one StaticFunction keeps (the least recently used is dropped).
+_MAX_TRACES = 8
+_TENSOR = object()  # marks where a tensor argument goes
+_enabled = True
 
 
-def _unavailable(name):
-    def fn(*args, **kwargs):
-        raise NotImplementedError(f"oar.jit.{name} is not available yet: it needs oar's IR (the IR issue); "
-                                  "run the model eagerly and store it with oar.save(layer.state_dict(), path)")
-    fn.__name__ = name
-    return fn
+def enable_to_static(enable_to_static_bool):
+    """False makes every to_static function run its Python code eagerly (for debugging)."""
+    global _enabled
+    _enabled = bool(enable_to_static_bool)
 
 
-to_static = _unavailable("to_static")
-save = _unavailable("save")
-load = _unavailable("load")
-not_to_static = _unavailable("not_to_static")
+def not_to_static(func=None):
+    """Marks a function to be left as Python code (paddle.jit.not_to_static).
+    oar traces by running the Python code, never by rewriting it, so every
+    function already runs as written and this returns `func` unchanged."""
+    return func
+
+
+def _specs(input_spec, what):
+    """A list of InputSpec from InputSpecs and example Tensors; None stays None."""
+    if input_spec is None:
+        return None
+    if isinstance(input_spec, (InputSpec, Tensor)):
+        input_spec = [input_spec]
+    if not isinstance(input_spec, (list, tuple)):
+        raise TypeError(f"{what}: input_spec must be a list of InputSpec, got {type(input_spec).__name__}")
+    out = []
+    for i, s in enumerate(input_spec):
+        if isinstance(s, InputSpec):
+            out.append(s)
+        elif isinstance(s, Tensor):
+            out.append(InputSpec.from_tensor(s))
+        else:
+            raise TypeError(f"{what}: input_spec[{i}] is a {type(s).__name__}; expected an InputSpec or a Tensor")
+    return out
+
+
+def _freeze(value, where):
+    """A hashable key for a non-tensor argument (it is fixed in the trace)."""
+    if isinstance(value, (list, tuple)):
+        return (type(value), tuple(_freeze(v, where) for v in value))
+    if isinstance(value, dict):
+        return (dict, tuple(sorted((k, _freeze(v, where)) for k, v in value.items())))
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(f"{where} is a {type(value).__name__}, which to_static cannot fix in a trace; pass "
+                        "Tensors, numbers, strings, None or lists of them") from None
+    return (type(value), value)
+
+
+def _split_arguments(name, args, kwargs):
+    """(tensor inputs, rebuild(tensors) -> (args, kwargs), key of the other arguments)."""
+    inputs, template, key = [], [], []
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            inputs.append(a)
+            template.append(_TENSOR)
+            key.append(_TENSOR)
+        else:
+            template.append(a)
+            key.append(_freeze(a, f"{name}: argument {i}"))
+    kw_template = {}
+    for k in sorted(kwargs):
+        v = kwargs[k]
+        if isinstance(v, Tensor):
+            inputs.append(v)
+            kw_template[k] = _TENSOR
+            key.append((k, _TENSOR))
+        else:
+            kw_template[k] = v
+            key.append((k, _freeze(v, f"{name}: argument '{k}'")))
+
+    def rebuild(tensors):
+        it = iter(tensors)
+        new_args = [next(it) if a is _TENSOR else a for a in template]
+        new_kwargs = {k: next(it) if v is _TENSOR else v for k, v in kw_template.items()}
+        return new_args, new_kwargs
+    return inputs, rebuild, tuple(key)
+
+
+def _positional(tensors):
+    """rebuild() for a call with the tensors as its only arguments."""
+    return list(tensors), {}
+
+
+def _accepts(specs, tensors):
+    return len(specs) == len(tensors) and all(s.accepts(t) for s, t in zip(specs, tensors))
+
+
+def _requires_grad(tensors):
+    return any(not t.stop_gradient for t in tensors)
+
+
+class _Entry:
+    """One cached trace: what it accepts and the executor that runs it."""
+
+    def __init__(self, key, device, specs, program, executor, captured, updates, structure):
+        self.key = key
+        self.device = device
+        self.specs = specs            # list of InputSpec (after specialization)
+        self.program = program        # _C.ir.Program, optimized
+        self.executor = executor
+        self.captured = captured      # the traced tensors of parameters that are no Layer state, by name
+        self.updates = updates        # Layer buffers the program reassigns
+        self.structure = structure    # "tensor", "list" or "tuple"
+
+
+class StaticFunction:
+    """A function or Layer forward compiled to static mode (to_static's result).
+
+    Calls trace once per new input signature and then run the program with
+    the C++ executor. A Layer's parameters and buffers are program
+    parameters named as in its state_dict, bound to their current values on
+    every call, so optimizer steps and set_state_dict are seen.
+
+    Training through to_static runs eagerly for now: the executor does not
+    record onto the autograd tape, so when grad mode is on and an input or a
+    parameter requires grad, the call runs the original Python function
+    (warning once). Under oar.no_grad(), or when nothing requires grad, the
+    static program runs. Layers are traced in their current mode (train or
+    eval; each mode has its own trace); Layer buffers reassigned in forward
+    (batch norm's running statistics in train mode) become program updates
+    written back after each run.
+
+    Tensors a plain function reads from outside (globals, closures) are
+    fixed when it is traced: as program parameters if they require grad,
+    as constants otherwise. Pass tensors that change as arguments, or use a
+    Layer."""
+
+    def __init__(self, function, input_spec=None, layer=None):
+        self._function = function
+        self._layer = layer
+        self._input_spec_arg = input_spec
+        self._input_spec = _specs(input_spec, "to_static")
+        self._entries = []  # most recently used first
+        self._trace_count = 0
+        self._warned = False
+        self._bound = weakref.WeakKeyDictionary()  # a decorated method's StaticFunction per instance
+        functools.update_wrapper(self, function)
+
+    @property
+    def _name(self):
+        return getattr(self._function, "__qualname__", None) or type(self._function).__name__
+
+    # ---- method decoration: `@to_static def forward(self, x)` ----
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        bound = self._bound.get(instance)
+        if bound is None:
+            bound = StaticFunction(self._function.__get__(instance, owner), self._input_spec_arg,
+                                   layer=instance if isinstance(instance, Layer) else None)
+            self._bound[instance] = bound
+        return bound
+
+    # ---- calling ----
+    def __call__(self, *args, **kwargs):
+        if not _enabled:
+            return self._function(*args, **kwargs)
+        inputs, rebuild, key = _split_arguments(f"to_static({self._name})", args, kwargs)
+        if any(_C.ir.is_symbolic(t) for t in inputs):
+            return self._function(*args, **kwargs)  # called inside another trace: inlined there
+        grad_on = _C.is_grad_enabled()
+        if grad_on and (_requires_grad(inputs) or (self._layer is not None and _requires_grad(self._layer.parameters()))):
+            return self._eager(args, kwargs)
+        device = inputs[0]._device if inputs else _C.get_device()
+        entry = self._lookup(inputs, rebuild, key + self._mode_key(), device)
+        if grad_on and _requires_grad(entry.captured.values()):
+            return self._eager(args, kwargs)
+        return self._run(entry, inputs)
+
+    def _eager(self, args, kwargs):
+        if not self._warned:
+            self._warned = True
+            warnings.warn(f"to_static({self._name}): grad mode is on and an input or parameter requires grad; "
+                          "static programs do not record onto the autograd tape yet, so training through "
+                          "to_static runs the function eagerly (call it under oar.no_grad() to run the program)",
+                          UserWarning, stacklevel=3)
+        return self._function(*args, **kwargs)
+
+    def _mode_key(self):
+        if self._layer is None:
+            return ()
+        return (tuple(layer.training for layer in self._layer.sublayers(include_self=True)),)
+
+    def _named_state(self):
+        """The Layer's parameters and buffers (the Python objects), by state_dict name."""
+        if self._layer is None:
+            return {}
+        named = dict(self._layer.named_parameters())
+        for name, b in self._layer.named_buffers():
+            named.setdefault(name, b)
+        return named
+
+    def _lookup(self, inputs, rebuild, key, device):
+        for i, e in enumerate(self._entries):
+            if e.key == key and e.device == device and _accepts(e.specs, inputs):
+                self._entries.insert(0, self._entries.pop(i))
+                return e
+        if self._input_spec is None:
+            self._input_spec = [InputSpec.from_tensor(t) for t in inputs]
+        declared = self._input_spec
+        if len(declared) != len(inputs):
+            raise ValueError(f"to_static({self._name}): input_spec has {len(declared)} specs but the call passes "
+                             f"{len(inputs)} tensors")
+        if _accepts(declared, inputs):
+            specs = declared
+        else:  # outside the declared specs: a trace for exactly these shapes
+            specs = [InputSpec(list(t.shape), t.dtype, s.name) for s, t in zip(declared, inputs)]
+        entry = self._compile(specs, [list(t.shape) for t in inputs], rebuild, key, device)
+        self._entries.insert(0, entry)
+        del self._entries[_MAX_TRACES:]
+        return entry
+
+    def _trace(self, specs, examples, rebuild, device):
+        """Traces the function: (_C.ir.Trace, updated buffer names, output structure)."""
+        named = self._named_state()
+        result = {}
+
+        def traced(symbolic_inputs):
+            saved = {name: Tensor(t) for name, t in named.items()}
+            args, kwargs = rebuild(symbolic_inputs)
+            try:
+                out = self._function(*args, **kwargs)
+            finally:
+                # Buffers the forward reassigned hold symbolic tensors now:
+                # they become program updates, and the Layer gets its tensors back.
+                updated = []
+                for name, t in named.items():
+                    if _C.ir.is_symbolic(t):
+                        updated.append((name, Tensor(t)))
+                        t._rebind_(saved[name])
+            result["updates"] = [name for name, _ in updated]
+            if isinstance(out, Tensor):
+                result["structure"], outs = "tensor", [out]
+            elif isinstance(out, (list, tuple)):
+                result["structure"], outs = type(out).__name__, list(out)
+            else:
+                raise TypeError(f"to_static({self._name}): the function returned a {type(out).__name__}; "
+                                "expected a Tensor or a list/tuple of Tensors")
+            return outs + [t for _, t in updated]
+
+        params = {name: Tensor(t) for name, t in named.items()}
+        trace = _C.ir.trace(traced, [s._to_ir() for s in specs], params, device, examples)
+        if result["updates"]:
+            trace.program._outputs_to_updates(result["updates"])
+        _C.ir.default_pipeline(trace.program, device)
+        return trace, result["updates"], result["structure"]
+
+    def _compile(self, specs, examples, rebuild, key, device):
+        trace, updates, structure = self._trace(specs, examples, rebuild, device)
+        executor = _C.ir.Executor(trace.program, device)
+        self._trace_count += 1
+        named = self._named_state()
+        captured = {n: t for n, t in trace.parameters.items() if n not in named}
+        accepted = [InputSpec(list(s.shape), s.dtype, s.name) for s in trace.specs]
+        return _Entry(key, device, accepted, trace.program, executor, captured, updates, structure)
+
+    def _parameters_of(self, program, captured, named):
+        return {n: named[n] if n in named else captured[n] for n in program.parameter_names}
+
+    def _run(self, entry, inputs):
+        named = self._named_state()
+        entry.executor.set_parameters(self._parameters_of(entry.program, entry.captured, named))
+        outs = entry.executor.run(inputs)
+        if entry.updates:
+            current = entry.executor.parameters()
+            for name in entry.updates:
+                named[name]._set_data_(current[name])
+        if entry.structure == "tensor":
+            return outs[0]
+        return tuple(outs) if entry.structure == "tuple" else outs
+
+    # ---- inspection ----
+    def _latest(self):
+        if not self._entries:
+            if self._input_spec is None:
+                raise RuntimeError(f"to_static({self._name}): nothing is traced yet; call it once or give "
+                                   "input_spec")
+            key = (_TENSOR,) * len(self._input_spec) + self._mode_key()
+            self._entries.insert(0, self._compile(self._input_spec, [], _positional, key, _C.get_device()))
+        return self._entries[0]
+
+    @property
+    def program(self):
+        """The text of the most recently used program (traced from input_spec when not yet called)."""
+        return str(self._latest().program)
+
+    @property
+    def trace_count(self):
+        """How many times the function was traced (a cache miss traces)."""
+        return self._trace_count
+
+    @property
+    def input_spec(self):
+        return None if self._input_spec is None else list(self._input_spec)
+
+    @property
+    def dygraph_function(self):
+        """The original Python function."""
+        return self._function
+
+    def rollback(self):
+        """Undoes to_static: a Layer gets its original forward back; returns the original function."""
+        if self._layer is not None and self._layer.__dict__.get("forward") is self:
+            del self._layer.__dict__["forward"]
+        return self._function
+
+    def __repr__(self):
+        return f"StaticFunction({self._name}, input_spec={self._input_spec}, traces={self._trace_count})"
+
+
+def to_static(function=None, input_spec=None, build_strategy=None, backend=None, full_graph=True, **kwargs):
+    """Compiles a function or a Layer to static mode (paddle.jit.to_static).
+
+    Works as `to_static(fn)`, `@to_static`, `@to_static(input_spec=[...])`,
+    on a Layer (its forward is replaced; `layer.forward.rollback()` undoes
+    it) and on a Layer's forward method. `input_spec` lists an InputSpec per
+    tensor argument (None dims are dynamic); without it the first call's
+    shapes are the spec. See StaticFunction for what runs statically."""
+    del build_strategy, backend, full_graph, kwargs  # Paddle options with no oar counterpart
+
+    def decorate(fn):
+        if isinstance(fn, StaticFunction):
+            return fn
+        if isinstance(fn, Layer):
+            if not isinstance(fn.forward, StaticFunction):
+                fn.__dict__["forward"] = StaticFunction(fn.forward, input_spec, layer=fn)
+            return fn
+        if not callable(fn):
+            raise TypeError(f"to_static: expected a function or a Layer, got {type(fn).__name__}")
+        owner = getattr(fn, "__self__", None)
+        return StaticFunction(fn, input_spec, layer=owner if isinstance(owner, Layer) else None)
+
+    return decorate if function is None else decorate(function)
+
+
+def _static_function_of(layer, input_spec):
+    if isinstance(layer, StaticFunction):
+        return layer
+    if isinstance(layer, Layer):
+        forward = layer.forward
+        return forward if isinstance(forward, StaticFunction) else StaticFunction(forward, input_spec, layer=layer)
+    if callable(layer):
+        return to_static(layer, input_spec=input_spec)
+    raise TypeError(f"jit.save: expected a Layer or a function, got {type(layer).__name__}")
+
+
+def save(layer, path, input_spec=None, **configs):
+    """Traces `layer` (a Layer, a to_static function or Layer, or a
+    TranslatedLayer) in its current mode under no_grad, optimizes the
+    program and writes `path`.json and `path`.safetensors (paddle.jit.save).
+    `input_spec` is required unless to_static was given one or the function
+    was called."""
+    del configs
+    path = os.fspath(path)
+    directory = os.path.dirname(path)
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    if isinstance(layer, TranslatedLayer):
+        _C.ir.save(layer._program, layer._parameter_tensors(), path)
+        return
+    sf = _static_function_of(layer, input_spec)
+    specs = _specs(input_spec, "jit.save") or sf._input_spec
+    if specs is None:
+        raise ValueError(f"jit.save: {sf._name} has not been called and no input_spec was given, so the input "
+                         "shapes are unknown; pass input_spec=[oar.static.InputSpec([None, ...], 'float32')]")
+    with no_grad():
+        trace, _, _ = sf._trace(specs, [], _positional, _C.get_device())
+    if trace.specialized:
+        warnings.warn(f"jit.save: {sf._name} computes a shape from its inputs' shapes, so the saved program "
+                      f"only accepts {[list(s.shape) for s in trace.specs]}", UserWarning, stacklevel=2)
+    program = trace.program
+    named = sf._named_state()
+    captured = {n: t for n, t in trace.parameters.items() if n not in named}
+    _C.ir.save(program, sf._parameters_of(program, captured, named), path)
+
+
+class TranslatedLayer(Layer):
+    """A program loaded by oar.jit.load: forward(*tensors) runs it with the
+    C++ executor and returns a Tensor (one output) or a list. Its
+    parameters carry the saved names (set_state_dict replaces them). It is
+    for inference: outputs carry no autograd history, and train()/eval()
+    do not change the program (it was traced in one mode)."""
+
+    def __init__(self, program, parameters, device=None):
+        super().__init__()
+        self._program = program
+        self._executor = _C.ir.Executor(program, device)
+        for name, t in parameters.items():
+            self.add_parameter(name, Parameter(t, trainable=False, name=name))
+        self.training = False
+
+    def _parameter_tensors(self):
+        return dict(self.named_parameters())
+
+    @property
+    def program(self):
+        """The program's text."""
+        return str(self._program)
+
+    @property
+    def input_names(self):
+        return list(self._program.input_names)
+
+    @property
+    def output_names(self):
+        return list(self._program.output_names)
+
+    @property
+    def input_spec(self):
+        return [InputSpec(list(s.shape), s.dtype, s.name) for s in self._program.input_specs]
+
+    def forward(self, *inputs):
+        names = self._program.input_names
+        if len(inputs) != len(names):
+            raise ValueError(f"TranslatedLayer: the program takes {len(names)} inputs ({', '.join(names)}) but got "
+                             f"{len(inputs)}")
+        for name, x in zip(names, inputs):
+            if not isinstance(x, Tensor):
+                raise TypeError(f"TranslatedLayer: input '{name}' is a {type(x).__name__}; expected a Tensor")
+        params = self._parameter_tensors()
+        self._executor.set_parameters(params)
+        outs = self._executor.run(list(inputs))
+        if self._program.update_names:
+            current = self._executor.parameters()
+            for name in self._program.update_names:
+                params[name]._set_data_(current[name])
+        return outs[0] if len(outs) == 1 else outs
+
+
+def load(path, device=None, **configs):
+    """Reads `path`.json and `path`.safetensors (written by oar.jit.save or
+    oar::ir::save) as a TranslatedLayer on `device` (default: the current
+    device). A missing, truncated or corrupted file raises an error naming
+    the file."""
+    del configs
+    program, parameters = _C.ir.load(os.fspath(path), None if device is None else str(device))
+    return TranslatedLayer(program, parameters, None if device is None else str(device))
