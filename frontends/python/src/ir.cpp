@@ -24,23 +24,25 @@ oar::Device device_or_default(const std::optional<std::string>& device) {
   return optional_device(device).value_or(oar::default_device());
 }
 
+std::string type_name(py::handle h) { return py::str(py::type::handle_of(h).attr("__name__")); }
+
 // What a traced Python function returned: a Tensor or a list/tuple of them.
 std::vector<oar::Tensor> tensors_of(const py::object& result) {
   if (py::isinstance<oar::Tensor>(result)) return {result.cast<oar::Tensor>()};
-  if (py::isinstance<py::list>(result) || py::isinstance<py::tuple>(result)) {
-    std::vector<oar::Tensor> out;
-    for (const py::handle item : result) {
-      if (!py::isinstance<oar::Tensor>(item)) {
-        throw py::type_error("to_static: the function returned a " + std::string(py::str(result.get_type().attr("__name__"))) +
-                             " holding a " + std::string(py::str(item.get_type().attr("__name__"))) +
-                             "; expected a Tensor or a list/tuple of Tensors");
-      }
-      out.push_back(item.cast<oar::Tensor>());
-    }
-    return out;
+  if (!py::isinstance<py::list>(result) && !py::isinstance<py::tuple>(result)) {
+    throw py::type_error("to_static: the function returned a " + type_name(result) +
+                         "; expected a Tensor or a list/tuple of Tensors");
   }
-  throw py::type_error("to_static: the function returned a " + std::string(py::str(result.get_type().attr("__name__"))) +
-                       "; expected a Tensor or a list/tuple of Tensors");
+  std::vector<oar::Tensor> out;
+  for (const py::handle item : result) {
+    if (!py::isinstance<oar::Tensor>(item)) {
+      throw py::type_error("to_static: the function returned a " + type_name(result) +
+                           " holding a " + type_name(item) +
+                           "; expected a Tensor or a list/tuple of Tensors");
+    }
+    out.push_back(item.cast<oar::Tensor>());
+  }
+  return out;
 }
 
 std::vector<std::string> names_of(const std::vector<ir::Value*>& values) {
@@ -71,46 +73,65 @@ struct PyExecutor {
 }  // namespace
 
 void bind_ir(py::module_& parent) {
-  py::module_ m = parent.def_submodule("ir", "Static mode: programs, tracing, passes, executor, save/load.");
+  py::module_ m =
+      parent.def_submodule("ir", "Static mode: programs, tracing, passes, executor, save/load.");
 
   py::class_<ir::InputSpec>(m, "InputSpec")
       .def(py::init([](std::vector<int64_t> shape, oar::DType dtype, std::string name) {
-        return ir::InputSpec{std::move(shape), dtype, std::move(name)};
-      }), py::arg("shape"), py::arg("dtype") = oar::DType::f32, py::arg("name") = "")
+             return ir::InputSpec{std::move(shape), dtype, std::move(name)};
+           }),
+           py::arg("shape"), py::arg("dtype") = oar::DType::f32, py::arg("name") = "")
       .def_readonly("shape", &ir::InputSpec::shape)
       .def_readonly("dtype", &ir::InputSpec::dtype)
       .def_readonly("name", &ir::InputSpec::name)
       .def("__repr__", [](const ir::InputSpec& s) {
-        return "InputSpec(" + ir::TensorType{s.dtype, s.shape}.str() + (s.name.empty() ? "" : ", " + s.name) + ")";
+        return "InputSpec(" + ir::TensorType{s.dtype, s.shape}.str() +
+               (s.name.empty() ? "" : ", " + s.name) + ")";
       });
 
   py::class_<ir::Program, ProgramPtr>(m, "Program")
       .def("__str__", [](const ir::Program& p) { return ir::to_string(p); })
-      .def("to_json", [](const ir::Program& p, int indent) { return ir::to_json(p, indent); }, py::arg("indent") = 1)
+      .def(
+          "to_json", [](const ir::Program& p, int indent) { return ir::to_json(p, indent); },
+          py::arg("indent") = 1)
       .def("clone", [](const ir::Program& p) { return std::make_shared<ir::Program>(p.clone()); })
-      .def_property_readonly("input_names", [](const ir::Program& p) { return names_of(p.inputs()); })
-      .def_property_readonly("parameter_names", [](const ir::Program& p) { return names_of(p.parameters()); })
-      .def_property_readonly("output_names", [](const ir::Program& p) { return names_of(p.outputs()); })
-      .def_property_readonly("update_names", [](const ir::Program& p) { return names_of(p.updates()); })
-      .def_property_readonly("input_specs", [](const ir::Program& p) {
-        std::vector<ir::InputSpec> out;
-        for (const ir::Value* v : p.inputs()) out.push_back({v->type().dims, v->type().dtype, v->name()});
-        return out;
-      }, "The inputs' declared shapes (-1: dynamic), dtypes and names.")
-      .def("_outputs_to_updates", [](ir::Program& p, const std::vector<std::string>& names) {
-        // The last len(names) outputs become updates of those parameters
-        // (buffers a Layer reassigned while it was traced).
-        const auto& outputs = p.outputs();
-        OAR_CHECK_ARG(names.size() <= outputs.size(), "to_static: " + std::to_string(names.size()) +
-                                                          " updates but the program has " +
-                                                          std::to_string(outputs.size()) + " outputs");
-        std::vector<ir::NamedValue> kept(outputs.begin(), outputs.end() - static_cast<std::ptrdiff_t>(names.size()));
-        std::vector<ir::Value*> updated;
-        for (size_t i = kept.size(); i < outputs.size(); ++i) updated.push_back(outputs[i].value);
-        p.clear_outputs();
-        for (const auto& o : kept) p.add_output(o.value, o.name);
-        for (size_t i = 0; i < names.size(); ++i) p.add_update(names[i], updated[i]);
-      }, py::arg("names"));
+      .def_property_readonly("input_names",
+                             [](const ir::Program& p) { return names_of(p.inputs()); })
+      .def_property_readonly("parameter_names",
+                             [](const ir::Program& p) { return names_of(p.parameters()); })
+      .def_property_readonly("output_names",
+                             [](const ir::Program& p) { return names_of(p.outputs()); })
+      .def_property_readonly("update_names",
+                             [](const ir::Program& p) { return names_of(p.updates()); })
+      .def_property_readonly(
+          "input_specs",
+          [](const ir::Program& p) {
+            std::vector<ir::InputSpec> out;
+            for (const ir::Value* v : p.inputs())
+              out.push_back({v->type().dims, v->type().dtype, v->name()});
+            return out;
+          },
+          "The inputs' declared shapes (-1: dynamic), dtypes and names.")
+      .def(
+          "_outputs_to_updates",
+          [](ir::Program& p, const std::vector<std::string>& names) {
+            // The last len(names) outputs become updates of those parameters
+            // (buffers a Layer reassigned while it was traced).
+            const auto& outputs = p.outputs();
+            OAR_CHECK_ARG(names.size() <= outputs.size(),
+                          "to_static: " + std::to_string(names.size()) +
+                              " updates but the program has " + std::to_string(outputs.size()) +
+                              " outputs");
+            std::vector<ir::NamedValue> kept(
+                outputs.begin(), outputs.end() - static_cast<std::ptrdiff_t>(names.size()));
+            std::vector<ir::Value*> updated;
+            for (size_t i = kept.size(); i < outputs.size(); ++i)
+              updated.push_back(outputs[i].value);
+            p.clear_outputs();
+            for (const auto& o : kept) p.add_output(o.value, o.name);
+            for (size_t i = 0; i < names.size(); ++i) p.add_update(names[i], updated[i]);
+          },
+          py::arg("names"));
 
   py::class_<PyTrace>(m, "Trace")
       .def_readonly("program", &PyTrace::program)
@@ -118,61 +139,88 @@ void bind_ir(py::module_& parent) {
       .def_readonly("specs", &PyTrace::specs, "The specs the trace accepts (after specialization).")
       .def_readonly("specialized", &PyTrace::specialized);
 
-  m.def("trace", [](py::function fn, const std::vector<ir::InputSpec>& specs, const ir::ParamMap& parameters,
-                    const std::optional<std::string>& device, const std::vector<oar::Shape>& examples) {
-    // Called back from ir::trace on this thread, which holds the GIL.
-    ir::TracedFunction traced = [&fn](const std::vector<oar::Tensor>& inputs) {
-      return tensors_of(fn(py::cast(inputs)));
-    };
-    ir::Trace t = ir::trace(traced, specs, parameters, device_or_default(device), examples);
-    return PyTrace{std::make_shared<ir::Program>(std::move(t.program)), std::move(t.parameters), std::move(t.specs),
-                   t.specialized};
-  }, py::arg("fn"), py::arg("specs"), py::arg("parameters") = ir::ParamMap{}, py::arg("device") = py::none(),
-     py::arg("examples") = std::vector<oar::Shape>{},
-     "Traces fn(list of symbolic Tensors) -> Tensor or list of Tensors into a Program.");
+  m.def(
+      "trace",
+      [](py::function fn, const std::vector<ir::InputSpec>& specs, const ir::ParamMap& parameters,
+         const std::optional<std::string>& device, const std::vector<oar::Shape>& examples) {
+        // Called back from ir::trace on this thread, which holds the GIL.
+        ir::TracedFunction traced = [&fn](const std::vector<oar::Tensor>& inputs) {
+          return tensors_of(fn(py::cast(inputs)));
+        };
+        ir::Trace t = ir::trace(traced, specs, parameters, device_or_default(device), examples);
+        return PyTrace{std::make_shared<ir::Program>(std::move(t.program)), std::move(t.parameters),
+                       std::move(t.specs), t.specialized};
+      },
+      py::arg("fn"), py::arg("specs"), py::arg("parameters") = ir::ParamMap{},
+      py::arg("device") = py::none(), py::arg("examples") = std::vector<oar::Shape>{},
+      "Traces fn(list of symbolic Tensors) -> Tensor or list of Tensors into a Program.");
 
-  m.def("default_pipeline", [](ir::Program& program, const std::optional<std::string>& device, bool print) {
-    ir::PassManager pm = ir::default_pipeline(device_or_default(device));
-    pm.set_print_after_each(print);
-    return pm.run(program);
-  }, py::arg("program"), py::arg("device") = py::none(), py::arg("print_after_each") = false,
-     "Runs constant folding, CSE and DCE in place; returns whether the program changed.");
+  m.def(
+      "default_pipeline",
+      [](ir::Program& program, const std::optional<std::string>& device, bool print) {
+        ir::PassManager pm = ir::default_pipeline(device_or_default(device));
+        pm.set_print_after_each(print);
+        return pm.run(program);
+      },
+      py::arg("program"), py::arg("device") = py::none(), py::arg("print_after_each") = false,
+      "Runs constant folding, CSE and DCE in place; returns whether the program changed.");
 
   py::class_<PyExecutor>(m, "Executor")
-      .def(py::init([](const ir::Program& program, const std::optional<std::string>& device, int num_streams) {
-        ir::ExecutorOptions options;
-        options.num_streams = num_streams;
-        return PyExecutor{std::make_unique<ir::Executor>(program, device_or_default(device), options)};
-      }), py::arg("program"), py::arg("device") = py::none(), py::arg("num_streams") = 1)
-      .def("set_parameters", [](PyExecutor& e, const ir::ParamMap& params) { e.executor->set_parameters(params); },
-           py::arg("parameters"))
+      .def(py::init([](const ir::Program& program, const std::optional<std::string>& device,
+                       int num_streams) {
+             ir::ExecutorOptions options;
+             options.num_streams = num_streams;
+             return PyExecutor{
+                 std::make_unique<ir::Executor>(program, device_or_default(device), options)};
+           }),
+           py::arg("program"), py::arg("device") = py::none(), py::arg("num_streams") = 1)
+      .def(
+          "set_parameters",
+          [](PyExecutor& e, const ir::ParamMap& params) { e.executor->set_parameters(params); },
+          py::arg("parameters"))
       .def("parameters", [](const PyExecutor& e) { return e.executor->parameters(); })
-      .def("run", [](PyExecutor& e, const std::vector<oar::Tensor>& inputs) {
-        py::gil_scoped_release release;
-        return e.executor->run(inputs);
-      }, py::arg("inputs"))
-      .def_property_readonly("program", [](const PyExecutor& e) {
-        return std::make_shared<ir::Program>(e.executor->program().clone());
-      }, "The compiled program (after the device's decompositions).")
-      .def_property_readonly("device", [](const PyExecutor& e) { return device_string(e.executor->device()); })
+      .def(
+          "run",
+          [](PyExecutor& e, const std::vector<oar::Tensor>& inputs) {
+            py::gil_scoped_release release;
+            return e.executor->run(inputs);
+          },
+          py::arg("inputs"))
+      .def_property_readonly(
+          "program",
+          [](const PyExecutor& e) {
+            return std::make_shared<ir::Program>(e.executor->program().clone());
+          },
+          "The compiled program (after the device's decompositions).")
+      .def_property_readonly(
+          "device", [](const PyExecutor& e) { return device_string(e.executor->device()); })
       .def("schedule_str", [](const PyExecutor& e) { return e.executor->schedule_str(); });
 
-  m.def("save", [](const ir::Program& program, const ir::ParamMap& params, const std::string& path) {
-    py::gil_scoped_release release;
-    ir::save(program, params, path);
-  }, py::arg("program"), py::arg("parameters"), py::arg("path"),
-     "Writes path.json (the program) and path.safetensors (parameters and constants).");
-  m.def("load", [](const std::string& path, const std::optional<std::string>& device) {
-    oar::Device d = device_or_default(device);
-    ir::LoadedProgram loaded = [&] {
-      py::gil_scoped_release release;
-      return ir::load(path, d);
-    }();
-    return py::make_tuple(std::make_shared<ir::Program>(std::move(loaded.program)), loaded.params);
-  }, py::arg("path"), py::arg("device") = py::none(), "Reads path.json and path.safetensors: (Program, parameters).");
+  m.def(
+      "save",
+      [](const ir::Program& program, const ir::ParamMap& params, const std::string& path) {
+        py::gil_scoped_release release;
+        ir::save(program, params, path);
+      },
+      py::arg("program"), py::arg("parameters"), py::arg("path"),
+      "Writes path.json (the program) and path.safetensors (parameters and constants).");
+  m.def(
+      "load",
+      [](const std::string& path, const std::optional<std::string>& device) {
+        oar::Device d = device_or_default(device);
+        ir::LoadedProgram loaded = [&] {
+          py::gil_scoped_release release;
+          return ir::load(path, d);
+        }();
+        return py::make_tuple(std::make_shared<ir::Program>(std::move(loaded.program)),
+                              loaded.params);
+      },
+      py::arg("path"), py::arg("device") = py::none(),
+      "Reads path.json and path.safetensors: (Program, parameters).");
 
-  m.def("is_symbolic", [](const oar::Tensor& t) { return t.is_symbolic(); }, py::arg("tensor"),
-        "True for a tensor of a trace in progress (a dtype and shape, no values).");
+  m.def(
+      "is_symbolic", [](const oar::Tensor& t) { return t.is_symbolic(); }, py::arg("tensor"),
+      "True for a tensor of a trace in progress (a dtype and shape, no values).");
 }
 
 }  // namespace oar_py
