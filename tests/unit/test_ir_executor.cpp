@@ -270,7 +270,8 @@ TEST_CASE("executor: new input shapes replan; a dynamic batch of zero gives an e
     };
     ir::Trace t = ir::trace(fn, {{{-1, 4}, DType::f32, "x"}}, {}, dev);
     REQUIRE_FALSE(t.specialized);
-    ir::Executor ex(t.program, dev);
+    int streams = dev.type == "mock" ? 2 : 1;  // also replans a schedule over two streams
+    ir::Executor ex(t.program, dev, {.num_streams = streams});
     int64_t naive_for_2 = 0;
     size_t instructions_for_2 = 0;
     for (int64_t batch : {2, 5, 2, 0, 7}) {
@@ -376,5 +377,49 @@ TEST_CASE(
     CHECK(msg.find("matmul") != std::string::npos);
     CHECK(msg.find("'" + dev.type + "'") != std::string::npos);
     CHECK(msg.find("bool") != std::string::npos);
+  }
+}
+
+TEST_CASE("executor: outputs may be inputs, parameters and constants themselves, and repeat") {
+  for (const Device& dev : test_devices()) {
+    INFO("device " << dev.str());
+    ir::Program p;
+    ir::Value* x = p.add_input("x", {DType::f32, {2}});
+    ir::Value* w = p.add_parameter("w", {DType::f32, {2}});
+    ir::Value* c = p.add_constant("c", f32({7, 8}, {2}, dev));
+    ir::Value* y = append(p, "add", {x, w});
+    p.add_output(x, "x");
+    p.add_output(w, "w");
+    p.add_output(c, "c");
+    p.add_output(y, "y");
+    p.add_output(y, "y_again");
+    ir::Executor ex(p, dev);
+    ex.set_parameter("w", f32({10, 20}, {2}, dev));
+    Tensor X = f32({1, 2}, {2}, dev);
+    std::vector<Tensor> out = ex.run(std::vector<Tensor>{X});
+    REQUIRE(out.size() == 5);
+    CHECK(out[0].impl_ptr() == X.impl_ptr());  // the caller's tensor, not a copy
+    check_close(out[1], {10, 20});
+    check_close(out[2], {7, 8});
+    check_close(out[3], {11, 22});
+    CHECK(out[4].impl_ptr() == out[3].impl_ptr());
+    // Each run returns fresh outputs: earlier results stay valid.
+    std::vector<Tensor> again = ex.run(std::vector<Tensor>{f32({0, 0}, {2}, dev)});
+    check_close(again[3], {10, 20});
+    check_close(out[3], {11, 22});
+  }
+}
+
+TEST_CASE("executor: a program without inputs runs its creation ops on the executor's device") {
+  for (const Device& dev : test_devices()) {
+    INFO("device " << dev.str());
+    auto fn = [&](const std::vector<Tensor>&) {
+      return std::vector<Tensor>{oar::arange(0, 4, 1, DType::f32, dev) * 2.0};
+    };
+    ir::Trace t = ir::trace(fn, {}, {}, dev);
+    ir::Executor ex(t.program, dev, {.num_streams = 2});
+    std::vector<Tensor> out = ex.run(std::vector<Tensor>{});
+    CHECK(out[0].device() == dev);
+    check_close(out[0], {0, 2, 4, 6});
   }
 }

@@ -98,10 +98,6 @@ OarTensorView contiguous_view(const Shape& shape, DType dtype, int ndim) {
   return v;
 }
 
-std::string found_str(const Tensor& t) {
-  return short_dtype_name(t.dtype()) + shape_str(t.shape());
-}
-
 // Byte ranges of the arena and the value last placed in each.
 class ArenaOccupancy {
  public:
@@ -686,8 +682,8 @@ struct Executor::Impl {
                           : t.dim() != v->type().rank() ? "the rank differs"
                                                         : "a static dim differs";
         throw Error(ErrorCode::invalid_argument, "executor: input '" + v->name() + "' expects " +
-                                                     v->type().str() + " but got " + found_str(t) +
-                                                     " (" + why + ")");
+                                                     v->type().str() + " but got " +
+                                                     type_of(t).str() + " (" + why + ")");
       }
       Tensor on_device = t.device() == device ? t : t.to(device);
       prepared.push_back(on_device.is_contiguous() ? on_device : on_device.contiguous());
@@ -853,7 +849,8 @@ void Executor::set_parameter(const std::string& name, const Tensor& value) {
                 "executor: parameter '" + name + "' is bound to an undefined tensor");
   if (value.dtype() != p->type().dtype || !p->type().matches(value.shape())) {
     throw Error(ErrorCode::invalid_argument, "executor: parameter '" + name + "' expects " +
-                                                 p->type().str() + " but got " + found_str(value));
+                                                 p->type().str() + " but got " +
+                                                 type_of(value).str());
   }
   Tensor t = value.device() == impl_->device ? value : value.to(impl_->device);
   impl_->params[name] = t.is_contiguous() ? t : t.contiguous();

@@ -71,8 +71,7 @@ void Predictor::set_input(const std::string& name, const Tensor& value) {
                                                    : "a static dim differs";
     throw Error(ErrorCode::invalid_argument, "predictor " + impl_->path + ": input '" + name +
                                                  "' expects " + type.str() + " but got " +
-                                                 ir::short_dtype_name(value.dtype()) +
-                                                 shape_str(value.shape()) + " (" + why + ")");
+                                                 ir::type_of(value).str() + " (" + why + ")");
   }
   impl_->inputs[i] = value.device() == impl_->device ? value : value.to(impl_->device);
 }
