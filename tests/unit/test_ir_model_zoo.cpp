@@ -132,8 +132,8 @@ Model pinn(const Device& d) {
     return std::vector<Tensor>{u, residual};
   };
   m.loss = [f = m.forward](const std::vector<Tensor>& in, const ir::ParamMap& p) {
-    Tensor r = f(in, p)[1];
-    return mean(r * r);
+    std::vector<Tensor> out = f(in, p);
+    return mean(out[1] * out[1]) + mean(out[0] * out[0]);  // residual + a boundary-style term
   };
   m.tol = 1e-4;
   return m;

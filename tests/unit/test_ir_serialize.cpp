@@ -420,6 +420,12 @@ TEST_CASE("from_json rejects every truncation of a valid program and garbage tex
       "dup.json: the program has the key 'format' twice in one object"));
   CHECK(contains(error_of([&] { oar::ir::from_json("[1, 2]", {}, "list.json"); }),
                  "list.json: the program is a JSON array"));
+  // Deep nesting is parsed without recursion and rejected.
+  std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  CHECK(error_of([&] { oar::ir::from_json(deep, {}, "deep.json"); }) ==
+        "deep.json: the program is a JSON array, not an object");
+  CHECK(contains(error_of([&] { oar::ir::from_json(std::string(200000, '{'), {}, "deep.json"); }),
+                 "deep.json: the program is not valid JSON"));
   std::mt19937 rng(7);
   for (int trial = 0; trial < 200; ++trial) {
     std::string garbage(static_cast<size_t>(rng() % 64), '\0');
@@ -630,6 +636,8 @@ TEST_CASE("safetensors: hostile headers are rejected with a sentence naming the 
   CHECK(contains(with(R"({"__metadata__":[],"a":)" + f32_2 + "}", 8),
                  "__metadata__ is not an object"));
   CHECK(contains(with("{\"\xff\":1}", 0), "the header is not valid JSON"));
+  CHECK(contains(with(R"({"a":)" + std::string(100000, '[') + std::string(100000, ']') + "}", 0),
+                 "tensor 'a' is described by a JSON array, not an object"));
   std::string missing = dir.file("missing.safetensors");
   CHECK(error_of([&] {
           oar::ir::load_safetensors(missing, Device{"cpu", 0});

@@ -152,4 +152,17 @@ TEST_CASE("the verifier names the operation that is wrong") {
   CHECK(error_of([&] { ir::verify(q); }).find("operation 0 (add) uses operand 1 before it is defined") !=
         std::string::npos);
   CHECK(error_of([&] { q.add_input("y", {DType::f32, {1}}); }).find("'y' is already used") != std::string::npos);
+
+  // With dynamic dims: static result dims are still checked, and a dim that
+  // follows the batch must be dynamic.
+  const OpDef& matmul_def = OpRegistry::instance().get("matmul");
+  Attrs mm{{"transpose_a", false}, {"transpose_b", false}};
+  for (const auto& [dims, ok] : std::vector<std::pair<Shape, bool>>{{{-1, 3}, true}, {{-1, 5}, false}, {{2, 3}, false}}) {
+    ir::Program r;
+    ir::Value* a = r.add_input("a", {DType::f32, {-1, 4}});
+    ir::Value* w = r.add_parameter("w", {DType::f32, {4, 3}});
+    r.add_output(r.append(matmul_def, {a, w}, mm, {{DType::f32, dims}})->result());
+    INFO(shape_str(dims));
+    CHECK(error_of([&] { ir::verify(r); }).empty() == ok);
+  }
 }

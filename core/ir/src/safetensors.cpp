@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <limits>
 #include <tuple>
+#include <unordered_set>
 #include <vector>
 
 #include "serialize_util.h"
@@ -33,7 +34,7 @@ namespace detail {
 
 Json parse_json_strict(const std::string& text, const std::string& what) {
   // Keys seen in each open object, innermost last; the first repeated key.
-  std::vector<std::vector<std::string>> open_objects;
+  std::vector<std::unordered_set<std::string>> open_objects;
   std::string duplicate;
   auto on_event = [&](int, Json::parse_event_t event, Json& parsed) {
     if (event == Json::parse_event_t::object_start) {
@@ -41,11 +42,8 @@ Json parse_json_strict(const std::string& text, const std::string& what) {
     } else if (event == Json::parse_event_t::object_end) {
       if (!open_objects.empty()) open_objects.pop_back();
     } else if (event == Json::parse_event_t::key && !open_objects.empty()) {
-      auto& keys = open_objects.back();
       const auto& key = parsed.get_ref<const std::string&>();
-      if (duplicate.empty() && std::find(keys.begin(), keys.end(), key) != keys.end())
-        duplicate = key;
-      keys.push_back(key);
+      if (!open_objects.back().insert(key).second && duplicate.empty()) duplicate = key;
     }
     return true;
   };

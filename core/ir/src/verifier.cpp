@@ -9,8 +9,10 @@ namespace oar::ir {
 
 namespace {
 
-// Representative sizes for dynamic dims while checking meta rules.
+// Representative sizes for dynamic dims while checking meta rules: a
+// result dim equal at both is static and must match the type exactly.
 constexpr int64_t kCheckSize = 3;
+constexpr int64_t kCheckSize2 = 5;
 
 [[noreturn]] void fail(const std::string& message) { throw Error(ErrorCode::invalid_argument, "verify: " + message); }
 
@@ -18,10 +20,10 @@ std::string at_op(size_t index, const Operation& op) {
   return "operation " + std::to_string(index) + " (" + op.name() + ")";
 }
 
-Shape example_shape(const TensorType& type) {
+Shape example_shape(const TensorType& type, int64_t size) {
   Shape s = type.dims;
   for (auto& d : s) {
-    if (d == kDynamic) d = kCheckSize;
+    if (d == kDynamic) d = size;
   }
   return s;
 }
@@ -54,6 +56,7 @@ void verify(const Program& program) {
            std::to_string(def.num_inputs));
     }
     metas.clear();
+    std::vector<TensorMeta> metas2;
     bool dynamic = false;
     for (size_t k = 0; k < op.operands().size(); ++k) {
       const Value* v = op.operand(k);
@@ -61,11 +64,13 @@ void verify(const Program& program) {
         fail(at_op(i, op) + " uses operand " + std::to_string(k) + " before it is defined");
       }
       dynamic = dynamic || !v->type().is_static();
-      metas.push_back({v->type().dtype, example_shape(v->type())});
+      metas.push_back({v->type().dtype, example_shape(v->type(), kCheckSize)});
+      metas2.push_back({v->type().dtype, example_shape(v->type(), kCheckSize2)});
     }
-    std::vector<TensorMeta> out;
+    std::vector<TensorMeta> out, out2;
     try {
       out = def.meta(def, metas, op.attrs());
+      out2 = dynamic ? def.meta(def, metas2, op.attrs()) : out;
     } catch (const Error& e) {
       fail(at_op(i, op) + ": its meta rule rejects the operand types: " + e.what());
     }
@@ -75,13 +80,14 @@ void verify(const Program& program) {
     }
     for (size_t r = 0; r < out.size(); ++r) {
       const TensorType& t = op.result(r)->type();
-      bool ok = t.dtype == out[r].dtype && t.dims.size() == out[r].shape.size();
+      bool ok = t.dtype == out[r].dtype && t.dims.size() == out[r].shape.size() &&
+                out2[r].shape.size() == out[r].shape.size();
       for (size_t d = 0; ok && d < t.dims.size(); ++d) {
-        // With dynamic operands a static result dim may differ from what the
-        // representative size gives only when the result dim is dynamic.
+        // A result dim that follows the dynamic sizes must be dynamic; one
+        // that does not must equal the type's (or the type leaves it dynamic).
+        bool follows = out[r].shape[d] != out2[r].shape[d];
         if (t.dims[d] == kDynamic) continue;
-        if (t.dims[d] != out[r].shape[d] && !dynamic) ok = false;
-        if (t.dims[d] < 0) ok = false;
+        if (t.dims[d] < 0 || follows || t.dims[d] != out[r].shape[d]) ok = false;
       }
       if (!ok) {
         TensorType want{out[r].dtype, out[r].shape};
