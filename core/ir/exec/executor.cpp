@@ -832,7 +832,12 @@ Executor::Executor(Executor&&) noexcept = default;
 Executor& Executor::operator=(Executor&&) noexcept = default;
 
 void Executor::set_parameters(const ParamMap& params) {
-  for (const auto& [name, value] : params) set_parameter(name, value);
+  // A whole state dict may hold tensors passes removed from the program
+  // (dead code): those are skipped; set_parameter names an unknown one.
+  for (const auto& [name, value] : params) {
+    const Value* p = impl_->source.find(name);
+    if (p && p->kind() == ValueKind::parameter) set_parameter(name, value);
+  }
 }
 
 void Executor::set_parameter(const std::string& name, const Tensor& value) {
