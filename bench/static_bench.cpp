@@ -180,9 +180,9 @@ int main(int argc, char** argv) try {
   std::printf("{\"case\": \"transformer_train_step\", \"device\": \"%s\", \"dim\": %lld, \"seq\": %lld, \"batch\": %lld, "
               "\"eager_us\": %.1f, \"static_us\": %.1f, \"speedup\": %.2f}\n",
               d.str().c_str(), (long long)c.dim, (long long)c.seq, (long long)c.batch, e_train, s_train, e_train / s_train);
-  std::printf("{\"case\": \"transformer_forward\", \"device\": \"%s\", \"eager_us\": %.1f, \"static_us\": %.1f, "
-              "\"speedup\": %.2f}\n",
-              d.str().c_str(), e_fwd, s_fwd, e_fwd / s_fwd);
+  std::printf("{\"case\": \"transformer_forward\", \"device\": \"%s\", \"dim\": %lld, \"seq\": %lld, \"batch\": %lld, "
+              "\"eager_us\": %.1f, \"static_us\": %.1f, \"speedup\": %.2f}\n",
+              d.str().c_str(), (long long)c.dim, (long long)c.seq, (long long)c.batch, e_fwd, s_fwd, e_fwd / s_fwd);
   std::printf("{\"case\": \"mlp_train_memory\", \"ops\": %zu, \"arena_bytes\": %lld, \"naive_bytes\": %lld, "
               "\"ratio\": %.3f}\n",
               mt.program.block().size(), (long long)plan.arena_bytes, (long long)plan.naive_bytes,

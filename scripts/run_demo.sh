@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: install what is missing, build, list the devices, run the
-# C++ examples (eager MLP, PINN) on the default device ($OAR_DEVICE to choose
-# another), then the Python main job: build and install the `oar` package
+# C++ examples (eager MLP, PINN, static-mode train and deploy) on the
+# default device ($OAR_DEVICE to choose another), then the Python main job: build and install the `oar` package
 # into .venv (scripts/python_env.sh) and train the digits CNN
 # (examples/python/digits_cnn.py: progress bar, test accuracy >= 0.95, save
 # and reload).
@@ -13,6 +13,11 @@ oar_build
 # Physics-informed network: -Δu = f on the unit square, the Laplacian by
 # grad-of-grad; prints the relative L2 error against the exact solution.
 "$OAR_BUILD/bin/pinn_poisson"
+# Static mode: trace the model, append its backward and SGD updates, train
+# with the executor, save (JSON + safetensors), reload with the Predictor;
+# then run the saved file with oar-run, no Python involved.
+"$OAR_BUILD/bin/static_train_deploy" --out "$OAR_BUILD/demo"
+"$OAR_BUILD/bin/oar-run" "$OAR_BUILD/demo/spiral_mlp" --shape x=4,2
 bash "$OAR_ROOT/scripts/python_env.sh"
 OAR_VENV="${OAR_VENV:-$OAR_ROOT/.venv}"
 # Run outside the source tree so `import oar` is the installed package.

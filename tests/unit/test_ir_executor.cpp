@@ -20,10 +20,13 @@ namespace ir = oar::ir;
 
 namespace {
 
-Tensor f32(const std::vector<float>& v, const Shape& s, const Device& d) { return Tensor::from_vector(v, s, d); }
+Tensor f32(const std::vector<float>& v, const Shape& s, const Device& d) {
+  return Tensor::from_vector(v, s, d);
+}
 
 // Appends `op` with result types from its meta rule (static operand types).
-ir::Value* append(ir::Program& p, const std::string& op, std::vector<ir::Value*> operands, oar::Attrs attrs = {}) {
+ir::Value* append(ir::Program& p, const std::string& op, std::vector<ir::Value*> operands,
+                  oar::Attrs attrs = {}) {
   const oar::OpDef& def = oar::OpRegistry::instance().get(op);
   std::vector<oar::TensorMeta> metas;
   for (const ir::Value* v : operands) metas.push_back({v->type().dtype, v->type().dims});
@@ -78,21 +81,27 @@ TEST_CASE("executor: an elementwise chain equals hand-computed values and eager 
     CHECK(ex.instructions().size() == 4);
     CHECK(ex.num_streams() == 1);
     const ir::Block& compiled = ex.program().block();
-    CHECK(ex.memory_plan().buffers.at(compiled.op(2).result()).placement == ir::Placement::arena);  // add
-    CHECK(ex.memory_plan().buffers.at(compiled.op(1).result()).placement == ir::Placement::output);  // mul
+    CHECK(ex.memory_plan().buffers.at(compiled.op(2).result()).placement ==
+          ir::Placement::arena);  // add
+    CHECK(ex.memory_plan().buffers.at(compiled.op(1).result()).placement ==
+          ir::Placement::output);  // mul
     (void)a;
   }
 }
 
-TEST_CASE("executor: a traced MLP (matmul, add, relu) equals eager; relu is decomposed where it has no kernel") {
+TEST_CASE(
+    "executor: a traced MLP (matmul, add, relu) equals eager; relu is decomposed where it has no "
+    "kernel") {
   for (const Device& dev : test_devices()) {
     INFO("device " << dev.str());
-    Tensor w1 = random({4, 8}, dev, 1), b1 = random({8}, dev, 2), w2 = random({8, 3}, dev, 3), b2 = random({3}, dev, 4);
+    Tensor w1 = random({4, 8}, dev, 1), b1 = random({8}, dev, 2), w2 = random({8, 3}, dev, 3),
+           b2 = random({3}, dev, 4);
     auto mlp = [&](const std::vector<Tensor>& in) {
       Tensor h = oar::relu(oar::matmul(in[0], w1) + b1);
       return std::vector<Tensor>{oar::matmul(h, w2) + b2};
     };
-    ir::Trace t = ir::trace(mlp, {{{5, 4}, DType::f32, "x"}}, {{"w1", w1}, {"b1", b1}, {"w2", w2}, {"b2", b2}}, dev);
+    ir::Trace t = ir::trace(mlp, {{{5, 4}, DType::f32, "x"}},
+                            {{"w1", w1}, {"b1", b1}, {"w2", w2}, {"b2", b2}}, dev);
     ir::Executor ex(t.program, dev);
     ex.set_parameters(t.parameters);
     Tensor x = random({5, 4}, dev, 7);
@@ -106,7 +115,8 @@ TEST_CASE("executor: a traced MLP (matmul, add, relu) equals eager; relu is deco
   }
 }
 
-TEST_CASE("executor: composite ops without a fused kernel run their decomposition and match eager") {
+TEST_CASE(
+    "executor: composite ops without a fused kernel run their decomposition and match eager") {
   for (const Device& dev : test_devices()) {
     INFO("device " << dev.str());
     Tensor w = random({6}, dev, 11), b = random({6}, dev, 12);
@@ -119,11 +129,13 @@ TEST_CASE("executor: composite ops without a fused kernel run their decompositio
     Tensor x = random({4, 6}, dev, 13);
     std::vector<Tensor> got = ex.run(std::vector<Tensor>{x});
     std::vector<Tensor> want = fn({x});
-    for (size_t i = 0; i < want.size(); ++i) check_close(values(got[i]), values(want[i]), 1e-5, 1e-4);
+    for (size_t i = 0; i < want.size(); ++i)
+      check_close(values(got[i]), values(want[i]), 1e-5, 1e-4);
     std::set<std::string> names = op_names(ex.program());
     // mean is decomposed everywhere; the fused softmax/gelu/layer_norm exist only on the cpu.
     CHECK(names.count("mean") == 0);
-    for (const char* fused : {"softmax", "gelu", "layer_norm"}) CHECK(names.count(fused) == (dev.type == "cpu" ? 1u : 0u));
+    for (const char* fused : {"softmax", "gelu", "layer_norm"})
+      CHECK(names.count(fused) == (dev.type == "cpu" ? 1u : 0u));
     // Softmax rows sum to 1.
     check_close(values(oar::sum(got[0], {1})), {1, 1, 1, 1});
   }
@@ -155,7 +167,8 @@ TEST_CASE("executor: reshape results alias their operand's memory") {
     const ir::Block& compiled = ex.program().block();
     CHECK(plan.buffers.at(compiled.op(0).result()).placement == ir::Placement::alias);  // r
     CHECK(plan.buffers.at(compiled.op(2).result()).placement == ir::Placement::alias);  // flat
-    CHECK(plan.buffers.at(compiled.op(1).result()).placement == ir::Placement::output);  // m, aliased by an output
+    CHECK(plan.buffers.at(compiled.op(1).result()).placement ==
+          ir::Placement::output);          // m, aliased by an output
     CHECK(ex.instructions().size() == 2);  // mul and add; the reshapes launch nothing
     // The returned view shares the storage of the output it aliases.
     CHECK(out[2].impl().storage == X.impl().storage);
@@ -199,7 +212,8 @@ TEST_CASE("executor: two independent branches on two mock streams give eager's r
   for (const ir::Instruction& ins : two.instructions()) {
     streams.insert(ins.stream);
     waits += ins.wait_for.size();
-    for (int w : ins.wait_for) CHECK(two.instructions()[static_cast<size_t>(w)].stream != ins.stream);
+    for (int w : ins.wait_for)
+      CHECK(two.instructions()[static_cast<size_t>(w)].stream != ins.stream);
   }
   CHECK(streams == std::set<int>{0, 1});
   CHECK(waits >= 1);  // the join waits for the other branch
@@ -256,7 +270,8 @@ TEST_CASE("executor: new input shapes replan; a dynamic batch of zero gives an e
     };
     ir::Trace t = ir::trace(fn, {{{-1, 4}, DType::f32, "x"}}, {}, dev);
     REQUIRE_FALSE(t.specialized);
-    ir::Executor ex(t.program, dev);
+    int streams = dev.type == "mock" ? 2 : 1;  // also replans a schedule over two streams
+    ir::Executor ex(t.program, dev, {.num_streams = streams});
     int64_t naive_for_2 = 0;
     size_t instructions_for_2 = 0;
     for (int64_t batch : {2, 5, 2, 0, 7}) {
@@ -265,7 +280,8 @@ TEST_CASE("executor: new input shapes replan; a dynamic batch of zero gives an e
       std::vector<Tensor> out = ex.run(std::vector<Tensor>{x});
       CHECK(out[0].shape() == Shape{batch, 3});
       if (batch > 0) check_close(values(out[0]), values(fn({x})[0]));
-      if (batch == 2) naive_for_2 = ex.memory_plan().naive_bytes, instructions_for_2 = ex.instructions().size();
+      if (batch == 2)
+        naive_for_2 = ex.memory_plan().naive_bytes, instructions_for_2 = ex.instructions().size();
       if (batch == 5) CHECK(ex.memory_plan().naive_bytes > naive_for_2);
       // Only ops with elements launch: the scalar 3.0 (full) but no [0, n] result.
       if (batch == 0) CHECK(ex.instructions().size() < instructions_for_2);
@@ -308,7 +324,8 @@ TEST_CASE("executor: wrong inputs and parameters are errors naming them") {
   ir::Value* x = p.add_input("x", {DType::f32, {ir::kDynamic, 4}});
   ir::Value* w = p.add_parameter("w", {DType::f32, {4}});
   p.add_output(p.append(oar::OpRegistry::instance().get("mul"), {x, w}, {},
-                        {ir::TensorType{DType::f32, {ir::kDynamic, 4}}})->result(0));
+                        {ir::TensorType{DType::f32, {ir::kDynamic, 4}}})
+                   ->result(0));
   ir::Executor ex(p, dev);
   Tensor good = oar::ones({2, 4}, DType::f32, dev);
 
@@ -319,6 +336,8 @@ TEST_CASE("executor: wrong inputs and parameters are errors naming them") {
   msg = error_of([&] { ex.set_parameter("v", oar::ones({4}, DType::f32, dev)); });
   CHECK(msg.find("no parameter 'v'") != std::string::npos);
   CHECK(msg.find("w") != std::string::npos);
+  // A whole state dict may carry tensors the program no longer uses.
+  CHECK(error_of([&] { ex.set_parameters({{"v", oar::ones({4}, DType::f32, dev)}}); }).empty());
   msg = error_of([&] { ex.set_parameter("w", oar::ones({5}, DType::f32, dev)); });
   CHECK(msg.find("'w' expects f32[4] but got f32[5]") != std::string::npos);
   ex.set_parameter("w", oar::full({4}, 2.0, DType::f32, dev));
@@ -328,9 +347,11 @@ TEST_CASE("executor: wrong inputs and parameters are errors naming them") {
   msg = error_of([&] { ex.run(std::vector<Tensor>{good, good}); });
   CHECK(msg.find("but 2 were given") != std::string::npos);
   msg = error_of([&] { ex.run(std::vector<Tensor>{oar::ones({2, 4}, DType::f64, dev)}); });
-  CHECK(msg.find("input 'x' expects f32[-1, 4] but got f64[2, 4] (the dtype differs)") != std::string::npos);
+  CHECK(msg.find("input 'x' expects f32[-1, 4] but got f64[2, 4] (the dtype differs)") !=
+        std::string::npos);
   msg = error_of([&] { ex.run(std::vector<Tensor>{oar::ones({2, 5}, DType::f32, dev)}); });
-  CHECK(msg.find("input 'x' expects f32[-1, 4] but got f32[2, 5] (a static dim differs)") != std::string::npos);
+  CHECK(msg.find("input 'x' expects f32[-1, 4] but got f32[2, 5] (a static dim differs)") !=
+        std::string::npos);
   msg = error_of([&] { ex.run(std::vector<Tensor>{oar::ones({8}, DType::f32, dev)}); });
   CHECK(msg.find("got f32[8] (the rank differs)") != std::string::npos);
   msg = error_of([&] { ex.run(std::vector<Tensor>{Tensor()}); });
@@ -339,15 +360,18 @@ TEST_CASE("executor: wrong inputs and parameters are errors naming them") {
   // After the errors the executor still runs.
   check_close(ex.run(std::vector<Tensor>{good})[0], std::vector<double>(8, 2.0));
   // Inputs on another device are moved to the executor's.
-  check_close(ex.run(std::vector<Tensor>{oar::ones({1, 4}, DType::f32, Device{"mock", 0})})[0], {2, 2, 2, 2});
+  check_close(ex.run(std::vector<Tensor>{oar::ones({1, 4}, DType::f32, Device{"mock", 0})})[0],
+              {2, 2, 2, 2});
 }
 
-TEST_CASE("executor: an op without a kernel on the device is an error naming op, dtypes and device") {
+TEST_CASE(
+    "executor: an op without a kernel on the device is an error naming op, dtypes and device") {
   // No device has a matmul kernel for bool, and matmul is a primitive.
   ir::Program p;
   ir::Value* a = p.add_input("a", {DType::boolean, {2, 2}});
   p.add_output(p.append(oar::OpRegistry::instance().get("matmul"), {a, a},
-                        {{"transpose_a", false}, {"transpose_b", false}}, {ir::TensorType{DType::boolean, {2, 2}}})
+                        {{"transpose_a", false}, {"transpose_b", false}},
+                        {ir::TensorType{DType::boolean, {2, 2}}})
                    ->result(0));
   for (const Device& dev : test_devices()) {
     std::string msg = error_of([&] { ir::Executor ex(p, dev); });
@@ -355,5 +379,49 @@ TEST_CASE("executor: an op without a kernel on the device is an error naming op,
     CHECK(msg.find("matmul") != std::string::npos);
     CHECK(msg.find("'" + dev.type + "'") != std::string::npos);
     CHECK(msg.find("bool") != std::string::npos);
+  }
+}
+
+TEST_CASE("executor: outputs may be inputs, parameters and constants themselves, and repeat") {
+  for (const Device& dev : test_devices()) {
+    INFO("device " << dev.str());
+    ir::Program p;
+    ir::Value* x = p.add_input("x", {DType::f32, {2}});
+    ir::Value* w = p.add_parameter("w", {DType::f32, {2}});
+    ir::Value* c = p.add_constant("c", f32({7, 8}, {2}, dev));
+    ir::Value* y = append(p, "add", {x, w});
+    p.add_output(x, "x");
+    p.add_output(w, "w");
+    p.add_output(c, "c");
+    p.add_output(y, "y");
+    p.add_output(y, "y_again");
+    ir::Executor ex(p, dev);
+    ex.set_parameter("w", f32({10, 20}, {2}, dev));
+    Tensor X = f32({1, 2}, {2}, dev);
+    std::vector<Tensor> out = ex.run(std::vector<Tensor>{X});
+    REQUIRE(out.size() == 5);
+    CHECK(out[0].impl_ptr() == X.impl_ptr());  // the caller's tensor, not a copy
+    check_close(out[1], {10, 20});
+    check_close(out[2], {7, 8});
+    check_close(out[3], {11, 22});
+    CHECK(out[4].impl_ptr() == out[3].impl_ptr());
+    // Each run returns fresh outputs: earlier results stay valid.
+    std::vector<Tensor> again = ex.run(std::vector<Tensor>{f32({0, 0}, {2}, dev)});
+    check_close(again[3], {10, 20});
+    check_close(out[3], {11, 22});
+  }
+}
+
+TEST_CASE("executor: a program without inputs runs its creation ops on the executor's device") {
+  for (const Device& dev : test_devices()) {
+    INFO("device " << dev.str());
+    auto fn = [&](const std::vector<Tensor>&) {
+      return std::vector<Tensor>{oar::arange(0, 4, 1, DType::f32, dev) * 2.0};
+    };
+    ir::Trace t = ir::trace(fn, {}, {}, dev);
+    ir::Executor ex(t.program, dev, {.num_streams = 2});
+    std::vector<Tensor> out = ex.run(std::vector<Tensor>{});
+    CHECK(out[0].device() == dev);
+    check_close(out[0], {0, 2, 4, 6});
   }
 }

@@ -54,7 +54,8 @@ namespace {
 
 std::string dtype_list(const std::vector<DType>& dtypes) {
   std::string out;
-  for (size_t i = 0; i < dtypes.size(); ++i) out += (i ? ", " : "") + std::string(dtype_name(dtypes[i]));
+  for (size_t i = 0; i < dtypes.size(); ++i)
+    out += (i ? ", " : "") + std::string(dtype_name(dtypes[i]));
   return out;
 }
 
@@ -97,15 +98,12 @@ OarTensorView contiguous_view(const Shape& shape, DType dtype, int ndim) {
   return v;
 }
 
-std::string found_str(const Tensor& t) {
-  return short_dtype_name(t.dtype()) + shape_str(t.shape());
-}
-
 // Byte ranges of the arena and the value last placed in each.
 class ArenaOccupancy {
  public:
   // Marks [begin, end) as holding `value`; appends the values it displaces.
-  void occupy(int64_t begin, int64_t end, const Value* value, std::vector<const Value*>& displaced) {
+  void occupy(int64_t begin, int64_t end, const Value* value,
+              std::vector<const Value*>& displaced) {
     if (begin >= end) return;
     split(begin);
     split(end);
@@ -142,8 +140,8 @@ struct Executor::Impl {
     const KernelEntry* kernel = nullptr;
     std::vector<OarTensorView> views;  // inputs, then outputs
     OarKernelContext ctx{};
-    OarEvent_t record = nullptr;       // recorded after the launch (another stream waits for it)
-    std::vector<OarEvent_t> waits;     // waited for before the launch
+    OarEvent_t record = nullptr;    // recorded after the launch (another stream waits for it)
+    std::vector<OarEvent_t> waits;  // waited for before the launch
   };
   // A view whose memory changes from run to run (inputs, parameters, outputs).
   struct Patch {
@@ -152,8 +150,8 @@ struct Executor::Impl {
     const Value* root;
   };
 
-  Program source;   // the caller's program (interface checks; recompiled per shapes)
-  Program program;  // compiled: composite ops without kernels decomposed
+  Program source;          // the caller's program (interface checks; recompiled per shapes)
+  Program program;         // compiled: composite ops without kernels decomposed
   bool per_shape = false;  // Note [Decomposing per input shapes]
   Device device;
   ExecutorOptions options;
@@ -178,8 +176,8 @@ struct Executor::Impl {
   std::vector<Patch> patches;
   std::vector<const Value*> fresh_values;  // Placement::output: allocated on every run
   std::unordered_map<const Value*, size_t> fresh_index;
-  std::vector<const Value*> run_roots;     // roots whose tensor a run binds
-  std::vector<Tensor> root_tensors;        // by value id, during a run
+  std::vector<const Value*> run_roots;  // roots whose tensor a run binds
+  std::vector<Tensor> root_tensors;     // by value id, during a run
   int streams_used = 1;
 
   Impl(const Program& caller, const Device& dev, ExecutorOptions opts)
@@ -195,7 +193,8 @@ struct Executor::Impl {
       per_shape = true;
       program = source.clone();
       for (const auto& op : program.block().ops()) {
-        if (op->def().kind == OpKind::primitive && !find_kernel(*backend, *op)) throw no_kernel_error(*op);
+        if (op->def().kind == OpKind::primitive && !find_kernel(*backend, *op))
+          throw no_kernel_error(*op);
       }
       kernels.clear();
     }
@@ -205,7 +204,8 @@ struct Executor::Impl {
   ~Impl() {
     if (backend->shut_down) return;
     const OarDeviceApi& api = backend->api;
-    for (size_t s = 1; s < streams.size(); ++s) api.stream_synchronize(api.impl, device.index, streams[s]);
+    for (size_t s = 1; s < streams.size(); ++s)
+      api.stream_synchronize(api.impl, device.index, streams[s]);
     auto destroy = [&](OarEvent_t e) {
       if (e && api.event_destroy) api.event_destroy(api.impl, device.index, e);
     };
@@ -228,7 +228,8 @@ struct Executor::Impl {
   Error no_kernel_error(const Operation& op) const {
     return Error(ErrorCode::unsupported,
                  op.name() + ": device type '" + device.type + "' has no kernel for dtypes (" +
-                     dtype_list(operand_dtypes(op)) + ") -> (" + dtype_list(result_dtypes(op)) + ")" +
+                     dtype_list(operand_dtypes(op)) + ") -> (" + dtype_list(result_dtypes(op)) +
+                     ")" +
                      (backend->has_kernel(op.def().id) ? "; it has kernels for other dtypes" : ""));
   }
 
@@ -255,7 +256,8 @@ struct Executor::Impl {
     for (int round = 0; round < 16; ++round) {
       size_t before = names.size();
       for (const auto& op : program.block().ops()) {
-        if (op->def().kind == OpKind::composite && !find_kernel(*backend, *op)) names.insert(op->name());
+        if (op->def().kind == OpKind::composite && !find_kernel(*backend, *op))
+          names.insert(op->name());
       }
       if (names.size() == before) return;
       PassManager manager;
@@ -271,7 +273,8 @@ struct Executor::Impl {
   void create_streams() {
     streams.push_back(backend->slot(device.index).stream);
     const OarDeviceApi& api = backend->api;
-    bool has_events = api.stream_create && api.event_create && api.event_record && api.stream_wait_event;
+    bool has_events =
+        api.stream_create && api.event_create && api.event_record && api.stream_wait_event;
     if (options.num_streams <= 1 || !has_events) return;
     host_clear_error();
     check(api.event_create(api.impl, device.index, &start_event), "event_create");
@@ -299,7 +302,8 @@ struct Executor::Impl {
   void synchronize_streams() {
     for (size_t s = 0; s < streams.size(); ++s) {
       host_clear_error();
-      check(backend->api.stream_synchronize(backend->api.impl, device.index, streams[s]), "stream_synchronize");
+      check(backend->api.stream_synchronize(backend->api.impl, device.index, streams[s]),
+            "stream_synchronize");
     }
   }
 
@@ -317,7 +321,8 @@ struct Executor::Impl {
     auto it = plan.buffers.find(value);
     if (it == plan.buffers.end()) {
       throw Error(ErrorCode::internal, "executor: the memory plan has no buffer for value %" +
-                                           std::to_string(value->id()) + " of type " + value->type().str());
+                                           std::to_string(value->id()) + " of type " +
+                                           value->type().str());
     }
     return it->second;
   }
@@ -368,19 +373,23 @@ struct Executor::Impl {
       const Operation& op = program.block().op(i);
       if (!kernels[i]) {  // view ops: aliases, no kernel
         if (buffer(op.result(0)).placement != Placement::alias) {
-          throw Error(ErrorCode::internal, "executor: the memory plan does not alias the result of view op " +
-                                               op.name() + " (block position " + std::to_string(i) + ")");
+          throw Error(ErrorCode::internal,
+                      "executor: the memory plan does not alias the result of view op " +
+                          op.name() + " (block position " + std::to_string(i) + ")");
         }
         continue;
       }
       bool any_elements = false;
-      for (const Value* r : op.results()) any_elements = any_elements || shape_numel(shapes.at(r)) > 0;
+      for (const Value* r : op.results())
+        any_elements = any_elements || shape_numel(shapes.at(r)) > 0;
       if (!any_elements) continue;
       size_t index = launches.size();
       Launch launch;
       launch.op = &op;
       launch.kernel = kernels[i];
-      int rank = op.def().layout == InputLayout::broadcast ? static_cast<int>(shapes.at(op.result(0)).size()) : -1;
+      int rank = op.def().layout == InputLayout::broadcast
+                     ? static_cast<int>(shapes.at(op.result(0)).size())
+                     : -1;
       for (const Value* v : op.operands()) add_view(launch, index, v, rank);
       for (const Value* v : op.results()) add_view(launch, index, v, -1);
       launches.push_back(std::move(launch));
@@ -449,7 +458,8 @@ struct Executor::Impl {
       if (stream < 0) {  // the least recently used stream
         stream = 0;
         for (int t = 1; t < num; ++t) {
-          if (last_on_stream[static_cast<size_t>(t)] < last_on_stream[static_cast<size_t>(stream)]) stream = t;
+          if (last_on_stream[static_cast<size_t>(t)] < last_on_stream[static_cast<size_t>(stream)])
+            stream = t;
         }
       }
       stream_of[i] = stream;
@@ -478,13 +488,15 @@ struct Executor::Impl {
         if (b.placement != Placement::arena || b.bytes == 0) continue;
         index[r] = buffers.size();
         int64_t size = (b.bytes + kAlignment - 1) / kAlignment * kAlignment;
-        buffers.push_back({r, size, static_cast<int>(i), static_cast<int>(i), std::max(stream_of[i], 0)});
+        buffers.push_back(
+            {r, size, static_cast<int>(i), static_cast<int>(i), std::max(stream_of[i], 0)});
       }
     }
     for (size_t i = 0; i < block.size(); ++i) {
       for (const Value* v : block.op(i).operands()) {
         auto it = index.find(root_of(v));
-        if (it != index.end()) buffers[it->second].end = std::max(buffers[it->second].end, static_cast<int>(i));
+        if (it != index.end())
+          buffers[it->second].end = std::max(buffers[it->second].end, static_cast<int>(i));
       }
     }
     // Largest first, each into the tightest gap among the buffers it may not share bytes with.
@@ -498,9 +510,11 @@ struct Executor::Impl {
     for (Buffer* b : order) {
       conflicts.clear();
       for (const Buffer* p : placed) {
-        if (p->stream != b->stream || (p->start <= b->end && b->start <= p->end)) conflicts.push_back(p);
+        if (p->stream != b->stream || (p->start <= b->end && b->start <= p->end))
+          conflicts.push_back(p);
       }
-      std::sort(conflicts.begin(), conflicts.end(), [](const Buffer* x, const Buffer* y) { return x->offset < y->offset; });
+      std::sort(conflicts.begin(), conflicts.end(),
+                [](const Buffer* x, const Buffer* y) { return x->offset < y->offset; });
       int64_t top = 0, best = -1, best_gap = 0;
       for (const Buffer* p : conflicts) {
         int64_t gap = p->offset - top;
@@ -535,9 +549,11 @@ struct Executor::Impl {
     // The arena was laid out again (separate_streams_in_arena): so is reuse_after.
     plan.reuse_after.assign(program.block().size(), {});
     // known[s][t]: the latest launch on stream t that work queued next on s is ordered after.
-    std::vector<std::vector<int>> known(static_cast<size_t>(num), std::vector<int>(static_cast<size_t>(num), -1));
+    std::vector<std::vector<int>> known(static_cast<size_t>(num),
+                                        std::vector<int>(static_cast<size_t>(num), -1));
     std::vector<std::vector<int>> known_at(n);
-    std::unordered_map<const Value*, std::vector<int>> accessors;  // arena roots: writer and readers so far
+    std::unordered_map<const Value*, std::vector<int>>
+        accessors;  // arena roots: writer and readers so far
     ArenaOccupancy occupancy;
     std::vector<bool> waited_on(n, false);
 
@@ -552,14 +568,16 @@ struct Executor::Impl {
       // Earlier readers and writers of the arena bytes this launch overwrites.
       for (const Value* v : op.operands()) {
         const Value* root = root_of(v);
-        if (buffer(root).placement == Placement::arena) accessors[root].push_back(static_cast<int>(i));
+        if (buffer(root).placement == Placement::arena)
+          accessors[root].push_back(static_cast<int>(i));
       }
       for (const Value* r : op.results()) {
         const BufferAssignment& b = buffer(r);
         if (b.placement != Placement::arena) continue;
         std::vector<const Value*> displaced;
         occupancy.occupy(b.offset, b.offset + b.bytes, r, displaced);
-        std::vector<int>& reuse_after = plan.reuse_after[static_cast<size_t>(instructions[i].op_index)];
+        std::vector<int>& reuse_after =
+            plan.reuse_after[static_cast<size_t>(instructions[i].op_index)];
         for (const Value* old : displaced) {
           for (int a : accessors[old]) {
             deps.push_back(a);
@@ -585,7 +603,9 @@ struct Executor::Impl {
         instructions[i].wait_for.push_back(d);
         waited_on[static_cast<size_t>(d)] = true;
         const std::vector<int>& kd = known_at[static_cast<size_t>(d)];
-        for (int u = 0; u < num; ++u) k[static_cast<size_t>(u)] = std::max(k[static_cast<size_t>(u)], kd[static_cast<size_t>(u)]);
+        for (int u = 0; u < num; ++u)
+          k[static_cast<size_t>(u)] =
+              std::max(k[static_cast<size_t>(u)], kd[static_cast<size_t>(u)]);
       }
       std::sort(instructions[i].wait_for.begin(), instructions[i].wait_for.end());
       k[static_cast<size_t>(stream)] = static_cast<int>(i);
@@ -599,12 +619,14 @@ struct Executor::Impl {
       if (waited_on[i]) launches[i].record = pooled_event(next_event++);
     }
     for (size_t i = 0; i < n; ++i) {
-      for (int d : instructions[i].wait_for) launches[i].waits.push_back(launches[static_cast<size_t>(d)].record);
+      for (int d : instructions[i].wait_for)
+        launches[i].waits.push_back(launches[static_cast<size_t>(d)].record);
     }
   }
 
   // The tensor of a root value during a run.
-  Tensor bind_root(const Value* root, std::span<const Tensor> inputs, const std::vector<Tensor>& fresh) {
+  Tensor bind_root(const Value* root, std::span<const Tensor> inputs,
+                   const std::vector<Tensor>& fresh) {
     const BufferAssignment& b = buffer(root);
     if (b.placement == Placement::output) return fresh[fresh_index.at(root)];
     switch (root->kind()) {
@@ -638,33 +660,38 @@ struct Executor::Impl {
     if (inputs.size() != declared.size()) {
       std::string names;
       for (size_t i = 0; i < declared.size(); ++i) names += (i ? ", " : "") + declared[i]->name();
-      throw Error(ErrorCode::invalid_argument, "executor: the program takes " + std::to_string(declared.size()) +
-                                                   (declared.size() == 1 ? " input (" : " inputs (") + names + ") but " + std::to_string(inputs.size()) +
-                                                   " were given");
+      throw Error(ErrorCode::invalid_argument,
+                  "executor: the program takes " + std::to_string(declared.size()) +
+                      (declared.size() == 1 ? " input (" : " inputs (") + names + ") but " +
+                      std::to_string(inputs.size()) + " were given");
     }
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Value* v = declared[i];
       const Tensor& t = inputs[i];
       if (!t.defined()) {
-        throw Error(ErrorCode::invalid_argument, "executor: input '" + v->name() + "' (" + v->type().str() + ") is undefined");
+        throw Error(ErrorCode::invalid_argument,
+                    "executor: input '" + v->name() + "' (" + v->type().str() + ") is undefined");
       }
       if (t.is_symbolic()) {
-        throw Error(ErrorCode::invalid_argument,
-                    "executor: input '" + v->name() + "' is a symbolic tensor of a trace, not a value");
+        throw Error(
+            ErrorCode::invalid_argument,
+            "executor: input '" + v->name() + "' is a symbolic tensor of a trace, not a value");
       }
       if (t.dtype() != v->type().dtype || !v->type().matches(t.shape())) {
-        std::string why = t.dtype() != v->type().dtype ? "the dtype differs"
+        std::string why = t.dtype() != v->type().dtype  ? "the dtype differs"
                           : t.dim() != v->type().rank() ? "the rank differs"
                                                         : "a static dim differs";
-        throw Error(ErrorCode::invalid_argument, "executor: input '" + v->name() + "' expects " + v->type().str() +
-                                                     " but got " + found_str(t) + " (" + why + ")");
+        throw Error(ErrorCode::invalid_argument, "executor: input '" + v->name() + "' expects " +
+                                                     v->type().str() + " but got " +
+                                                     type_of(t).str() + " (" + why + ")");
       }
       Tensor on_device = t.device() == device ? t : t.to(device);
       prepared.push_back(on_device.is_contiguous() ? on_device : on_device.contiguous());
     }
     for (const Value* p : source.parameters()) {
       if (!params.count(p->name())) {
-        throw Error(ErrorCode::invalid_argument, "executor: parameter '" + p->name() + "' (" + p->type().str() +
+        throw Error(ErrorCode::invalid_argument, "executor: parameter '" + p->name() + "' (" +
+                                                     p->type().str() +
                                                      ") is not bound; call set_parameters first");
       }
     }
@@ -681,8 +708,8 @@ struct Executor::Impl {
     if (status != OAR_OK) {
       std::string message = host_take_error();
       throw Error(static_cast<ErrorCode>(status),
-                  message.empty() ? l.op->name() + ": the " + device.type + " kernel failed with status " +
-                                        std::to_string(status)
+                  message.empty() ? l.op->name() + ": the " + device.type +
+                                        " kernel failed with status " + std::to_string(status)
                                   : message);
     }
     if (l.record) {
@@ -699,14 +726,16 @@ struct Executor::Impl {
     if (at_start) {
       check(api.event_record(api.impl, device.index, start_event, streams[0]), "event_record");
       for (int s = 1; s < streams_used; ++s) {
-        check(api.stream_wait_event(api.impl, device.index, streams[static_cast<size_t>(s)], start_event),
+        check(api.stream_wait_event(api.impl, device.index, streams[static_cast<size_t>(s)],
+                                    start_event),
               "stream_wait_event");
       }
       return;
     }
     for (int s = 1; s < streams_used; ++s) {
       OarEvent_t done = done_events[static_cast<size_t>(s)];
-      check(api.event_record(api.impl, device.index, done, streams[static_cast<size_t>(s)]), "event_record");
+      check(api.event_record(api.impl, device.index, done, streams[static_cast<size_t>(s)]),
+            "event_record");
       check(api.stream_wait_event(api.impl, device.index, streams[0], done), "stream_wait_event");
     }
   }
@@ -720,8 +749,10 @@ struct Executor::Impl {
 
     std::vector<Tensor> fresh;
     fresh.reserve(fresh_values.size());
-    for (const Value* v : fresh_values) fresh.push_back(allocate_tensor(shapes.at(v), v->type().dtype, device));
-    for (const Value* root : run_roots) root_tensors[static_cast<size_t>(root->id())] = bind_root(root, inputs, fresh);
+    for (const Value* v : fresh_values)
+      fresh.push_back(allocate_tensor(shapes.at(v), v->type().dtype, device));
+    for (const Value* root : run_roots)
+      root_tensors[static_cast<size_t>(root->id())] = bind_root(root, inputs, fresh);
     for (const Patch& p : patches) {
       const TensorImpl& impl = root_tensors[static_cast<size_t>(p.root->id())].impl();
       OarTensorView& view = launches[p.launch].views[p.view];
@@ -738,7 +769,8 @@ struct Executor::Impl {
     } catch (...) {
       // Leave no queued work reading memory the caller may free.
       const OarDeviceApi& api = backend->api;
-      for (size_t s = 0; s < streams.size() && fenced; ++s) api.stream_synchronize(api.impl, device.index, streams[s]);
+      for (size_t s = 0; s < streams.size() && fenced; ++s)
+        api.stream_synchronize(api.impl, device.index, streams[s]);
       host_clear_error();
       std::fill(root_tensors.begin(), root_tensors.end(), Tensor());
       throw;
@@ -747,7 +779,8 @@ struct Executor::Impl {
     std::vector<Tensor> outputs;
     for (const NamedValue& out : program.outputs()) outputs.push_back(tensor_of(out.value));
     std::vector<std::pair<std::string, Tensor>> updated;
-    for (const NamedValue& up : program.updates()) updated.emplace_back(up.name, tensor_of(up.value));
+    for (const NamedValue& up : program.updates())
+      updated.emplace_back(up.name, tensor_of(up.value));
     for (auto& [name, t] : updated) params[name] = std::move(t);
     for (const Value* root : run_roots) root_tensors[static_cast<size_t>(root->id())] = Tensor();
     return outputs;
@@ -762,7 +795,7 @@ struct Executor::Impl {
     for (const Value* v : program.constants()) names[v] = "%" + v->name();
     int next = 0;
     for (const auto& op : program.block().ops()) {
-      for (const Value* r : op->results()) names[r] = "%" + std::to_string(next++);
+      for (const Value* r : op->results()) names[r] = std::string("%") += std::to_string(next++);
     }
     return names;
   }
@@ -780,8 +813,8 @@ struct Executor::Impl {
     for (size_t i = 0; i < instructions.size(); ++i) {
       const Instruction& ins = instructions[i];
       const Operation& op = program.block().op(static_cast<size_t>(ins.op_index));
-      os << "  #" << i << " [stream " << ins.stream << "] " << list(op.results()) << " = " << op.name() << "("
-         << list(op.operands()) << ")";
+      os << "  #" << i << " [stream " << ins.stream << "] " << list(op.results()) << " = "
+         << op.name() << "(" << list(op.operands()) << ")";
       if (!ins.wait_for.empty()) {
         os << " after";
         for (int w : ins.wait_for) os << " #" << w;
@@ -799,21 +832,30 @@ Executor::Executor(Executor&&) noexcept = default;
 Executor& Executor::operator=(Executor&&) noexcept = default;
 
 void Executor::set_parameters(const ParamMap& params) {
-  for (const auto& [name, value] : params) set_parameter(name, value);
+  // A whole state dict may hold tensors passes removed from the program
+  // (dead code): those are skipped; set_parameter names an unknown one.
+  for (const auto& [name, value] : params) {
+    const Value* p = impl_->source.find(name);
+    if (p && p->kind() == ValueKind::parameter) set_parameter(name, value);
+  }
 }
 
 void Executor::set_parameter(const std::string& name, const Tensor& value) {
   const Value* p = impl_->source.find(name);
   if (!p || p->kind() != ValueKind::parameter) {
     std::string known;
-    for (const Value* q : impl_->source.parameters()) known += (known.empty() ? "" : ", ") + q->name();
-    throw Error(ErrorCode::invalid_argument, "executor: the program has no parameter '" + name +
-                                                 "' (its parameters: " + (known.empty() ? "none" : known) + ")");
+    for (const Value* q : impl_->source.parameters())
+      known += (known.empty() ? "" : ", ") + q->name();
+    throw Error(ErrorCode::invalid_argument,
+                "executor: the program has no parameter '" + name +
+                    "' (its parameters: " + (known.empty() ? "none" : known) + ")");
   }
-  OAR_CHECK_ARG(value.defined(), "executor: parameter '" + name + "' is bound to an undefined tensor");
+  OAR_CHECK_ARG(value.defined(),
+                "executor: parameter '" + name + "' is bound to an undefined tensor");
   if (value.dtype() != p->type().dtype || !p->type().matches(value.shape())) {
-    throw Error(ErrorCode::invalid_argument, "executor: parameter '" + name + "' expects " + p->type().str() +
-                                                 " but got " + found_str(value));
+    throw Error(ErrorCode::invalid_argument, "executor: parameter '" + name + "' expects " +
+                                                 p->type().str() + " but got " +
+                                                 type_of(value).str());
   }
   Tensor t = value.device() == impl_->device ? value : value.to(impl_->device);
   impl_->params[name] = t.is_contiguous() ? t : t.contiguous();

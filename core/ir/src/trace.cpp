@@ -260,11 +260,12 @@ struct StaticFunction::Impl {
       if (!declared) trace_specs[i] = {inputs[i].shape(), inputs[i].dtype(), specs[i].name};
     }
     if (traces > 0) {
-      std::string shapes;
+      std::string shapes, cached;
       for (size_t i = 0; i < inputs.size(); ++i) shapes += (i ? ", " : "") + type_of(inputs[i]).str();
-      log_message(OAR_LOG_DEBUG, "to_static: re-tracing for inputs (" + shapes + "); traced specs so far: " +
-                                     spec_str(cache.empty() ? specs : cache.front().trace.specs) + " (" +
-                                     std::to_string(cache.size()) + " cached)");
+      for (const Entry& e : cache) cached += (cached.empty() ? "(" : "; (") + spec_str(e.trace.specs) + ")";
+      log_message(OAR_LOG_DEBUG, "to_static: re-tracing for inputs (" + shapes + "); cached traces: " +
+                                     (cached.empty() ? std::string("none") : cached) + "; " +
+                                     std::to_string(traces + 1) + " traces so far");
     }
     Trace t = trace(fn, trace_specs, options.parameters, device, examples);
     ++traces;

@@ -44,7 +44,9 @@ class Executor {
   Executor& operator=(Executor&&) noexcept;
 
   /// Binds parameters by name (moved to the device when elsewhere). Every
-  /// parameter of the program must be bound before run().
+  /// parameter of the program must be bound before run(). set_parameters
+  /// skips names the program does not have (a state dict may hold tensors
+  /// dead-code elimination removed); set_parameter throws for them.
   void set_parameters(const ParamMap& params);
   void set_parameter(const std::string& name, const Tensor& value);
   /// The current parameter tensors (after updates of a training program).

@@ -1,0 +1,107 @@
+// to_static: a C++ callable compiled to static mode. Results equal eager
+// mode; shapes the traced specs accept reuse the trace (dynamic dims), other
+// shapes re-trace, logged at debug level; the cache of traces is bounded.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "oar/ir/printer.h"
+#include "oar/ir/trace.h"
+#include "test_util.h"
+
+using namespace oar;
+using oar_test::check_close;
+using oar_test::error_of;
+using oar_test::values;
+
+namespace {
+
+// The log threshold is read once: set it before anything logs.
+const bool g_debug_log = [] { return setenv("OAR_LOG_LEVEL", "debug", 1) == 0; }();
+
+// Captures what the process writes to stderr while `fn` runs.
+template <typename F>
+std::string capture_stderr(F&& fn) {
+  std::fflush(stderr);
+  char path[] = "/tmp/oar_stderr_XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  int saved = dup(2);
+  dup2(fd, 2);
+  fn();
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  close(fd);
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::remove(path);
+  return ss.str();
+}
+
+Tensor filled(const Shape& shape, double scale, const Device& d) {
+  std::vector<float> v(static_cast<size_t>(shape_numel(shape)));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(scale * (static_cast<double>(i % 5) - 2.0));
+  return Tensor::from_vector(v, shape, d);
+}
+
+}  // namespace
+
+TEST_CASE("to_static equals eager, reuses the trace for dynamic dims and re-traces other shapes") {
+  REQUIRE(g_debug_log);
+  for (const Device& d : oar_test::test_devices()) {
+    INFO(d.str());
+    Tensor w = filled({4, 3}, 0.2, d), b = filled({3}, 0.1, d);
+    auto f = [&](const std::vector<Tensor>& in) {
+      return std::vector<Tensor>{softmax(matmul(in[0], w) + b), sum(in[0], {1})};
+    };
+    ir::StaticFunction sf = ir::to_static(f, {{{-1, 4}, DType::f32, "x"}}, {.parameters = {{"w", w}, {"b", b}}});
+    CHECK(error_of([&] { sf.program(); }).find("has not been called yet") != std::string::npos);
+    for (int64_t batch : {2, 5, 1}) {
+      Tensor x = filled({batch, 4}, 0.3, d);
+      std::vector<Tensor> got = sf({x});
+      std::vector<Tensor> want = f({x});
+      check_close(got[0], values(want[0]));
+      check_close(got[1], values(want[1]));
+    }
+    CHECK(sf.trace_count() == 1);
+    CHECK(ir::to_string(sf.program()).find("input %x: f32[-1, 4]") != std::string::npos);
+
+    // A shape the spec rejects (4 -> 6 features) re-traces for that shape.
+    auto g = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{sum(in[0] * 2.0, {1})}; };
+    ir::StaticFunction sg = ir::to_static(g, {{{-1, 4}, DType::f32, "x"}}, {.max_traces = 2});
+    sg({filled({3, 4}, 1.0, d)});
+    std::string log = capture_stderr([&] { check_close(sg({filled({3, 6}, 1.0, d)})[0], values(g({filled({3, 6}, 1.0, d)})[0])); });
+    CHECK(sg.trace_count() == 2);
+    CHECK(log.find("re-tracing for inputs (f32[3, 6])") != std::string::npos);
+    // Bounded: a third shape evicts the least recently used trace.
+    sg({filled({2, 7}, 1.0, d)});
+    CHECK(sg.trace_count() == 3);
+    CHECK(sg.cached_traces() == 2);
+    sg({filled({2, 7}, 1.0, d)});  // cached
+    CHECK(sg.trace_count() == 3);
+    sg({filled({5, 4}, 1.0, d)});  // evicted earlier: traced again
+    CHECK(sg.trace_count() == 4);
+  }
+}
+
+TEST_CASE("to_static: parameters can be replaced between calls; wrong inputs are clear errors") {
+  Device d{"cpu", 0};
+  Tensor w = Tensor::from_vector<float>({1, 2}, {2}, d);
+  auto f = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * w}; };
+  ir::StaticFunction sf = ir::to_static(f, {{{2}, DType::f32, "x"}}, {.parameters = {{"w", w}}});
+  Tensor x = Tensor::from_vector<float>({3, 4}, {2}, d);
+  check_close(sf({x})[0], {3, 8});
+  sf.set_parameter("w", Tensor::from_vector<float>({10, 20}, {2}, d));
+  check_close(sf({x})[0], {30, 80});
+  CHECK(sf.trace_count() == 1);
+  CHECK(error_of([&] { sf.set_parameter("v", x); }).find("no parameter is named 'v'") != std::string::npos);
+  CHECK(error_of([&] { sf.set_parameter("w", Tensor::from_vector<float>({1, 2, 3}, {3}, d)); })
+            .find("parameter 'w' is f32[2] but the new tensor is f32[3]") != std::string::npos);
+  CHECK(error_of([&] { sf({x, x}); }).find("takes 1 inputs but got 2") != std::string::npos);
+}
