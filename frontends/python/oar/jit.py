@@ -214,14 +214,22 @@ class StaticFunction:
             return ()
         return (tuple(layer.training for layer in self._layer.sublayers(include_self=True)),)
 
+    def _state_slots(self):
+        """(state_dict name, dict, key) of each parameter and buffer of the Layer."""
+        if self._layer is None:
+            return []
+        slots, seen = [], set()
+        for prefix, layer in self._layer.named_sublayers(include_self=True):
+            for store in (layer._parameters, layer._buffers):
+                for key, t in store.items():
+                    if t is not None and id(t) not in seen:
+                        seen.add(id(t))
+                        slots.append((prefix + ("." if prefix else "") + key, store, key))
+        return slots
+
     def _named_state(self):
         """The Layer's parameters and buffers (the Python objects), by state_dict name."""
-        if self._layer is None:
-            return {}
-        named = dict(self._layer.named_parameters())
-        for name, b in self._layer.named_buffers():
-            named.setdefault(name, b)
-        return named
+        return {name: store[key] for name, store, key in self._state_slots()}
 
     def _lookup(self, inputs, rebuild, key, device):
         for i, e in enumerate(self._entries):
@@ -245,22 +253,27 @@ class StaticFunction:
 
     def _trace(self, specs, examples, rebuild, device):
         """Traces the function: (_C.ir.Trace, updated buffer names, output structure)."""
-        named = self._named_state()
+        slots = self._state_slots()
         result = {}
 
         def traced(symbolic_inputs):
-            saved = {name: Tensor(t) for name, t in named.items()}
+            saved = [(name, store, key, store[key], Tensor(store[key])) for name, store, key in slots]
             args, kwargs = rebuild(symbolic_inputs)
             try:
                 out = self._function(*args, **kwargs)
             finally:
-                # Buffers the forward reassigned hold symbolic tensors now:
-                # they become program updates, and the Layer gets its tensors back.
+                # Parameters or buffers the forward reassigned (in place or
+                # by attribute) hold symbolic tensors now: they become program
+                # updates, and the Layer gets its tensors back.
                 updated = []
-                for name, t in named.items():
-                    if _C.ir.is_symbolic(t):
-                        updated.append((name, Tensor(t)))
-                        t._rebind_(saved[name])
+                for name, store, key, obj, handle in saved:
+                    current = store.get(key)
+                    if current is not None and _C.ir.is_symbolic(current):
+                        updated.append((name, Tensor(current)))
+                        if current is obj:
+                            obj._rebind_(handle)
+                        else:
+                            store[key] = obj
             result["updates"] = [name for name, _ in updated]
             if isinstance(out, Tensor):
                 result["structure"], outs = "tensor", [out]
@@ -271,7 +284,7 @@ class StaticFunction:
                                 "expected a Tensor or a list/tuple of Tensors")
             return outs + [t for _, t in updated]
 
-        params = {name: Tensor(t) for name, t in named.items()}
+        params = {name: Tensor(store[key]) for name, store, key in slots}
         trace = _C.ir.trace(traced, [s._to_ir() for s in specs], params, device, examples)
         if result["updates"]:
             trace.program._outputs_to_updates(result["updates"])

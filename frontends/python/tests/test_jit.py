@@ -351,6 +351,27 @@ def test_batch_norm_running_statistics_update_like_eager(device):
         assert_close(static_net(x), eager_net(x), rtol=1e-4, atol=1e-5)
 
 
+class Counter(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", oar.zeros([1]))
+
+    def forward(self, x):
+        self.count = self.count + 1.0  # reassigned by attribute, not in place
+        return x * self.count
+
+
+def test_buffers_reassigned_by_attribute_become_updates(device):
+    layer = oar.jit.to_static(Counter())
+    x = oar.to_tensor(np.array([1.0, 2.0], np.float32))
+    with oar.no_grad():
+        outs = [layer(x).numpy() for _ in range(3)]
+    assert_close(np.stack(outs), [[1.0, 2.0], [2.0, 4.0], [3.0, 6.0]])
+    assert_close(layer.count, [3.0])
+    assert not oar._C.ir.is_symbolic(layer.count)
+    assert "update %count <- " in layer.forward.program and layer.forward.trace_count == 1
+
+
 # ---- save / load ----
 
 def test_save_load_round_trip_equals_eager(device, tmp_path):
