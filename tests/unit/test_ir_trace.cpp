@@ -72,6 +72,12 @@ TEST_CASE("a shape computed from x.shape() specializes the trace") {
   ir::Trace t2 = ir::trace(g, {{{-1, 4}, DType::f32, "x"}}, {}, d);
   CHECK_FALSE(t2.specialized);
   CHECK(t2.program.outputs()[0].value->type().str() == "f32[-1, 2]");
+  // flatten keeps the batch dynamic too; an empty tensor still flattens.
+  auto fl = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{flatten(in[0], 1)}; };
+  ir::Trace t3 = ir::trace(fl, {{{-1, 2, 3}, DType::f32, "x"}}, {}, d);
+  CHECK_FALSE(t3.specialized);
+  CHECK(t3.program.outputs()[0].value->type().str() == "f32[-1, 6]");
+  CHECK(flatten(zeros({0, 2, 3}, DType::f32, d), 1).shape() == Shape{0, 6});
 }
 
 TEST_CASE("captured tensors become constants, or parameters when named or requiring grad") {

@@ -346,11 +346,15 @@ Tensor flatten(const Tensor& x, int64_t start_axis, int64_t stop_axis) {
   int64_t s = meta::normalize_axis("flatten", start_axis, x.dim());
   int64_t e = meta::normalize_axis("flatten", stop_axis, x.dim());
   OAR_CHECK_ARG(s <= e, "flatten: start_axis " + std::to_string(start_axis) + " is after stop_axis " + std::to_string(stop_axis));
+  // Leading dims are kept with 0 and the merged one inferred with -1, so a
+  // traced flatten stays valid for every batch size (Note [Dynamic dims]);
+  // an empty tensor cannot infer, so it gets the sizes themselves.
+  bool empty = x.numel() == 0;
   Shape out;
-  for (int64_t i = 0; i < s; ++i) out.push_back(x.shape()[static_cast<size_t>(i)]);
+  for (int64_t i = 0; i < s; ++i) out.push_back(empty ? x.shape()[static_cast<size_t>(i)] : 0);
   int64_t merged = 1;
   for (int64_t i = s; i <= e; ++i) merged *= x.shape()[static_cast<size_t>(i)];
-  out.push_back(merged);
+  out.push_back(empty ? merged : -1);
   for (int64_t i = e + 1; i < x.dim(); ++i) out.push_back(x.shape()[static_cast<size_t>(i)]);
   return reshape(x, out);
 }

@@ -211,12 +211,24 @@ class Model:
 
     # ---- persistence ----
     def save(self, path, training=True):
-        """path.pdparams (the network's state dict) and path.pdopt (the
-        optimizer's), both safetensors files. training=False (an inference
-        program) needs oar.jit, which is not available yet."""
+        """training=True: path.pdparams (the network's state dict) and
+        path.pdopt (the optimizer's), both safetensors files.
+        training=False: the inference program, traced in eval mode from the
+        `inputs` specs given to Model, as path.json + path.safetensors
+        (oar.jit.save; load with oar.jit.load or run with oar-run)."""
         if not training:
-            raise NotImplementedError("Model.save(training=False) exports an inference program through oar.jit, "
-                                      "which is not available yet; save(path) stores the parameters")
+            if not self._inputs:
+                raise ValueError("Model.save(training=False) traces the network from its input specs; create the "
+                                 "Model with inputs=[oar.static.InputSpec([None, ...], 'float32')]")
+            from . import jit
+            was_training = self.network.training
+            self.network.eval()
+            try:
+                jit.save(self.network, path, input_spec=self._inputs)
+            finally:
+                if was_training:
+                    self.network.train()
+            return
         directory = os.path.dirname(path)
         if directory:
             os.makedirs(directory, exist_ok=True)

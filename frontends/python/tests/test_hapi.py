@@ -78,8 +78,15 @@ def test_save_load_roundtrip(device, tmp_path):
     for m in (model, other):
         m.train_batch([xt], [oar.to_tensor(y)])
     np.testing.assert_array_equal(other.network(xt).numpy(), model.network(xt).numpy())
-    with pytest.raises(NotImplementedError, match="jit"):
+    with pytest.raises(ValueError, match="InputSpec"):
         model.save(str(tmp_path / "inference"), training=False)
+    # With input specs, training=False exports the inference program.
+    spec_model = oar.Model(model.network, inputs=[oar.static.InputSpec([None, 2], "float32", "x")])
+    spec_model.save(str(tmp_path / "inference"), training=False)
+    assert model.network.training
+    loaded = oar.jit.load(str(tmp_path / "inference"))
+    model.network.eval()
+    np.testing.assert_allclose(loaded(xt).numpy(), model.network(xt).numpy(), rtol=1e-6, atol=1e-6)
 
 
 def test_lr_scheduler_steps_per_batch_and_callbacks(device):
