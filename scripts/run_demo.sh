@@ -4,7 +4,7 @@
 # default device ($OAR_DEVICE to choose another), then the Python main job: build and install the `oar` package
 # into .venv (scripts/python_env.sh) and train the digits CNN
 # (examples/python/digits_cnn.py: progress bar, test accuracy >= 0.95, save
-# and reload).
+# and reload, export of the inference program run again by oar-run).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 oar_install_deps
 oar_build
@@ -22,4 +22,6 @@ bash "$OAR_ROOT/scripts/python_env.sh"
 OAR_VENV="${OAR_VENV:-$OAR_ROOT/.venv}"
 # Run outside the source tree so `import oar` is the installed package.
 cd "$OAR_ROOT/examples/python"
-"$OAR_VENV/bin/python" digits_cnn.py
+"$OAR_VENV/bin/python" digits_cnn.py --out "$OAR_BUILD/demo"
+# The CNN's exported inference program, run by the C++ runner.
+"$OAR_BUILD/bin/oar-run" "$OAR_BUILD/demo/digits_cnn_program" --shape image=4,1,8,8

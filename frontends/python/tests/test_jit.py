@@ -452,3 +452,22 @@ def test_translated_layer_checks_its_inputs(tmp_path):
         loaded(oar.ones([2, 4]), oar.ones([2, 4]))
     with pytest.raises(ValueError, match="'x'"):
         loaded(oar.ones([2, 5]))
+
+
+@pytest.mark.skipif(not os.environ.get("OAR_RUN_BIN"),
+                    reason="OAR_RUN_BIN (the C++ oar-run) is set by scripts/run_python_tests.sh after the C++ build")
+def test_python_export_runs_in_oar_run(tmp_path):
+    import subprocess
+    net = nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 2))
+    net.eval()
+    path = str(tmp_path / "mlp")
+    oar.jit.save(net, path, input_spec=[oar.static.InputSpec([None, 3], "float32", "x")])
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+    oar.save({"x": oar.to_tensor(x)}, str(tmp_path / "in.safetensors"))
+    run = subprocess.run([os.environ["OAR_RUN_BIN"], path, "--device", "cpu", "--inputs", str(tmp_path / "in.safetensors"),
+                          "--output", str(tmp_path / "out.safetensors")], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    out = oar.load(str(tmp_path / "out.safetensors"))
+    with oar.no_grad():
+        want = net(oar.to_tensor(x)).numpy()
+    np.testing.assert_allclose(out["output_0"].numpy(), want, rtol=1e-6, atol=1e-6)
