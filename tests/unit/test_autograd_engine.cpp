@@ -331,3 +331,33 @@ TEST_CASE("prod's gradient is exact where inputs are zero") {
     check_close({h[0], h[1], h[2], h[6], h[7], h[8]}, {3, 5, 2, 5, 4, 3}, 1e-12, 1e-12);
   }
 }
+
+TEST_CASE("record_custom: a hand-written backward joins the tape") {
+  for (const auto& device : oar_test::test_devices()) {
+    oar::Tensor x = oar::Tensor::from_vector<double>({0.5, -2.0, 3.0}, {3}, device).set_requires_grad(true);
+    // y = x^3 computed without recording, its backward 3 x^2 g written in ops.
+    oar::Tensor y;
+    {
+      oar::NoGrad ng;
+      y = x * x * x;
+    }
+    std::vector<oar::Tensor> outs{y};
+    std::vector<oar::Tensor> ins{x};
+    int calls = 0;
+    CHECK(oar::record_custom("cube", ins, outs, [&](const oar::VjpContext& c) {
+      ++calls;
+      return std::vector<oar::Tensor>{c.grads[0] * c.inputs[0] * c.inputs[0] * 3.0};
+    }));
+    y = outs[0];
+    CHECK(y.grad_fn_name() == "cube");
+    oar::Tensor g = oar::grad({oar::sum(y)}, {x}, {}, /*create_graph=*/true)[0];
+    oar_test::check_close(g, {0.75, 12.0, 27.0});
+    // The backward was written in ops, so it is differentiable again: 6x.
+    oar_test::check_close(oar::grad({oar::sum(g)}, {x})[0], {3.0, -12.0, 18.0});
+    CHECK(calls == 1);
+    // Nothing requires grad: nothing is recorded.
+    oar::Tensor z = oar::Tensor::from_vector<double>({1.0}, {1}, device);
+    std::vector<oar::Tensor> zs{z}, zo{z * 2.0};
+    CHECK_FALSE(oar::record_custom("cube", zs, zo, [](const oar::VjpContext&) { return std::vector<oar::Tensor>{}; }));
+  }
+}

@@ -69,6 +69,21 @@ bool record_op(const OpDef& op, std::span<const Tensor> inputs, std::span<Tensor
 /// True when grad mode is on and some input requires grad.
 bool needs_recording(std::span<const Tensor> inputs);
 
+/// The backward of a custom function: the context holds the function's
+/// inputs and outputs as recorded, the output gradients (undefined: zero)
+/// and which inputs want one; it returns one gradient per input (undefined:
+/// none). It runs in grad mode exactly when the backward was asked to
+/// create a graph (create_graph), so a rule written in ops stays
+/// differentiable; one that is not must throw in that case.
+using CustomVjp = std::function<std::vector<Tensor>(const VjpContext& ctx)>;
+
+/// Records `outputs` as computed from `inputs` by a function named `name`
+/// with a hand-written backward (Paddle's PyLayer, torch.autograd.Function;
+/// static programs called from eager code). Like record_op it records only
+/// when grad mode is on and an input requires grad; returns whether it did.
+bool record_custom(const std::string& name, std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                   CustomVjp vjp);
+
 /// Number of live recorded nodes (for tests of memory release).
 int64_t live_autograd_nodes();
 

@@ -6,6 +6,7 @@
 
 #include "oar/autograd.h"
 #include "oar/error.h"
+#include "oar/ir/compiled_function.h"
 #include "oar/ir/pass.h"
 #include "oar/ir/shape_inference.h"
 #include "oar/ir/verifier.h"
@@ -226,7 +227,7 @@ struct StaticFunction::Impl {
   struct Entry {
     Device device;
     Trace trace;
-    std::unique_ptr<Executor> executor;
+    std::unique_ptr<CompiledFunction> function;
   };
   TracedFunction fn;
   std::vector<InputSpec> specs;
@@ -274,8 +275,8 @@ struct StaticFunction::Impl {
       pm.set_print_after_each(options.print_ir_after_each_pass);
       pm.run(t.program);
     }
-    auto executor = std::make_unique<Executor>(t.program, device, options.executor);
-    cache.push_front(Entry{device, std::move(t), std::move(executor)});
+    auto function = std::make_unique<CompiledFunction>(t.program, device, options.executor);
+    cache.push_front(Entry{device, std::move(t), std::move(function)});
     while (cache.size() > std::max<size_t>(options.max_traces, 1)) cache.pop_back();
     return cache.front();
   }
@@ -305,8 +306,7 @@ std::vector<Tensor> StaticFunction::operator()(const std::vector<Tensor>& inputs
     auto it = impl_->options.parameters.find(name);
     if (it != impl_->options.parameters.end()) t = it->second;
   }
-  entry.executor->set_parameters(params);
-  return entry.executor->run(inputs);
+  return (*entry.function)(inputs, params);
 }
 
 void StaticFunction::set_parameter(const std::string& name, const Tensor& value) {
@@ -323,7 +323,7 @@ size_t StaticFunction::trace_count() const { return impl_->traces; }
 
 const Program& StaticFunction::program() const {
   OAR_CHECK_ARG(!impl_->cache.empty(), "to_static: the function has not been called yet, so nothing is traced");
-  return impl_->cache.front().executor->program();
+  return impl_->cache.front().function->forward().program();
 }
 
 StaticFunction to_static(TracedFunction fn, std::vector<InputSpec> specs, StaticOptions options) {

@@ -26,7 +26,9 @@ thread_local bool t_grad_enabled = true;
 }  // namespace
 
 struct Node : std::enable_shared_from_this<Node> {
-  const OpDef* op = nullptr;
+  const OpDef* op = nullptr;        // the op, or custom_function_def() for record_custom
+  CustomVjp custom_vjp;             // record_custom only
+  std::string custom_name;
   Attrs attrs;
   std::vector<Tensor> inputs;       // saved, with history
   std::vector<Tensor> outputs;      // saved, without autograd state
@@ -60,8 +62,40 @@ bool needs_recording(std::span<const Tensor> inputs) {
   return false;
 }
 
+namespace {
+// Stands for every custom function in nodes (not in the registry: no
+// kernels, no meta rule). Its name is the node's custom_name.
+const OpDef& custom_function_def() {
+  static const OpDef def{.name = "custom_function", .num_inputs = -1, .num_outputs = -1};
+  return def;
+}
+
+bool is_custom(const Node& node) { return node.op == &custom_function_def(); }
+const std::string& node_name(const Node& node) { return is_custom(node) ? node.custom_name : node.op->name; }
+
+std::shared_ptr<Node> make_node(const OpDef& op, std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                                const Attrs& attrs);
+}  // namespace
+
 bool record_op(const OpDef& op, std::span<const Tensor> inputs, std::span<Tensor> outputs, const Attrs& attrs) {
   if (!needs_recording(inputs)) return false;
+  make_node(op, inputs, outputs, attrs);
+  return true;
+}
+
+bool record_custom(const std::string& name, std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                   CustomVjp vjp) {
+  OAR_CHECK_ARG(vjp != nullptr, "record_custom: '" + name + "' has no backward function");
+  if (!needs_recording(inputs)) return false;
+  std::shared_ptr<Node> node = make_node(custom_function_def(), inputs, outputs, {});
+  node->custom_vjp = std::move(vjp);
+  node->custom_name = name;
+  return true;
+}
+
+namespace {
+std::shared_ptr<Node> make_node(const OpDef& op, std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                                const Attrs& attrs) {
   auto node = std::make_shared<Node>();
   node->op = &op;
   node->attrs = attrs;
@@ -84,8 +118,9 @@ bool record_op(const OpDef& op, std::span<const Tensor> inputs, std::span<Tensor
     meta->output_index = static_cast<int>(i);
     outputs[i].impl().autograd = std::move(meta);
   }
-  return true;
+  return node;
 }
+}  // namespace
 
 // ---- Tensor's autograd methods ----
 
@@ -139,7 +174,7 @@ void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) {
 
 std::string Tensor::grad_fn_name() const {
   const auto& m = impl().autograd;
-  return m && m->grad_fn ? m->grad_fn->op->name : std::string();
+  return m && m->grad_fn ? node_name(*m->grad_fn) : std::string();
 }
 
 void Tensor::backward(const Tensor& grad_output, bool retain_graph, bool create_graph) const {
@@ -281,11 +316,11 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
     }
     if (!any || !useful[node]) continue;
     if (node->released) {
-      throw Error(ErrorCode::invalid_argument, "backward: trying to differentiate through '" + node->op->name +
+      throw Error(ErrorCode::invalid_argument, "backward: trying to differentiate through '" + node_name(*node) +
                                                    "' a second time after its saved tensors were freed; pass "
                                                    "retain_graph=true to the first backward");
     }
-    if (!node->op->differentiable || !node->op->vjp) {
+    if (!is_custom(*node) && (!node->op->differentiable || !node->op->vjp)) {
       throw Error(ErrorCode::invalid_argument, node->op->name + ": this op is not differentiable, but a gradient "
                                                                 "was requested through it");
     }
@@ -315,12 +350,12 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
     }
     VjpContext ctx{node->inputs, outs, grads, node->attrs,
                    std::span<const bool>(needs.get(), node->inputs.size())};
-    std::vector<Tensor> input_grads = node->op->vjp(ctx);
+    std::vector<Tensor> input_grads = is_custom(*node) ? node->custom_vjp(ctx) : node->op->vjp(ctx);
     for (size_t i = 0; i < node->inputs.size() && i < input_grads.size(); ++i) {
       Tensor& g = input_grads[i];
       if (!needs[i] || !g.defined()) continue;
       if (g.shape() != node->inputs[i].shape()) {
-        throw Error(ErrorCode::internal, node->op->name + ": its VJP returned a gradient of shape " +
+        throw Error(ErrorCode::internal, node_name(*node) + ": its VJP returned a gradient of shape " +
                                              shape_str(g.shape()) + " for input " + std::to_string(i) + " of shape " +
                                              shape_str(node->inputs[i].shape()));
       }
@@ -339,6 +374,7 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
     for (Node* node : order) {
       node->inputs.clear();
       node->outputs.clear();
+      node->custom_vjp = nullptr;  // what a custom backward captured
       node->released = true;
     }
   }

@@ -74,6 +74,7 @@ class Program {
   /// After a run, parameter `name` takes the value of `value`.
   void add_update(const std::string& name, Value* value);
   void set_update(size_t index, Value* value) { updates_.at(index).value = value; }
+  void clear_updates() { updates_.clear(); }
 
   /// The input, parameter or constant of that name, or nullptr.
   Value* find(const std::string& name) const;

@@ -130,7 +130,9 @@ class StaticFunction {
   StaticFunction(StaticFunction&&) noexcept;
 
   /// Runs the trace whose specs accept the inputs' shapes and dtypes; traces
-  /// (logging at debug level) when none does.
+  /// (logging at debug level) when none does. With grad mode on and an
+  /// input or parameter requiring grad, the outputs are differentiable:
+  /// the backward is the program's appended backward (CompiledFunction).
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs);
 
   /// Replaces a parameter's tensor for later calls.
