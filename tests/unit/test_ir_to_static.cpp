@@ -155,3 +155,42 @@ TEST_CASE("to_static: an eager SGD loop over a static forward follows the eager 
   }
   CHECK(sf.trace_count() == 1);
 }
+
+TEST_CASE("random ops draw new numbers on every run, reproducibly under oar::seed") {
+  for (const Device& d : oar_test::test_devices()) {
+    INFO(d.str());
+    auto f = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + uniform({4}, 0.0, 1.0, DType::f64)}; };
+    Tensor x = zeros({4}, DType::f64, d);
+    ir::Trace t = ir::trace(f, {{{4}, DType::f64, "x"}}, {}, d);
+    ir::Executor ex(t.program, d);
+    oar::seed(7);
+    std::vector<double> a = values(ex.run(std::vector<Tensor>{x})[0]), b = values(ex.run(std::vector<Tensor>{x})[0]);
+    CHECK(a != b);
+    oar::seed(7);
+    CHECK(values(ex.run(std::vector<Tensor>{x})[0]) == a);
+    std::vector<Tensor> feed{x};
+    CHECK(values(ex.run(feed, {3, 9})[0]) == values(ex.run(feed, {3, 9})[0]));
+
+    // Training through dropout: the backward recomputes the forward with the
+    // same mask, so d(sum(y * v))/dw = v * y / w elementwise.
+    Tensor w = Tensor::from_vector<double>({0.5, -1.5, 2.0, 1.0, 3.0, -0.25}, {6}, d).set_requires_grad(true);
+    ir::StaticFunction sf = ir::to_static(
+        [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{dropout(in[0] * w, 0.5)}; },
+        {{{6}, DType::f64, "x"}}, {.parameters = {{"w", w}}});
+    Tensor xs = Tensor::from_vector<double>({1, 2, 3, 4, 5, 6}, {6}, d);
+    Tensor v = Tensor::from_vector<double>({0.1, 0.2, 0.3, 0.4, 0.5, 0.6}, {6}, d);
+    std::vector<double> masks_seen;
+    for (int run = 0; run < 3; ++run) {
+      Tensor y = sf({xs})[0];
+      std::vector<double> yv = values(y), wv = values(w), vv = values(v);
+      std::vector<double> want;
+      for (size_t i = 0; i < yv.size(); ++i) want.push_back(vv[i] * yv[i] / wv[i]);
+      check_close(grad({sum(y * v)}, {w})[0], want, 1e-12, 1e-12);
+      for (double e : yv) masks_seen.push_back(e == 0.0);
+    }
+    // Three runs of six elements at p = 0.5 did not all share one mask.
+    bool differ = false;
+    for (size_t i = 0; i < 6; ++i) differ = differ || masks_seen[i] != masks_seen[6 + i] || masks_seen[i] != masks_seen[12 + i];
+    CHECK(differ);
+  }
+}

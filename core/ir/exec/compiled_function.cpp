@@ -8,6 +8,7 @@
 #include "oar/ir/autodiff.h"
 #include "oar/ir/pass.h"
 #include "oar/ops.h"
+#include "ops/op_util.h"
 
 namespace oar::ir {
 
@@ -94,7 +95,9 @@ size_t CompiledFunction::backward_count() const { return impl_->backwards.size()
 std::vector<Tensor> CompiledFunction::operator()(std::span<const Tensor> inputs, const ParamMap& params) {
   Impl& im = *impl_;
   im.forward.set_parameters(params);
-  std::vector<Tensor> outputs = im.forward.run(inputs);
+  // The backward recomputes the forward: with the same random numbers.
+  std::pair<uint64_t, uint64_t> random_state = next_random_state();
+  std::vector<Tensor> outputs = im.forward.run(inputs, random_state);
   if (!grad_enabled()) return outputs;
 
   std::vector<bool> input_mask, param_mask;
@@ -128,7 +131,7 @@ std::vector<Tensor> CompiledFunction::operator()(std::span<const Tensor> inputs,
   for (auto& t : saved_inputs) t = t.detach();
   ParamMap saved_params;
   for (auto& [name, t] : bound) saved_params[name] = t.detach();
-  CustomVjp vjp = [bw, saved_inputs, saved_params](const VjpContext& ctx) {
+  CustomVjp vjp = [bw, saved_inputs, saved_params, random_state](const VjpContext& ctx) {
     OAR_CHECK_ARG(!grad_enabled(), "to_static: gradients of gradients (create_graph) through a static program are "
                                    "not supported; call the function eagerly for higher derivatives");
     std::vector<Tensor> feed = saved_inputs;
@@ -136,7 +139,7 @@ std::vector<Tensor> CompiledFunction::operator()(std::span<const Tensor> inputs,
       feed.push_back(ctx.grads[i].defined() ? ctx.grads[i] : zeros_like(ctx.outputs[i]));
     }
     bw->executor->set_parameters(saved_params);
-    std::vector<Tensor> grads = bw->executor->run(feed);
+    std::vector<Tensor> grads = bw->executor->run(feed, random_state);
     std::vector<Tensor> result;
     for (int index : bw->grad_output) result.push_back(index >= 0 ? grads[static_cast<size_t>(index)] : Tensor());
     return result;

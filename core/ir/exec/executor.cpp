@@ -36,10 +36,12 @@
 // specialized to them (specialize_types), then decomposed. program() is
 // then the compilation of the last run's shapes.
 #include "oar/ir/executor.h"
+#include "ops/op_util.h"
 
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <unordered_set>
@@ -157,6 +159,8 @@ struct Executor::Impl {
   ExecutorOptions options;
   DeviceBackend* backend = nullptr;
   std::vector<const KernelEntry*> kernels;  // per block op of `program`; null for view ops
+  // Random ops of `program` and their traced offsets (Note [Random ops in programs]).
+  std::vector<std::pair<Operation*, int64_t>> random_ops;
   std::unordered_map<const Value*, size_t> input_index;
   ParamMap params;
 
@@ -244,6 +248,12 @@ struct Executor::Impl {
         if (!kernel) throw no_kernel_error(*op);
       }
       kernels.push_back(kernel);
+    }
+    random_ops.clear();
+    for (const auto& op : program.block().ops()) {
+      if (op->def().random && op->attrs().has("seed") && op->attrs().has("offset")) {
+        random_ops.emplace_back(op.get(), op->attrs().get_int("offset"));
+      }
     }
     input_index.clear();
     for (size_t i = 0; i < program.inputs().size(); ++i) input_index[program.inputs()[i]] = i;
@@ -740,9 +750,25 @@ struct Executor::Impl {
     }
   }
 
-  std::vector<Tensor> run(std::span<const Tensor> given) {
+  // Note [Random ops in programs]
+  // A traced random op (uniform, normal, dropout's mask) holds the (seed,
+  // offset) it drew while tracing. Like an eager call, each run draws anew:
+  // the run's (seed, offset) from the global generator replaces the seed and
+  // shifts every traced offset by offset << 32, so ops stay distinct within
+  // a run and runs differ. A caller that recomputes a run (the backward of
+  // CompiledFunction) passes the same state to get the same numbers.
+  void reseed(std::pair<uint64_t, uint64_t> state) {
+    for (auto& [op, traced] : random_ops) {
+      Attrs& attrs = op->mutable_attrs();
+      attrs.set("seed", static_cast<int64_t>(state.first));
+      attrs.set("offset", static_cast<int64_t>(static_cast<uint64_t>(traced) + (state.second << 32)));
+    }
+  }
+
+  std::vector<Tensor> run(std::span<const Tensor> given, std::optional<std::pair<uint64_t, uint64_t>> random_state) {
     std::vector<Tensor> inputs;
     check_inputs(given, inputs);
+    if (!random_ops.empty()) reseed(random_state ? *random_state : next_random_state());
     std::vector<Shape> input_shapes;
     for (const Tensor& t : inputs) input_shapes.push_back(t.shape());
     if (!planned || input_shapes != planned_shapes) build(input_shapes);
@@ -863,7 +889,10 @@ void Executor::set_parameter(const std::string& name, const Tensor& value) {
 
 const ParamMap& Executor::parameters() const { return impl_->params; }
 
-std::vector<Tensor> Executor::run(std::span<const Tensor> inputs) { return impl_->run(inputs); }
+std::vector<Tensor> Executor::run(std::span<const Tensor> inputs) { return impl_->run(inputs, std::nullopt); }
+std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, std::pair<uint64_t, uint64_t> random_state) {
+  return impl_->run(inputs, random_state);
+}
 
 const Program& Executor::program() const { return impl_->program; }
 const Device& Executor::device() const { return impl_->device; }

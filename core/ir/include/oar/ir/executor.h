@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "oar/device.h"
@@ -55,7 +56,12 @@ class Executor {
   /// Runs the program on `inputs` (one per program input, checked against
   /// the input types: dtype, rank, static dims; a mismatch is an error
   /// naming the input). Returns the outputs in order; applies updates.
+  /// Random ops draw new numbers on every run from the global generator
+  /// (oar::seed), like eager calls (Note [Random ops in programs]).
   std::vector<Tensor> run(std::span<const Tensor> inputs);
+  /// Same, with the random ops' (seed, offset) given: equal states give equal
+  /// numbers (a recomputation of an earlier run).
+  std::vector<Tensor> run(std::span<const Tensor> inputs, std::pair<uint64_t, uint64_t> random_state);
 
   /// The compiled program (after device decompositions).
   const Program& program() const;
