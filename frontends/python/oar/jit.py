@@ -118,10 +118,6 @@ def _accepts(specs, tensors):
     return len(specs) == len(tensors) and all(s.accepts(t) for s, t in zip(specs, tensors))
 
 
-def _requires_grad(tensors):
-    return any(not t.stop_gradient for t in tensors)
-
-
 class _Entry:
     """One cached trace: what it accepts and the executor that runs it."""
 
@@ -144,11 +140,13 @@ class StaticFunction:
     parameters named as in its state_dict, bound to their current values on
     every call, so optimizer steps and set_state_dict are seen.
 
-    Training through to_static runs eagerly for now: the executor does not
-    record onto the autograd tape, so when grad mode is on and an input or a
-    parameter requires grad, the call runs the original Python function
-    (warning once). Under oar.no_grad(), or when nothing requires grad, the
-    static program runs. Layers are traced in their current mode (train or
+    Training works through to_static: when grad mode is on and an input or
+    a parameter requires grad, the outputs are differentiable; their
+    backward runs the program's appended backward (program autodiff with
+    the same VJP rules as eager mode; it recomputes the forward, with the
+    same random numbers). Gradients of gradients (create_graph) through a
+    static program are refused with an error; call the function eagerly
+    for those. Layers are traced in their current mode (train or
     eval; each mode has its own trace); Layer buffers reassigned in forward
     (batch norm's running statistics in train mode) become program updates
     written back after each run.
@@ -165,7 +163,6 @@ class StaticFunction:
         self._input_spec = _specs(input_spec, "to_static")
         self._entries = []  # most recently used first
         self._trace_count = 0
-        self._warned = False
         self._bound = weakref.WeakKeyDictionary()  # a decorated method's StaticFunction per instance
         functools.update_wrapper(self, function)
 
@@ -191,23 +188,9 @@ class StaticFunction:
         inputs, rebuild, key = _split_arguments(f"to_static({self._name})", args, kwargs)
         if any(_C.ir.is_symbolic(t) for t in inputs):
             return self._function(*args, **kwargs)  # called inside another trace: inlined there
-        grad_on = _C.is_grad_enabled()
-        if grad_on and (_requires_grad(inputs) or (self._layer is not None and _requires_grad(self._layer.parameters()))):
-            return self._eager(args, kwargs)
         device = inputs[0]._device if inputs else _C.get_device()
         entry = self._lookup(inputs, rebuild, key + self._mode_key(), device)
-        if grad_on and _requires_grad(entry.captured.values()):
-            return self._eager(args, kwargs)
         return self._run(entry, inputs)
-
-    def _eager(self, args, kwargs):
-        if not self._warned:
-            self._warned = True
-            warnings.warn(f"to_static({self._name}): grad mode is on and an input or parameter requires grad; "
-                          "static programs do not record onto the autograd tape yet, so training through "
-                          "to_static runs the function eagerly (call it under oar.no_grad() to run the program)",
-                          UserWarning, stacklevel=3)
-        return self._function(*args, **kwargs)
 
     def _mode_key(self):
         if self._layer is None:
@@ -293,7 +276,7 @@ class StaticFunction:
 
     def _compile(self, specs, examples, rebuild, key, device):
         trace, updates, structure = self._trace(specs, examples, rebuild, device)
-        executor = _C.ir.Executor(trace.program, device)
+        executor = _C.ir.CompiledFunction(trace.program, device)
         self._trace_count += 1
         named = self._named_state()
         captured = {n: t for n, t in trace.parameters.items() if n not in named}
@@ -305,8 +288,7 @@ class StaticFunction:
 
     def _run(self, entry, inputs):
         named = self._named_state()
-        entry.executor.set_parameters(self._parameters_of(entry.program, entry.captured, named))
-        outs = entry.executor.run(inputs)
+        outs = entry.executor(inputs, self._parameters_of(entry.program, entry.captured, named))
         if entry.updates:
             current = entry.executor.parameters()
             for name in entry.updates:

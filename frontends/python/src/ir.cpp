@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "binding.h"
+#include "oar/ir/compiled_function.h"
 #include "oar/ir/executor.h"
 #include "oar/ir/pass.h"
 #include "oar/ir/printer.h"
@@ -68,6 +69,11 @@ struct PyTrace {
 // An Executor (move-only) held by Python.
 struct PyExecutor {
   std::unique_ptr<ir::Executor> executor;
+};
+
+// A CompiledFunction (differentiable program calls) held by Python.
+struct PyCompiledFunction {
+  std::unique_ptr<ir::CompiledFunction> function;
 };
 
 }  // namespace
@@ -195,6 +201,33 @@ void bind_ir(py::module_& parent) {
       .def_property_readonly(
           "device", [](const PyExecutor& e) { return device_string(e.executor->device()); })
       .def("schedule_str", [](const PyExecutor& e) { return e.executor->schedule_str(); });
+
+  py::class_<PyCompiledFunction>(m, "CompiledFunction",
+                                  "A program callable from eager code: its outputs are differentiable (the "
+                                  "backward is the program's appended backward) when an input or parameter "
+                                  "requires grad.")
+      .def(py::init([](const ir::Program& program, const std::optional<std::string>& device, int num_streams) {
+             ir::ExecutorOptions options;
+             options.num_streams = num_streams;
+             return PyCompiledFunction{
+                 std::make_unique<ir::CompiledFunction>(program, device_or_default(device), options)};
+           }),
+           py::arg("program"), py::arg("device") = py::none(), py::arg("num_streams") = 1)
+      .def(
+          "__call__",
+          [](PyCompiledFunction& f, const std::vector<oar::Tensor>& inputs, const ir::ParamMap& params) {
+            py::gil_scoped_release release;
+            return (*f.function)(inputs, params);
+          },
+          py::arg("inputs"), py::arg("parameters"))
+      .def("parameters", [](const PyCompiledFunction& f) { return f.function->forward().parameters(); })
+      .def_property_readonly("backward_count", [](const PyCompiledFunction& f) { return f.function->backward_count(); })
+      .def_property_readonly(
+          "program",
+          [](const PyCompiledFunction& f) {
+            return std::make_shared<ir::Program>(f.function->forward().program().clone());
+          },
+          "The compiled forward program.");
 
   m.def(
       "save",

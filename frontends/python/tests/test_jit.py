@@ -276,25 +276,22 @@ def test_static_calls_see_parameters_after_an_optimizer_step(device):
         assert_close(static_forward(x), eager(fresh, x), rtol=1e-5, atol=1e-5)
 
 
-def test_training_through_to_static_runs_eagerly_and_warns_once(device):
+def test_training_through_to_static_runs_the_program_and_its_backward(device):
     net = oar.jit.to_static(nn.Linear(3, 2))
     x = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no eager fallback, no warning
         y = net(oar.to_tensor(x))
-        y2 = net(oar.to_tensor(x))
-    messages = [str(w.message) for w in caught]
-    assert len(messages) == 1 and "eagerly" in messages[0]
+    assert net.forward.trace_count == 1
+    assert not y.stop_gradient
     expected = x @ net.weight.numpy() + net.bias.numpy()
     assert_close(y, expected, rtol=1e-5, atol=1e-5)
-    assert_close(y2, expected, rtol=1e-5, atol=1e-5)
     (y.sum()).backward()
     # d sum(x W + b) / dW[i, j] = sum_n x[n, i]; / db[j] = batch size.
     assert_close(net.weight.grad, [[5.0, 5.0], [7.0, 7.0], [9.0, 9.0]])
     assert_close(net.bias.grad, [2.0, 2.0])
-    assert net.forward.trace_count == 0
 
-    # an SGD step (eager), then evaluation runs the program with the new values
+    # an SGD step, then the program runs with the new values
     w_before = net.weight.numpy()
     oar.optimizer.SGD(learning_rate=0.1, parameters=net.parameters()).step()
     assert_close(net.weight, w_before - 0.1 * np.array([[5.0, 5.0], [7.0, 7.0], [9.0, 9.0]]), rtol=1e-5, atol=1e-6)
@@ -304,16 +301,41 @@ def test_training_through_to_static_runs_eagerly_and_warns_once(device):
     assert_close(y3, x @ net.weight.numpy() + net.bias.numpy(), rtol=1e-5, atol=1e-5)
 
 
-def test_inputs_requiring_grad_run_eagerly(device):
+def test_inputs_requiring_grad_get_gradients_from_the_program(device):
     f = oar.jit.to_static(lambda x: (x * x).sum())
     x = oar.to_tensor(np.array([1.0, 2.0], np.float32), stop_gradient=False)
-    with pytest.warns(UserWarning, match="eagerly"):
-        y = f(x)
+    y = f(x)
     y.backward()
     assert_close(x.grad, [2.0, 4.0])
     with oar.no_grad():
         assert_close(f(x), 5.0)
     assert f.trace_count == 1
+    # Higher derivatives through a static program are refused, not wrong.
+    y = f(x)
+    with pytest.raises(Exception, match="gradients of gradients"):
+        oar.grad(y, x, create_graph=True)
+
+
+def test_static_training_loop_matches_eager(device):
+    def make():
+        oar.seed(3)
+        return nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2))
+    static_net, eager_net = oar.jit.to_static(make()), make()
+    x = oar.to_tensor(np.linspace(-1, 1, 24, dtype=np.float32).reshape(6, 4))
+    t = oar.to_tensor(np.linspace(0, 1, 12, dtype=np.float32).reshape(6, 2))
+    opts = [oar.optimizer.Adam(0.05, parameters=n.parameters()) for n in (static_net, eager_net)]
+    for _ in range(5):
+        losses = []
+        for net, opt in zip((static_net, eager_net), opts):
+            loss = nn.functional.mse_loss(net(x), t)
+            loss.backward()
+            opt.step()
+            opt.clear_grad()
+            losses.append(float(loss))
+        np.testing.assert_allclose(losses[0], losses[1], rtol=1e-5)
+    for a, b in zip(static_net.parameters(), eager_net.parameters()):
+        assert_close(a, b.numpy(), rtol=1e-4, atol=1e-5)
+    assert static_net.forward.trace_count == 1
 
 
 def test_dropout_is_traced_in_the_layer_mode(device):
