@@ -163,6 +163,7 @@ class StaticFunction:
         self._input_spec = _specs(input_spec, "to_static")
         self._entries = []  # most recently used first
         self._trace_count = 0
+        self._sublayers = None
         self._bound = weakref.WeakKeyDictionary()  # a decorated method's StaticFunction per instance
         functools.update_wrapper(self, function)
 
@@ -195,7 +196,11 @@ class StaticFunction:
     def _mode_key(self):
         if self._layer is None:
             return ()
-        return (tuple(layer.training for layer in self._layer.sublayers(include_self=True)),)
+        # The sublayers are listed once: walking them on every call costs
+        # more than a small program runs.
+        if self._sublayers is None:
+            self._sublayers = list(self._layer.sublayers(include_self=True))
+        return (tuple(layer.training for layer in self._sublayers),)
 
     def _state_slots(self):
         """(state_dict name, dict, key) of each parameter and buffer of the Layer."""
@@ -278,21 +283,28 @@ class StaticFunction:
         trace, updates, structure = self._trace(specs, examples, rebuild, device)
         executor = _C.ir.CompiledFunction(trace.program, device)
         self._trace_count += 1
-        named = self._named_state()
-        captured = {n: t for n, t in trace.parameters.items() if n not in named}
+        slots = {name: (store, k) for name, store, k in self._state_slots()}
+        captured = {n: t for n, t in trace.parameters.items() if n not in slots}
         accepted = [InputSpec(list(s.shape), s.dtype, s.name) for s in trace.specs]
-        return _Entry(key, device, accepted, trace.program, executor, captured, updates, structure)
+        entry = _Entry(key, device, accepted, trace.program, executor, captured, updates, structure)
+        # Where each program parameter lives: read on every call (optimizer
+        # steps rebind or update them), looked up once.
+        entry.slots = [(n,) + slots[n] for n in trace.program.parameter_names if n in slots]
+        entry.fixed = {n: captured[n] for n in trace.program.parameter_names if n not in slots}
+        return entry
 
     def _parameters_of(self, program, captured, named):
         return {n: named[n] if n in named else captured[n] for n in program.parameter_names}
 
     def _run(self, entry, inputs):
-        named = self._named_state()
-        outs = entry.executor(inputs, self._parameters_of(entry.program, entry.captured, named))
+        params = {name: store[k] for name, store, k in entry.slots}
+        if entry.fixed:
+            params.update(entry.fixed)
+        outs = entry.executor(inputs, params)
         if entry.updates:
             current = entry.executor.parameters()
             for name in entry.updates:
-                named[name]._set_data_(current[name])
+                params[name]._set_data_(current[name])
         if entry.structure == "tensor":
             return outs[0]
         return tuple(outs) if entry.structure == "tuple" else outs
