@@ -1,12 +1,28 @@
 // Programs callable from eager code with gradients (compiled_function.h).
+//
+// Note [Training programs]
+// For one set of differentiated inputs and input shapes, the program is
+// specialized to the shapes, its composite ops without VJP rules are
+// decomposed, and append_backward adds the backward. That program is then
+// split in two:
+//  - the training forward: the forward part, returning the outputs and
+//    every forward result the backward part reads ("saved" values);
+//  - the backward: the backward part, taking the forward's inputs, one
+//    gradient per differentiable output and the saved values as inputs, and
+//    returning the gradients of the differentiated inputs and parameters.
+// So the backward does not recompute the forward, and the tape node holds
+// exactly the saved values, like eager mode's saved tensors.
 #include "oar/ir/compiled_function.h"
 
 #include <map>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "oar/autograd.h"
 #include "oar/error.h"
 #include "oar/ir/autodiff.h"
 #include "oar/ir/pass.h"
+#include "oar/ir/shape_inference.h"
 #include "oar/ops.h"
 #include "ops/op_util.h"
 
@@ -14,13 +30,24 @@ namespace oar::ir {
 
 namespace {
 
-// The backward of one set of differentiated inputs and shapes: a program
-// taking the forward's inputs then one gradient per differentiable output,
-// returning the gradients of the differentiated inputs/parameters.
-struct Backward {
-  std::unique_ptr<Executor> executor;
-  std::vector<int> grad_output;  // per differentiated value: its output index, -1 when unreachable
+struct TrainingPair {
+  std::unique_ptr<Executor> forward;   // outputs, then the saved values
+  std::unique_ptr<Executor> backward;  // inputs, grads, saved -> gradients
+  size_t num_outputs = 0;
+  std::vector<int> grad_output;        // per differentiated value: its backward output, -1 when unreachable
 };
+
+bool decomposed_for_autodiff(const OpDef& def) { return def.decompose && !def.vjp; }
+
+// The forward as differentiated: specialized to `shapes`, composite ops
+// without VJP rules decomposed (deterministic, so two calls give programs
+// whose operations correspond one to one).
+Program differentiable_forward(const Program& source, const std::vector<Shape>& shapes) {
+  Program p = source.clone();
+  specialize_types(p, shapes);
+  make_decomposition_pass(decomposed_for_autodiff)->run(p);
+  return p;
+}
 
 }  // namespace
 
@@ -29,9 +56,11 @@ struct CompiledFunction::Impl {
   Device device;
   ExecutorOptions options;
   Executor forward;
-  std::map<std::string, std::shared_ptr<Backward>> backwards;
+  std::map<std::string, std::shared_ptr<TrainingPair>> pairs;
+  const ParamMap* last_params = nullptr;  // the executor that ran last
 
-  Impl(const Program& p, const Device& d, ExecutorOptions o) : program(p.clone()), device(d), options(o), forward(p, d, o) {}
+  Impl(const Program& p, const Device& d, ExecutorOptions o)
+      : program(p.clone()), device(d), options(o), forward(p, d, o) {}
 
   // Outputs that carry gradients: floating dtypes.
   std::vector<size_t> differentiable_outputs() const {
@@ -42,18 +71,19 @@ struct CompiledFunction::Impl {
     return out;
   }
 
-  std::shared_ptr<Backward> backward_for(const std::vector<bool>& input_mask,
-                                         const std::vector<bool>& param_mask, const std::vector<Shape>& input_shapes,
-                                         const std::vector<Tensor>& outputs) {
+  std::shared_ptr<TrainingPair> pair_for(const std::vector<bool>& input_mask, const std::vector<bool>& param_mask,
+                                         const std::vector<Shape>& input_shapes) {
     std::string key;
     for (bool b : input_mask) key += b ? '1' : '0';
     key += '|';
     for (bool b : param_mask) key += b ? '1' : '0';
     for (const Shape& s : input_shapes) key += shape_str(s);
-    auto it = backwards.find(key);
-    if (it != backwards.end()) return it->second;
+    auto it = pairs.find(key);
+    if (it != pairs.end()) return it->second;
 
-    Program p = program.clone();
+    // Forward + backward in one program (Note [Training programs]).
+    Program p = differentiable_forward(program, input_shapes);
+    const size_t forward_ops = p.block().size();
     std::vector<Value*> wrt;
     for (size_t i = 0; i < input_mask.size(); ++i) {
       if (input_mask[i]) wrt.push_back(p.inputs()[i]);
@@ -67,20 +97,63 @@ struct CompiledFunction::Impl {
       const NamedValue& out = p.outputs()[o];
       targets.push_back(out.value);
       seeds.push_back(p.add_input("grad:" + out.name, out.value->type()));
-      shapes.push_back(outputs[o].shape());
+      shapes.push_back(out.value->type().dims);
     }
     std::vector<Value*> grads = append_backward(p, targets, wrt, seeds, {.input_shapes = shapes, .allow_unused = true});
-    p.clear_outputs();
-    auto bw = std::make_shared<Backward>();
+
+    // Forward results the backward part reads, by (operation, result) position.
+    std::unordered_map<const Value*, std::pair<size_t, size_t>> position;
+    for (size_t i = 0; i < forward_ops; ++i) {
+      const Operation& op = p.block().op(i);
+      for (size_t r = 0; r < op.results().size(); ++r) position[op.result(r)] = {i, r};
+    }
+    std::vector<Value*> saved;
+    std::unordered_map<const Value*, size_t> saved_index;
+    auto save = [&](Value* v) {
+      if (position.count(v) && !saved_index.count(v)) {
+        saved_index[v] = saved.size();
+        saved.push_back(v);
+      }
+    };
+    for (size_t i = forward_ops; i < p.block().size(); ++i) {
+      for (Value* v : p.block().op(i).operands()) save(v);
+    }
     for (Value* g : grads) {
-      bw->grad_output.push_back(g ? static_cast<int>(p.outputs().size()) : -1);
+      if (g) save(g);  // a gradient that is a forward result
+    }
+
+    auto pair = std::make_shared<TrainingPair>();
+    // The training forward: the same decomposed forward, returning the saved values too.
+    Program f = differentiable_forward(program, input_shapes);
+    pair->num_outputs = f.outputs().size();
+    for (size_t k = 0; k < saved.size(); ++k) {
+      auto [i, r] = position.at(saved[k]);
+      f.add_output(f.block().op(i).result(r), "saved_" + std::to_string(k));
+    }
+    default_pipeline(device).run(f);
+    pair->forward = std::make_unique<Executor>(f, device, options);
+
+    // The backward: saved values become inputs; the forward part is dead.
+    p.clear_outputs();
+    p.clear_updates();  // updates belong to the forward run
+    for (Value* g : grads) {
+      pair->grad_output.push_back(g ? static_cast<int>(p.outputs().size()) : -1);
       if (g) p.add_output(g, "grad_" + std::to_string(p.outputs().size()));
     }
-    p.clear_updates();  // updates belong to the forward run only
+    for (size_t k = 0; k < saved.size(); ++k) {
+      Value* input = p.add_input("saved_" + std::to_string(k), saved[k]->type());
+      p.replace_all_uses(saved[k], input);
+    }
+    // Nothing reads the forward part now: drop it, random ops included
+    // (dead-code elimination keeps those).
+    std::unordered_set<const Operation*> forward_part;
+    for (size_t i = 0; i < forward_ops; ++i) forward_part.insert(&p.block().op(i));
+    p.block().erase_if([&](const Operation& op) { return forward_part.count(&op) > 0; });
+    p.drop_unused_constants();
     default_pipeline(device).run(p);
-    bw->executor = std::make_unique<Executor>(p, device, options);
-    backwards.emplace(key, bw);
-    return bw;
+    pair->backward = std::make_unique<Executor>(p, device, options);
+    pairs.emplace(key, pair);
+    return pair;
   }
 };
 
@@ -90,58 +163,61 @@ CompiledFunction::~CompiledFunction() = default;
 CompiledFunction::CompiledFunction(CompiledFunction&&) noexcept = default;
 
 const Executor& CompiledFunction::forward() const { return impl_->forward; }
-size_t CompiledFunction::backward_count() const { return impl_->backwards.size(); }
+size_t CompiledFunction::backward_count() const { return impl_->pairs.size(); }
+const ParamMap& CompiledFunction::parameters() const {
+  return impl_->last_params ? *impl_->last_params : impl_->forward.parameters();
+}
 
 std::vector<Tensor> CompiledFunction::operator()(std::span<const Tensor> inputs, const ParamMap& params) {
   Impl& im = *impl_;
-  im.forward.set_parameters(params);
-  // The backward recomputes the forward: with the same random numbers.
-  std::pair<uint64_t, uint64_t> random_state = next_random_state();
-  std::vector<Tensor> outputs = im.forward.run(inputs, random_state);
-  if (!grad_enabled()) return outputs;
-
   std::vector<bool> input_mask, param_mask;
-  std::vector<Tensor> diff_inputs;  // what the tape node's inputs are
+  std::vector<Tensor> diff_inputs;  // the tape node's inputs
+  bool recording = grad_enabled();
   for (const Tensor& t : inputs) {
-    bool rg = t.requires_grad() && is_floating(t.dtype());
+    bool rg = recording && t.requires_grad() && is_floating(t.dtype());
     input_mask.push_back(rg);
     if (rg) diff_inputs.push_back(t);
   }
-  ParamMap bound;
   for (const Value* p : im.program.parameters()) {
     auto it = params.find(p->name());
-    const Tensor& t = it != params.end() ? it->second : im.forward.parameters().at(p->name());
-    bound[p->name()] = t;
-    bool rg = t.requires_grad() && is_floating(t.dtype());
+    bool rg = recording && it != params.end() && it->second.requires_grad() && is_floating(it->second.dtype());
     param_mask.push_back(rg);
-    if (rg) diff_inputs.push_back(t);
+    if (rg) diff_inputs.push_back(it->second);
   }
-  if (diff_inputs.empty()) return outputs;
-
   std::vector<size_t> diff_out = im.differentiable_outputs();
-  if (diff_out.empty()) return outputs;
+  if (diff_inputs.empty() || diff_out.empty()) {
+    im.forward.set_parameters(params);
+    im.last_params = &im.forward.parameters();
+    return im.forward.run(inputs);
+  }
+
   std::vector<Shape> input_shapes;
   for (const Tensor& t : inputs) input_shapes.push_back(t.shape());
-  std::shared_ptr<Backward> bw = im.backward_for(input_mask, param_mask, input_shapes, outputs);
+  std::shared_ptr<TrainingPair> pair = im.pair_for(input_mask, param_mask, input_shapes);
+  pair->forward->set_parameters(params);
+  im.last_params = &pair->forward->parameters();
+  std::vector<Tensor> results = pair->forward->run(inputs);
+  std::vector<Tensor> outputs(results.begin(), results.begin() + static_cast<std::ptrdiff_t>(pair->num_outputs));
+  std::vector<Tensor> saved(results.begin() + static_cast<std::ptrdiff_t>(pair->num_outputs), results.end());
 
-  // The node's outputs: the differentiable outputs (fresh tensors each run).
   std::vector<Tensor> recorded;
   for (size_t o : diff_out) recorded.push_back(outputs[o]);
   std::vector<Tensor> saved_inputs(inputs.begin(), inputs.end());
   for (auto& t : saved_inputs) t = t.detach();
   ParamMap saved_params;
-  for (auto& [name, t] : bound) saved_params[name] = t.detach();
-  CustomVjp vjp = [bw, saved_inputs, saved_params, random_state](const VjpContext& ctx) {
+  for (const auto& [name, t] : params) saved_params[name] = t.detach();
+  CustomVjp vjp = [pair, saved_inputs, saved_params, saved](const VjpContext& ctx) {
     OAR_CHECK_ARG(!grad_enabled(), "to_static: gradients of gradients (create_graph) through a static program are "
                                    "not supported; call the function eagerly for higher derivatives");
     std::vector<Tensor> feed = saved_inputs;
     for (size_t i = 0; i < ctx.grads.size(); ++i) {
       feed.push_back(ctx.grads[i].defined() ? ctx.grads[i] : zeros_like(ctx.outputs[i]));
     }
-    bw->executor->set_parameters(saved_params);
-    std::vector<Tensor> grads = bw->executor->run(feed, random_state);
+    feed.insert(feed.end(), saved.begin(), saved.end());
+    pair->backward->set_parameters(saved_params);
+    std::vector<Tensor> grads = pair->backward->run(feed);
     std::vector<Tensor> result;
-    for (int index : bw->grad_output) result.push_back(index >= 0 ? grads[static_cast<size_t>(index)] : Tensor());
+    for (int index : pair->grad_output) result.push_back(index >= 0 ? grads[static_cast<size_t>(index)] : Tensor());
     return result;
   };
   record_custom("to_static", diff_inputs, recorded, std::move(vjp));

@@ -220,7 +220,7 @@ void bind_ir(py::module_& parent) {
             return (*f.function)(inputs, params);
           },
           py::arg("inputs"), py::arg("parameters"))
-      .def("parameters", [](const PyCompiledFunction& f) { return f.function->forward().parameters(); })
+      .def("parameters", [](const PyCompiledFunction& f) { return f.function->parameters(); })
       .def_property_readonly("backward_count", [](const PyCompiledFunction& f) { return f.function->backward_count(); })
       .def_property_readonly(
           "program",

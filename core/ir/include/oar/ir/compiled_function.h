@@ -12,13 +12,14 @@
 namespace oar::ir {
 
 /// Runs a program's forward with an Executor and, when autograd records
-/// (grad mode on and an input or a parameter requiring grad), records one
-/// tape node ("to_static") whose backward runs the program's appended
-/// backward (append_backward: the same VJP rules as eager mode). The
-/// backward program recomputes the forward, so nothing is saved between
-/// the two; it is compiled once per set of differentiated inputs and input
-/// shapes. Gradients of gradients through it (create_graph) are an error
-/// naming it; call the function eagerly for those.
+/// (grad mode on and an input or a parameter requiring grad), runs a
+/// training forward that also returns the values the backward needs, and
+/// records one tape node ("to_static") whose backward runs the program's
+/// appended backward (append_backward: the same VJP rules as eager mode)
+/// on them (Note [Training programs] in compiled_function.cpp). The pair
+/// is compiled once per set of differentiated inputs and input shapes.
+/// Gradients of gradients through it (create_graph) are an error naming
+/// it; call the function eagerly for those.
 class CompiledFunction {
  public:
   CompiledFunction(const Program& program, const Device& device, ExecutorOptions options = {});
@@ -29,10 +30,12 @@ class CompiledFunction {
   /// (parameters the program does not use are ignored).
   std::vector<Tensor> operator()(std::span<const Tensor> inputs, const ParamMap& params);
 
-  /// The forward executor (its parameters() hold updated values after a run
-  /// of a program with updates).
+  /// The inference forward executor.
   const Executor& forward() const;
-  /// Backward programs compiled so far.
+  /// The parameters of the executor that ran last (updated values after a
+  /// run of a program with updates).
+  const ParamMap& parameters() const;
+  /// Training forward/backward pairs compiled so far.
   size_t backward_count() const;
 
  private:
