@@ -143,11 +143,11 @@ class StaticFunction:
     Training works through to_static: when grad mode is on and an input or
     a parameter requires grad, the outputs are differentiable; their
     backward runs the program's appended backward (program autodiff with
-    the same VJP rules as eager mode; it recomputes the forward, with the
-    same random numbers). Gradients of gradients (create_graph) through a
-    static program are refused with an error; call the function eagerly
-    for those. Layers are traced in their current mode (train or
-    eval; each mode has its own trace); Layer buffers reassigned in forward
+    the same VJP rules as eager mode, fed the forward values it needs).
+    Gradients of gradients (create_graph) through a static program are
+    refused with an error; call the function eagerly for those. Layers are
+    traced in their current mode (train or eval; each mode has its own
+    trace); Layer buffers reassigned in forward
     (batch norm's running statistics in train mode) become program updates
     written back after each run.
 
