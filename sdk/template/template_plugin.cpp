@@ -35,6 +35,7 @@
 //   TEMPLATE_FAULT_STREAM_ORDER       memcpy_d2h_async runs before queued work
 //   TEMPLATE_FAULT_ABI_VERSION        reports ABI major + 1
 //   TEMPLATE_FAULT_NO_OOM             malloc ignores the capacity
+//   TEMPLATE_FAULT_BYTE_OFFSET        binary kernels ignore views' byte_offset
 
 namespace {
 
@@ -373,8 +374,14 @@ OarStatus binary(const OarKernelContext& ctx, F f) {
   wait_for_stream(ctx);
   const OarTensorView &a = ctx.inputs[0], &b = ctx.inputs[1], &y = ctx.outputs[0];
   op::BroadcastIndexer ia(y, a), ib(y, b);
+#ifdef TEMPLATE_FAULT_BYTE_OFFSET
+  // wrong: a view may start anywhere inside its block (static mode's arena)
+  const T *pa = static_cast<const T*>(a.data), *pb = static_cast<const T*>(b.data);
+  T* py = static_cast<T*>(y.data);
+#else
   const T *pa = op::data<T>(a), *pb = op::data<T>(b);
   T* py = op::data<T>(y);
+#endif
   int64_t n = op::numel(y);
 #ifdef TEMPLATE_FAULT_KERNEL_OFF_BY_ONE
   if (ctx.op_name && std::strcmp(ctx.op_name, "add") == 0)
@@ -469,8 +476,14 @@ OarStatus matmul(const OarKernelContext& ctx) {
     bb.strides[d] = sb, sb *= static_cast<int32_t>(b.shape[d]);
   }
   op::BroadcastIndexer ia(yb, ab), ib(yb, bb);
+#ifdef TEMPLATE_FAULT_BYTE_OFFSET
+  // wrong: a view may start anywhere inside its block (static mode's arena)
+  const T *pa = static_cast<const T*>(a.data), *pb = static_cast<const T*>(b.data);
+  T* py = static_cast<T*>(y.data);
+#else
   const T *pa = op::data<T>(a), *pb = op::data<T>(b);
   T* py = op::data<T>(y);
+#endif
   int64_t batches = op::numel(yb);
   for (int64_t batch = 0; batch < batches; ++batch, ia.next(), ib.next()) {
     const T* ma = pa + ia.offset() * m * k;
