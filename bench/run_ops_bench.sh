@@ -16,17 +16,9 @@ BUILD="${OAR_BUILD:-$ROOT/build}"
 THREADS="${THREADS:-$(nproc)}"
 REPS="${REPS:-20}"
 WARMUP="${WARMUP:-3}"
-VENV="$ROOT/.venv-bench"
 
-if [[ ! -x "$VENV/bin/python" ]]; then
-  python3 -m venv "$VENV"
-fi
-for module in numpy:numpy torch:torch paddle:paddlepaddle; do
-  if ! "$VENV/bin/python" -c "import ${module%%:*}" 2>/dev/null; then
-    echo "run_ops_bench: installing ${module##*:} into $VENV"
-    "$VENV/bin/pip" install -q "${module##*:}" || echo "run_ops_bench: could not install ${module##*:}; going on"
-  fi
-done
+source "$ROOT/bench/peers_env.sh"
+bench_peer_venv run_ops_bench
 
 [[ -f "$BUILD/build.ninja" ]] || cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build "$BUILD" --target bench_ops bench_onednn_raw oar_cpu >/dev/null

@@ -15,19 +15,11 @@ cd "$OAR_ROOT"
 THREADS="${THREADS:-$(nproc)}"
 STEPS="${STEPS:-50}"
 WARMUP="${WARMUP:-10}"
-VENV="$OAR_ROOT/.venv-bench"
 # Cases, `;`-separated: width depth interior boundary dtype.
 IFS=';' read -ra case_list <<<"${CASES:-32 3 1024 256 float32;64 3 4096 512 float32}"
 
-if [[ ! -x "$VENV/bin/python" ]]; then
-  python3 -m venv "$VENV"
-fi
-for module in numpy:numpy torch:torch paddle:paddlepaddle; do
-  if ! "$VENV/bin/python" -c "import ${module%%:*}" 2>/dev/null; then
-    echo "run_pinn_bench: installing ${module##*:} into $VENV"
-    "$VENV/bin/pip" install -q "${module##*:}" || echo "run_pinn_bench: could not install ${module##*:}; going on"
-  fi
-done
+source "$OAR_ROOT/bench/peers_env.sh"
+bench_peer_venv run_pinn_bench
 
 oar_build >/dev/null
 BENCH="$OAR_BUILD/bin/bench_pinn_step"

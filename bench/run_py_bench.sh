@@ -13,18 +13,10 @@ cd "$OAR_ROOT"
 CORES="$(getconf _NPROCESSORS_ONLN)"
 THREADS="${THREADS:-$CORES}"
 ROUNDS="${ROUNDS:-3}"
-VENV="$OAR_ROOT/.venv-bench"
 
 bash scripts/python_env.sh
-if [[ ! -x "$VENV/bin/python" ]]; then
-  python3 -m venv "$VENV"
-fi
-for module in numpy:numpy torch:torch paddle:paddlepaddle; do
-  if ! "$VENV/bin/python" -c "import ${module%%:*}" 2>/dev/null; then
-    echo "run_py_bench: installing ${module##*:} into $VENV"
-    "$VENV/bin/pip" install -q "${module##*:}" || echo "run_py_bench: could not install ${module##*:}; going on"
-  fi
-done
+source "$OAR_ROOT/bench/peers_env.sh"
+bench_peer_venv run_py_bench
 
 export OMP_NUM_THREADS="$THREADS" OAR_NUM_THREADS="$THREADS" MKL_NUM_THREADS="$THREADS"
 lines=""

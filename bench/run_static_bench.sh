@@ -16,18 +16,10 @@ cd "$OAR_ROOT"
 THREADS="${THREADS:-$(nproc)}"
 STEPS="${STEPS:-200}"
 WARMUP="${WARMUP:-20}"
-VENV="$OAR_ROOT/.venv-bench"
 IFS=';' read -ra case_list <<<"${CASES:-32 8 2 2;64 32 4 4;128 64 8 4}"
 
-if [[ ! -x "$VENV/bin/python" ]]; then
-  python3 -m venv "$VENV"
-fi
-for module in numpy:numpy torch:torch paddle:paddlepaddle; do
-  if ! "$VENV/bin/python" -c "import ${module%%:*}" 2>/dev/null; then
-    echo "run_static_bench: installing ${module##*:} into $VENV"
-    "$VENV/bin/pip" install -q "${module##*:}" || echo "run_static_bench: could not install ${module##*:}; going on"
-  fi
-done
+source "$OAR_ROOT/bench/peers_env.sh"
+bench_peer_venv run_static_bench
 
 oar_build >/dev/null
 export OMP_NUM_THREADS="$THREADS" OAR_NUM_THREADS="$THREADS" MKL_NUM_THREADS="$THREADS"
