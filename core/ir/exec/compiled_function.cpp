@@ -40,8 +40,7 @@ struct TrainingPair {
 bool decomposed_for_autodiff(const OpDef& def) { return def.decompose && !def.vjp; }
 
 // The forward as differentiated: specialized to `shapes`, composite ops
-// without VJP rules decomposed (deterministic, so two calls give programs
-// whose operations correspond one to one).
+// without VJP rules decomposed.
 Program differentiable_forward(const Program& source, const std::vector<Shape>& shapes) {
   Program p = source.clone();
   specialize_types(p, shapes);
@@ -83,6 +82,7 @@ struct CompiledFunction::Impl {
 
     // Forward + backward in one program (Note [Training programs]).
     Program p = differentiable_forward(program, input_shapes);
+    Program f = p.clone();  // the training forward: operations correspond one to one
     const size_t forward_ops = p.block().size();
     std::vector<Value*> wrt;
     for (size_t i = 0; i < input_mask.size(); ++i) {
@@ -123,8 +123,7 @@ struct CompiledFunction::Impl {
     }
 
     auto pair = std::make_shared<TrainingPair>();
-    // The training forward: the same decomposed forward, returning the saved values too.
-    Program f = differentiable_forward(program, input_shapes);
+    // The training forward returns the saved values too.
     pair->num_outputs = f.outputs().size();
     for (size_t k = 0; k < saved.size(); ++k) {
       auto [i, r] = position.at(saved[k]);

@@ -20,14 +20,6 @@ constexpr int kMaxRounds = 32;
 // (Note [Dynamic dims] in trace.h).
 constexpr int64_t kExampleDim = 2;
 
-Shape with_dynamic_dims(const TensorType& type, int64_t size) {
-  Shape shape = type.dims;
-  for (int64_t& d : shape) {
-    if (d == kDynamic) d = size;
-  }
-  return shape;
-}
-
 size_t position_of(const Block& block, const Operation* op) {
   for (size_t i = 0; i < block.size(); ++i) {
     if (&block.op(i) == op) return i;
@@ -125,8 +117,8 @@ class DecompositionPass final : public Pass {
     std::vector<Tensor> inputs;
     inputs.reserve(operands.size());
     for (Value* operand : operands) {
-      inputs.push_back(tracer.symbolic(operand, with_dynamic_dims(operand->type(), example),
-                                       with_dynamic_dims(operand->type(), example + 1)));
+      inputs.push_back(tracer.symbolic(operand, operand->type().with_dynamic_dims(example),
+                                       operand->type().with_dynamic_dims(example + 1)));
     }
     BuilderScope scope(tracer);
     return op.def().decompose(inputs, op.attrs());

@@ -72,12 +72,8 @@ std::vector<Value*> append_backward(Program& program, const std::vector<Value*>&
 
   // Example and probe shapes of every value (Note [Dynamic dims]).
   auto example = infer_shapes(program, inputs);
-  std::vector<Shape> probe_inputs = inputs;
-  for (size_t i = 0; i < probe_inputs.size(); ++i) {
-    for (size_t d = 0; d < probe_inputs[i].size(); ++d) {
-      if (program.inputs()[i]->type().dims[d] == kDynamic) probe_inputs[i][d] += 1;
-    }
-  }
+  std::vector<Shape> probe_inputs;
+  for (size_t i = 0; i < inputs.size(); ++i) probe_inputs.push_back(probe_shape(inputs[i], program.inputs()[i]->type()));
   std::unordered_map<const Value*, Shape> probe;
   bool specialized = false;
   try {

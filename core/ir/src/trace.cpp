@@ -15,15 +15,15 @@
 
 namespace oar::ir {
 
-namespace {
-
-Shape probe_of(const Shape& example, const TensorType& type) {
+Shape probe_shape(const Shape& example, const TensorType& type) {
   Shape probe = example;
   for (size_t i = 0; i < probe.size() && i < type.dims.size(); ++i) {
     if (type.dims[i] == kDynamic) probe[i] += 1;
   }
   return probe;
 }
+
+namespace {
 
 std::string type_str(const InputSpec& spec) { return TensorType{spec.dtype, spec.shape}.str(); }
 
@@ -190,16 +190,11 @@ Trace trace(const TracedFunction& fn, const std::vector<InputSpec>& specs, const
                                        " with a dim below -1");
     }
     TensorType type{spec.dtype, spec.shape};
-    Shape example = examples.empty() ? spec.shape : examples[i];
-    if (examples.empty()) {
-      for (auto& d : example) {
-        if (d == kDynamic) d = 2;
-      }
-    }
+    Shape example = examples.empty() ? type.with_dynamic_dims(2) : examples[i];
     OAR_CHECK_ARG(type.matches(example), "to_static: input '" + spec.name + "' of spec " + type.str() +
                                              " got shape " + shape_str(example));
     Value* v = program.add_input(spec.name, type);
-    inputs.push_back(tracer.symbolic(v, example, probe_of(example, type)));
+    inputs.push_back(tracer.symbolic(v, example, probe_shape(example, type)));
     example_shapes.push_back(example);
   }
   std::vector<Tensor> outputs;

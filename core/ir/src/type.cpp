@@ -10,6 +10,14 @@ bool TensorType::is_static() const {
   return true;
 }
 
+Shape TensorType::with_dynamic_dims(int64_t size) const {
+  Shape shape = dims;
+  for (int64_t& d : shape) {
+    if (d == kDynamic) d = size;
+  }
+  return shape;
+}
+
 bool TensorType::matches(const Shape& shape) const {
   if (shape.size() != dims.size()) return false;
   for (size_t i = 0; i < dims.size(); ++i) {

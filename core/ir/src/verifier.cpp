@@ -20,14 +20,6 @@ std::string at_op(size_t index, const Operation& op) {
   return "operation " + std::to_string(index) + " (" + op.name() + ")";
 }
 
-Shape example_shape(const TensorType& type, int64_t size) {
-  Shape s = type.dims;
-  for (auto& d : s) {
-    if (d == kDynamic) d = size;
-  }
-  return s;
-}
-
 }  // namespace
 
 void verify(const Program& program) {
@@ -64,8 +56,8 @@ void verify(const Program& program) {
         fail(at_op(i, op) + " uses operand " + std::to_string(k) + " before it is defined");
       }
       dynamic = dynamic || !v->type().is_static();
-      metas.push_back({v->type().dtype, example_shape(v->type(), kCheckSize)});
-      metas2.push_back({v->type().dtype, example_shape(v->type(), kCheckSize2)});
+      metas.push_back({v->type().dtype, v->type().with_dynamic_dims(kCheckSize)});
+      metas2.push_back({v->type().dtype, v->type().with_dynamic_dims(kCheckSize2)});
     }
     std::vector<TensorMeta> out, out2;
     try {

@@ -43,6 +43,10 @@ struct SymbolicInfo {
 
 namespace oar::ir {
 
+/// The probe shape of Note [Dynamic dims]: `example` with every dim that is
+/// dynamic in `type` one larger.
+Shape probe_shape(const Shape& example, const TensorType& type);
+
 /// The static-mode Builder.
 class Tracer final : public Builder {
  public:

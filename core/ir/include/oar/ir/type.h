@@ -23,6 +23,8 @@ struct TensorType {
   int64_t rank() const { return static_cast<int64_t>(dims.size()); }
   /// True when no dim is dynamic.
   bool is_static() const;
+  /// The dims with every dynamic one set to `size`.
+  Shape with_dynamic_dims(int64_t size) const;
   /// True when `shape` has this rank and every static dim equals its size.
   bool matches(const Shape& shape) const;
   /// "f32[-1, 4]" (short dtype names; a scalar is "f32[]").
