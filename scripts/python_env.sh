@@ -6,14 +6,12 @@ set -euo pipefail
 OAR_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$OAR_ROOT/scripts/common.sh"
 oar_install_deps
+# python3, python3-venv and python3-dev (the extension's headers) are Debian
+# packages too; a machine without python3 at all gets them here.
+oar_install_python_deps
 OAR_VENV="${OAR_VENV:-$OAR_ROOT/.venv}"
 if [[ ! -x "$OAR_VENV/bin/python" ]]; then
-  python3 -m venv "$OAR_VENV" || {
-    echo "oar: python3 -m venv failed; installing python3-venv"
-    sudo_cmd=""; [[ $(id -u) -ne 0 ]] && sudo_cmd="sudo"
-    $sudo_cmd apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq python3-venv >/dev/null
-    python3 -m venv "$OAR_VENV"
-  }
+  python3 -m venv "$OAR_VENV"
 fi
 PY="$OAR_VENV/bin/python"
 missing=()

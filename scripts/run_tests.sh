@@ -2,6 +2,7 @@
 # Every test: install what is missing, build, run ctest.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 oar_install_deps
+oar_install_test_deps
 oar_build
 cd "$OAR_BUILD"
 ctest --output-on-failure -j "$(nproc)" --timeout 600
