@@ -16,7 +16,14 @@ oar_require_packages patchelf   # auditwheel rewrites RPATHs with it
 bash "$OAR_ROOT/scripts/python_env.sh"
 OAR_VENV="${OAR_VENV:-$OAR_ROOT/.venv}"
 PY="$OAR_VENV/bin/python"
-"$PY" -c "import auditwheel" 2>/dev/null || { echo "oar: pip installing auditwheel"; "$PY" -m pip install -q auditwheel; }
+# auditwheel 6.5 and later require patchelf >= 0.14.5; Debian 12 ships 0.14.3.
+AUDITWHEEL_REQ="auditwheel>=6.1,<6.5"
+"$PY" - "$AUDITWHEEL_REQ" <<'PYEOF' 2>/dev/null || { echo "oar: pip installing $AUDITWHEEL_REQ"; "$PY" -m pip install -q "$AUDITWHEEL_REQ"; }
+import sys
+from importlib.metadata import version
+major, minor = (int(x) for x in version("auditwheel").split(".")[:2])
+sys.exit(0 if (major, minor) >= (6, 1) and (major, minor) < (6, 5) else 1)
+PYEOF
 DIST="$OAR_ROOT/dist"
 rm -rf "$DIST/raw"
 mkdir -p "$DIST/raw"
