@@ -43,7 +43,7 @@ oar_require_packages() {
       sudo=(sudo)
     else
       echo "oar: these Debian packages are needed but not installed: ${missing[*]}" >&2
-      echo "oar: this script is not running as root (and sudo needs a password), so it cannot install them; run as root:" >&2
+      echo "oar: this script is not running as root and has no password-less sudo, so it cannot install them; run as root:" >&2
       echo "  $line" >&2
       exit 1
     fi
