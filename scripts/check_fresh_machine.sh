@@ -123,6 +123,8 @@ new_root() {  # new_root NAME: sets $root to a mounted copy of the base with the
   [[ -d /root/.config/pip ]] && mkdir -p "$r/root/.config" && cp -a /root/.config/pip "$r/root/.config/"
   [[ -d /etc/apt/apt.conf.d ]] && cp -a /etc/apt/apt.conf.d/. "$r/etc/apt/apt.conf.d/"
   [[ -d /etc/apt/auth.conf.d ]] && cp -a /etc/apt/auth.conf.d "$r/etc/apt/"
+  # The host's sources replace debootstrap's (both would list the suite twice).
+  rm -f "$r/etc/apt/sources.list"
   [[ -f /etc/apt/sources.list ]] && cp -L /etc/apt/sources.list "$r/etc/apt/sources.list"
   if [[ -d /etc/apt/sources.list.d ]]; then
     mkdir -p "$r/etc/apt/sources.list.d"
