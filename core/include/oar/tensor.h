@@ -94,6 +94,12 @@ class Tensor {
   /// Waits for pending work on this tensor's device and copies its elements
   /// to `dst` (numel * dtype_size bytes).
   void copy_to_host(void* dst) const;
+  /// The host address of the first element when the host can read this
+  /// tensor's memory in place (contiguous, on a device flagged
+  /// OAR_DEVICE_HOST_ADDRESSABLE such as `cpu`), after waiting for pending
+  /// work on its device; nullptr otherwise (and for a tensor of zero bytes).
+  /// The pointer is valid while a Tensor sharing the storage lives.
+  void* host_data() const;
   /// Elements as a host vector; T must match dtype() exactly.
   template <typename T>
   std::vector<T> to_vector() const;

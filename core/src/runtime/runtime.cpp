@@ -2,6 +2,7 @@
 #include "oar/runtime.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 
@@ -40,6 +41,20 @@ DeviceSlot& DeviceBackend::slot(int index) {
                                                  std::to_string(count) + " devices)");
   }
   return slots[static_cast<size_t>(index)];
+}
+
+bool DeviceBackend::host_addressable(int index) {
+  DeviceSlot& s = slot(index);
+  std::atomic_ref<int8_t> cached(s.host_addressable);
+  int8_t known = cached.load(std::memory_order_relaxed);
+  if (known >= 0) return known == 1;
+  OarDeviceProperties props{};
+  props.struct_size = sizeof props;
+  host_clear_error();
+  check(api.device_properties(api.impl, index, &props), "device_properties");
+  bool yes = (props.flags & OAR_DEVICE_HOST_ADDRESSABLE) != 0;
+  cached.store(yes ? 1 : 0, std::memory_order_relaxed);
+  return yes;
 }
 
 const KernelEntry* DeviceBackend::find_kernel(int op_id, std::span<const DType> inputs,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <boost/dll/shared_library.hpp>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -12,6 +13,8 @@
 
 #include "oar/dtype.h"
 #include "oar/error.h"
+#include <atomic>
+
 #include "oar/plugin_api.h"
 #include "oar/runtime.h"
 #include "runtime/caching_allocator.h"
@@ -34,6 +37,7 @@ struct KernelEntry {
 struct DeviceSlot {
   OarStream_t stream = nullptr;  // the compute stream every kernel runs on
   std::unique_ptr<CachingAllocator> allocator;
+  int8_t host_addressable = -1;  // -1: not asked yet, else 0 or 1; read and written through std::atomic_ref
 };
 
 /// A device type registered by a plugin.
@@ -50,6 +54,9 @@ struct DeviceBackend {
   /// Throws oar::Error(status) with "<type>: <what> failed: <plugin's message>".
   void check(OarStatus status, const char* what) const;
   DeviceSlot& slot(int index);
+  /// True when the device's memory is host memory (OAR_DEVICE_HOST_ADDRESSABLE);
+  /// asked of the plugin once per device, then cached.
+  bool host_addressable(int index);
   /// The kernel for an op and dtypes, or nullptr.
   const KernelEntry* find_kernel(int op_id, std::span<const DType> inputs,
                                  std::span<const DType> outputs) const;

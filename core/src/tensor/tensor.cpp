@@ -161,6 +161,15 @@ void Tensor::copy_to_host(void* dst) const {
   }
 }
 
+void* Tensor::host_data() const {
+  const TensorImpl& im = impl();
+  if (im.symbol || !im.storage || !is_contiguous()) return nullptr;
+  DeviceBackend& b = backend_of(im.device);
+  if (!b.host_addressable(im.device.index)) return nullptr;
+  sync_compute_stream(b, im.device.index);
+  return static_cast<char*>(im.storage->data()) + im.byte_offset;
+}
+
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
   DType want = dtype_of<T>();

@@ -145,8 +145,12 @@ def _repr(x):
 
 
 def _array(x, dtype=None, copy=None):
+    # np.asarray(t) shares memory where numpy() does (Note [numpy views]);
+    # np.array(t) and copy=True copy.
     a = x.numpy()
-    return a.astype(dtype) if dtype is not None else a
+    if dtype is not None:
+        return a.astype(dtype, copy=copy is not False)
+    return a.copy() if copy else a
 
 
 def _item(x, *args):

@@ -51,9 +51,21 @@ oar::Shape shape_of(const py::array& a) {
   return s;
 }
 
+// Note [numpy views]: numpy() of a contiguous tensor on a host-addressable
+// device (cpu) is a view of the tensor's memory, as PyTorch's numpy() is:
+// writes through either are seen by both, and the array keeps the storage
+// alive (a capsule owns a Tensor handle). Elsewhere (the mock, a GPU, a
+// strided tensor) and for bfloat16 (numpy has no bfloat16; it becomes
+// float32) it is a copy. to_tensor(ndarray) copies, as Paddle's does.
 py::array to_numpy(const oar::Tensor& t) {
   oar::Tensor src = t.dtype() == oar::DType::bf16 ? oar::cast(t.detach(), oar::DType::f32) : t;
   std::vector<py::ssize_t> shape(src.shape().begin(), src.shape().end());
+  if (src.dtype() == t.dtype()) {
+    if (void* data = src.host_data()) {
+      py::capsule owner(new oar::Tensor(src), [](void* p) { delete static_cast<oar::Tensor*>(p); });
+      return py::array(numpy_dtype(src.dtype()), shape, data, owner);
+    }
+  }
   py::array out(numpy_dtype(src.dtype()), shape);
   src.copy_to_host(out.mutable_data());
   return out;
@@ -119,7 +131,7 @@ void bind_tensor(py::module_& m) {
       .def_property_readonly("size", &oar::Tensor::numel)
       .def_property_readonly("_device", [](const oar::Tensor& x) { return device_string(x.device()); })
       .def("is_contiguous", &oar::Tensor::is_contiguous)
-      .def("numpy", &to_numpy, "A numpy copy of the values (bfloat16 becomes float32).")
+      .def("numpy", &to_numpy, "The values as a numpy array: a view on cpu, else a copy (bfloat16 becomes float32; Note [numpy views]).")
       .def("_raw_bytes", [](const oar::Tensor& x) {
         std::string buf(static_cast<size_t>(x.numel()) * oar::dtype_size(x.dtype()), '\0');
         x.copy_to_host(buf.data());
