@@ -4,12 +4,15 @@
 // whose needed library is missing is skipped naming that library.
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "test_util.h"
 
@@ -221,4 +224,43 @@ TEST_CASE("probe settings from the environment are checked") {
   setenv("XDG_CACHE_HOME", "/tmp/xdg", 1);
   CHECK(oar::Runtime::options_from_env().probe_cache_file == "/tmp/xdg/oar/plugin-probe.cache");
   unsetenv("XDG_CACHE_HOME");
+}
+
+TEST_CASE("probing from a busy multi-threaded process gives the same verdicts every time") {
+  // Note [Plugin probe]: the probe is spawned, not forked, so locks other
+  // threads hold (malloc's here) cannot hang a good plugin's probe.
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> busy;
+  for (int t = 0; t < 4; ++t) {
+    busy.emplace_back([&] {
+      while (!stop) {
+        std::vector<std::unique_ptr<char[]>> blocks;
+        for (int i = 0; i < 64; ++i) blocks.emplace_back(new char[static_cast<size_t>(64 + i * 97)]);
+      }
+    });
+  }
+  std::string dir = hostile_dir();
+  for (int round = 0; round < 5; ++round) {
+    oar::Runtime rt(only(dir + "/liboar_test_segv.so:" + dir + "/liboar_test_survivor.so", 20));
+    CHECK(rt.device_count("survivor") == 1);
+    CHECK(reason_for(rt, "liboar_test_segv.so") ==
+          "its probe process was killed by signal 11 (SIGSEGV) during oar_plugin_init");
+  }
+  stop = true;
+  for (auto& t : busy) t.join();
+}
+
+TEST_CASE("without the probe helper, plugins load unprobed after one warning") {
+  // A liboar_core.so copied where no oar-plugin-probe sits next to it.
+  std::string dir = temp_dir("nohelper");
+  std::string build = fs::path(bin_dir()).parent_path().string();
+  fs::copy_file(build + "/lib/liboar_core.so", dir + "/liboar_core.so");
+  std::string out = oar_test::run_command("LD_LIBRARY_PATH=" + dir + " OAR_PLUGIN_PROBE_CACHE= OAR_PLUGIN_PATH=" +
+                                          hostile_dir() + "/liboar_test_survivor.so " + bin_dir() + "/oar devices");
+  CHECK(out.find("oar warning: cannot start the plugin probe '" + dir +
+                 "/oar-plugin-probe' (No such file or directory); loading plugins without probing them first\n") !=
+        std::string::npos);
+  CHECK(out.find("device type 'survivor': 1 device") != std::string::npos);
+  CHECK(out.find("device type 'cpu': 1 device") != std::string::npos);
+  fs::remove_all(dir);
 }
