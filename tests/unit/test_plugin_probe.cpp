@@ -224,6 +224,10 @@ TEST_CASE("probe settings from the environment are checked") {
   setenv("XDG_CACHE_HOME", "/tmp/xdg", 1);
   CHECK(oar::Runtime::options_from_env().probe_cache_file == "/tmp/xdg/oar/plugin-probe.cache");
   unsetenv("XDG_CACHE_HOME");
+
+  oar::RuntimeOptions options = only(hostile_dir() + "/liboar_test_survivor.so", 0);
+  CHECK(oar_test::error_of([&] { oar::Runtime rt(options); }) ==
+        "RuntimeOptions.probe_timeout_s is 0; a plugin probe needs a time limit above 0 seconds");
 }
 
 TEST_CASE("probing from a busy multi-threaded process gives the same verdicts every time") {

@@ -207,6 +207,10 @@ std::vector<ProbeVerdict> probe_plugins(const std::vector<PluginCandidate>& cand
                                         const RuntimeOptions& options) {
   std::vector<ProbeVerdict> verdicts(candidates.size());
   if (!options.probe_plugins || candidates.empty()) return verdicts;
+  if (!(options.probe_timeout_s > 0)) {
+    throw Error(ErrorCode::invalid_argument, "RuntimeOptions.probe_timeout_s is " + seconds_text(options.probe_timeout_s) +
+                                                 "; a plugin probe needs a time limit above 0 seconds");
+  }
   ProbeCache cache(options.probe_cache_file);
   std::vector<std::optional<PluginFileKey>> keys(candidates.size());
   std::vector<RunningProbe> running;
