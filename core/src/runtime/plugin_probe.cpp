@@ -166,7 +166,15 @@ struct Finished {
   bool cacheable = false;
 };
 
-Finished finish_probe(RunningProbe& probe, double timeout_s) {
+// For OAR_LOG_LEVEL=debug: what the probe saw of a plugin that survived it.
+std::string summary(const ProbeReport& r) {
+  if (!r.load_error.empty()) return "dlopen failed: " + r.load_error;
+  if (r.no_entry) return "no " OAR_PLUGIN_INIT_SYMBOL;
+  if (r.init_threw) return "init threw";
+  return "init returned status " + std::to_string(r.init_status);
+}
+
+Finished finish_probe(RunningProbe& probe, const std::string& plugin, double timeout_s) {
   std::string bytes;
   bool in_time = read_report(probe, bytes);
   int status = 0;
@@ -193,6 +201,7 @@ Finished finish_probe(RunningProbe& probe, double timeout_s) {
   if (!report.done) {
     return {{false, "its probe process exited with code 0 " + stage + ", before the probe finished"}, true};
   }
+  log_message(OAR_LOG_DEBUG, "probe of plugin '" + plugin + "' passed (" + summary(report) + ")");
   return {{true, {}}, true};
 }
 
@@ -235,7 +244,7 @@ std::vector<ProbeVerdict> probe_plugins(const std::vector<PluginCandidate>& cand
     running.push_back(probe);
   }
   for (auto& probe : running) {
-    Finished f = finish_probe(probe, options.probe_timeout_s);
+    Finished f = finish_probe(probe, candidates[probe.index].path, options.probe_timeout_s);
     verdicts[probe.index] = f.verdict;
     if (f.cacheable && keys[probe.index]) cache.put(*keys[probe.index], f.verdict.passed, f.verdict.reason);
   }
