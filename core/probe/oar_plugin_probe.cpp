@@ -10,6 +10,7 @@
 // forgotten, logs dropped, options read from the environment like the real
 // host's. Nothing in this process outlives it.
 #include <dlfcn.h>
+#include <link.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -30,6 +31,17 @@ void report(const std::string& line) {
     if (n <= 0) return;
     off += static_cast<size_t>(n);
   }
+}
+
+// Every shared object loaded so far that has a path (the plugin, its
+// dependencies, what its init opened), for the host's probe cache.
+void report_libraries() {
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void*) {
+        if (info->dlpi_name && info->dlpi_name[0] == '/') report(oar::probe_line_library(info->dlpi_name));
+        return 0;
+      },
+      nullptr);
 }
 
 OarStatus register_device(void*, const OarDeviceApi* api) {
@@ -93,6 +105,7 @@ int main(int argc, char** argv) {
   } else if (void* symbol = dlsym(library, OAR_PLUGIN_INIT_SYMBOL); !symbol) {
     report(oar::probe_line_no_entry());
   } else {
+    report_libraries();
     report(oar::probe_line_stage(oar::ProbeStage::init));
     auto init = reinterpret_cast<OarPluginInitFn>(symbol);
     OarHostApi host = make_host();
@@ -104,6 +117,7 @@ int main(int argc, char** argv) {
     } catch (...) {
       report(oar::probe_line_init_threw());
     }
+    report_libraries();
   }
   report(oar::probe_line_stage(oar::ProbeStage::returned));
   report(oar::probe_line_done());

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/probe_cache.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;
@@ -153,10 +154,11 @@ TEST_CASE("probe outcomes are cached by path, size and mtime; a damaged cache is
     CHECK(rt.device_count("survivor") == 1);
   }
   std::string cache = read_file(options.probe_cache_file);
-  CHECK(cache.find("oar-plugin-probe-cache 1 abi 1.1\n") == 0);
+  CHECK(cache.find("oar-plugin-probe-cache 2 abi 1.1\n") == 0);
   CHECK(cache.find("fail\t") != std::string::npos);
-  CHECK(cache.find("/liboar_a.so\t" + crash + "\n") != std::string::npos);
-  CHECK(cache.find("/liboar_b.so\t\n") != std::string::npos);  // a pass
+  CHECK(cache.find("/liboar_a.so\t" + crash + "\t") != std::string::npos);
+  CHECK(cache.find("/liboar_b.so\t\t") != std::string::npos);  // a pass
+  CHECK(cache.find("/libc.so.6") != std::string::npos);  // with the libraries the probe saw
   CHECK(cache.find("liboar_c.so") == std::string::npos);      // a timeout is never cached
   {
     oar::Runtime rt(options);
@@ -176,14 +178,15 @@ TEST_CASE("probe outcomes are cached by path, size and mtime; a damaged cache is
 
   // Damaged caches are ignored as a whole and rewritten.
   for (std::string garbage : {std::string("not a cache\n"),
-                              "oar-plugin-probe-cache 1 abi 1.1\npass\t12\tx\t" + dir + "/liboar_a.so\t\n",
-                              "oar-plugin-probe-cache 1 abi 1.1\nfail\t1\t2\t" + dir + "/liboar_a.so\n",
+                              "oar-plugin-probe-cache 2 abi 1.1\npass\t12\tx\t" + dir + "/liboar_a.so\t\n",
+                              "oar-plugin-probe-cache 2 abi 1.1\nfail\t1\t2\t" + dir + "/liboar_a.so\n",
+                              "oar-plugin-probe-cache 2 abi 1.1\npass\t1\t2\t" + dir + "/liboar_a.so\t\tno-library\n",
                               std::string("oar-plugin-probe-cache 1 abi 9.9\n"), std::string(2 << 20, '\t')}) {
     std::ofstream(options.probe_cache_file, std::ios::binary) << garbage;
     oar::Runtime rt(options);
     CHECK(rt.device_count("minimal") == 1);
     CHECK(rt.device_count("survivor") == 1);
-    CHECK(read_file(options.probe_cache_file).find("oar-plugin-probe-cache 1 abi 1.1\npass\t") == 0);
+    CHECK(read_file(options.probe_cache_file).find("oar-plugin-probe-cache 2 abi 1.1\npass\t") == 0);
   }
   fs::remove_all(dir);
 }
@@ -196,7 +199,7 @@ TEST_CASE("a cached pass for a file of another size or mtime is not used") {
   oar::RuntimeOptions options = only(dir);
   options.probe_cache_file = dir + "/probe.cache";
   std::string canonical = fs::canonical(dir + "/liboar_a.so").string();
-  std::ofstream(options.probe_cache_file) << "oar-plugin-probe-cache 1 abi 1.1\npass\t1\t1\t" << canonical << "\t\n";
+  std::ofstream(options.probe_cache_file) << "oar-plugin-probe-cache 2 abi 1.1\npass\t1\t1\t" << canonical << "\t\n";
   oar::Runtime rt(options);
   CHECK(reason_for(rt, "liboar_a.so").find("killed by signal 11 (SIGSEGV)") != std::string::npos);
   fs::remove_all(dir);
@@ -266,5 +269,35 @@ TEST_CASE("without the probe helper, plugins load unprobed after one warning") {
         std::string::npos);
   CHECK(out.find("device type 'survivor': 1 device") != std::string::npos);
   CHECK(out.find("device type 'cpu': 1 device") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a cached outcome holds only while the plugin's libraries are unchanged") {
+  std::string dir = temp_dir("deps");
+  std::string plugin = dir + "/liboar_x.so", dep = dir + "/libdep.so.1";
+  std::ofstream(plugin) << "plugin";
+  std::ofstream(dep) << "v1";
+  auto key = oar::plugin_file_key(plugin);
+  REQUIRE(key.has_value());
+  {
+    oar::ProbeCache cache(dir + "/probe.cache");
+    cache.put(*key, true, "", {dep});
+    cache.save();
+  }
+  CHECK(oar::ProbeCache(dir + "/probe.cache").find(*key).has_value());
+  std::ofstream(dep) << "version 2";  // an upgraded dependency
+  CHECK_FALSE(oar::ProbeCache(dir + "/probe.cache").find(*key).has_value());
+  fs::remove(dep);
+  CHECK_FALSE(oar::ProbeCache(dir + "/probe.cache").find(*key).has_value());
+  // A library that cannot be stat'ed when the outcome is put: not cached.
+  oar::ProbeCache cache(dir + "/other.cache");
+  cache.put(*key, true, "", {dir + "/gone.so"});
+  CHECK_FALSE(cache.find(*key).has_value());
+
+  // The cpu plugin's entry lists oneDNN, which it links against.
+  oar::RuntimeOptions options = only(fs::path(bin_dir()).parent_path().string() + "/plugins/liboar_cpu.so", 20);
+  options.probe_cache_file = dir + "/cpu.cache";
+  CHECK(oar::Runtime(options).device_count("cpu") == 1);
+  CHECK(read_file(options.probe_cache_file).find("/libdnnl.so") != std::string::npos);
   fs::remove_all(dir);
 }

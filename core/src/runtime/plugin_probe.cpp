@@ -29,12 +29,15 @@
 // returned an error, or that does not load at all, passes the probe and gets
 // its exact reason from the ordinary load (one code path for those messages).
 //
-// Cache (probe_cache.h): a pass and a crash or exit are properties of the
-// file and are cached by (path, size, mtime) and the host's ABI; a timeout
-// may be a loaded machine and is never cached. What the cache cannot see: a
-// changed library the plugin depends on or a changed environment (a driver
-// installed); remove the cache file or set OAR_PLUGIN_PROBE_CACHE= to probe
-// afresh.
+// Cache (probe_cache.h): a pass, and a crash or exit in init, are
+// properties of the files involved: they are cached by the (path, size,
+// mtime) of the plugin and of every library the probe saw loaded with it
+// (its dependencies, and what its init opened), and by the host's ABI, so
+// an upgraded libdnnl or driver library means a new probe. A timeout may be
+// a loaded machine, and a death inside dlopen or a plugin that does not load
+// comes before the library list, so none of those is cached. What the cache cannot see: a changed environment
+// (a device plugged in, an option set); remove the cache file or set
+// OAR_PLUGIN_PROBE_CACHE= to probe afresh.
 #include "runtime/plugin_probe.h"
 
 #include <fcntl.h>
@@ -164,6 +167,7 @@ bool wait_exit(const RunningProbe& probe, int& status) {
 struct Finished {
   ProbeVerdict verdict;
   bool cacheable = false;
+  std::vector<std::string> libraries;  // what the probe saw loaded
 };
 
 // For OAR_LOG_LEVEL=debug: what the probe saw of a plugin that survived it.
@@ -190,19 +194,25 @@ Finished finish_probe(RunningProbe& probe, const std::string& plugin, double tim
                         " s (OAR_PLUGIN_PROBE_TIMEOUT) " + stage + "; it was killed"},
             false};
   }
+  // Cached only when init ran (or died) after the probe listed the plugin's
+  // libraries: a death inside dlopen, or a plugin that did not load there,
+  // comes before that list, and nothing would notice a dependency installed
+  // or fixed later (then the next probe could find a crash).
+  bool cacheable = report.stage >= ProbeStage::init && report.load_error.empty() && !report.no_entry;
   if (WIFSIGNALED(status)) {
     return {{false, "its probe process was killed by " + signal_description(WTERMSIG(status)) + " " + stage},
-            true};
+            cacheable, report.libraries};
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
     return {{false, "its probe process exited with code " + std::to_string(WEXITSTATUS(status)) + " " + stage},
-            true};
+            cacheable, report.libraries};
   }
   if (!report.done) {
-    return {{false, "its probe process exited with code 0 " + stage + ", before the probe finished"}, true};
+    return {{false, "its probe process exited with code 0 " + stage + ", before the probe finished"}, cacheable,
+            report.libraries};
   }
   log_message(OAR_LOG_DEBUG, "probe of plugin '" + plugin + "' passed (" + summary(report) + ")");
-  return {{true, {}}, true};
+  return {{true, {}}, cacheable, report.libraries};
 }
 
 }  // namespace
@@ -246,7 +256,9 @@ std::vector<ProbeVerdict> probe_plugins(const std::vector<PluginCandidate>& cand
   for (auto& probe : running) {
     Finished f = finish_probe(probe, candidates[probe.index].path, options.probe_timeout_s);
     verdicts[probe.index] = f.verdict;
-    if (f.cacheable && keys[probe.index]) cache.put(*keys[probe.index], f.verdict.passed, f.verdict.reason);
+    if (f.cacheable && keys[probe.index]) {
+      cache.put(*keys[probe.index], f.verdict.passed, f.verdict.reason, f.libraries);
+    }
   }
   cache.save();
   return verdicts;

@@ -1,9 +1,10 @@
 // The plugin probe cache (see probe_cache.h). Format, one entry per line,
 // fields separated by tabs, after a header naming the format and host ABI:
-//   oar-plugin-probe-cache 1 abi 1.1
-//   pass<TAB>size<TAB>mtime_ns<TAB>path<TAB>
-//   fail<TAB>size<TAB>mtime_ns<TAB>path<TAB>reason
-// Paths or reasons containing a tab or newline are not cached.
+//   oar-plugin-probe-cache 2 abi 1.1
+//   pass<TAB>size<TAB>mtime_ns<TAB>path<TAB><TAB>library...
+//   fail<TAB>size<TAB>mtime_ns<TAB>path<TAB>reason<TAB>library...
+// where each library is "size mtime_ns path". Paths or reasons containing a
+// tab or newline are not cached.
 #include "runtime/probe_cache.h"
 
 #include <sys/stat.h>
@@ -30,7 +31,7 @@ constexpr size_t kMaxCacheBytes = 1 << 20;  // a bigger file is not ours
 constexpr size_t kMaxEntries = 4096;
 
 std::string header_line() {
-  return "oar-plugin-probe-cache 1 abi " + std::to_string(OAR_ABI_VERSION_MAJOR) + "." +
+  return "oar-plugin-probe-cache 2 abi " + std::to_string(OAR_ABI_VERSION_MAJOR) + "." +
          std::to_string(OAR_ABI_VERSION_MINOR);
 }
 
@@ -52,6 +53,20 @@ bool parse_number(std::string_view text, T& value) {
 }
 
 bool cacheable_text(const std::string& s) { return s.find_first_of("\t\n\r") == std::string::npos; }
+
+// "size mtime_ns path" of one library.
+bool parse_library(std::string_view field, PluginFileKey& key) {
+  size_t a = field.find(' ');
+  size_t b = a == std::string_view::npos ? a : field.find(' ', a + 1);
+  if (b == std::string_view::npos || b + 1 >= field.size()) return false;
+  key.path = std::string(field.substr(b + 1));
+  return parse_number(field.substr(0, a), key.size) && parse_number(field.substr(a + 1, b - a - 1), key.mtime_ns);
+}
+
+bool unchanged(const PluginFileKey& recorded) {
+  auto now = plugin_file_key(recorded.path);
+  return now && now->size == recorded.size && now->mtime_ns == recorded.mtime_ns;
+}
 
 }  // namespace
 
@@ -78,11 +93,14 @@ ProbeCache::ProbeCache(std::string file) : file_(std::move(file)) {
   while (std::getline(lines, line)) {
     auto fields = split_tabs(line);
     CachedProbe entry;
-    if (fields.size() != 5 || fields[3].empty() || entries.size() >= kMaxEntries) return;
+    if (fields.size() < 5 || fields[3].empty() || entries.size() >= kMaxEntries) return;
     if (fields[0] == "pass" && fields[4].empty()) entry.passed = true;
     else if (fields[0] == "fail" && !fields[4].empty()) entry.reason = std::string(fields[4]);
     else return;
     if (!parse_number(fields[1], entry.size) || !parse_number(fields[2], entry.mtime_ns)) return;
+    for (size_t i = 5; i < fields.size(); ++i) {
+      if (!parse_library(fields[i], entry.libraries.emplace_back())) return;
+    }
     entries[std::string(fields[3])] = std::move(entry);
   }
   entries_ = std::move(entries);  // all or nothing: a damaged file is not half-trusted
@@ -93,12 +111,22 @@ std::optional<CachedProbe> ProbeCache::find(const PluginFileKey& key) const {
   if (it == entries_.end() || it->second.size != key.size || it->second.mtime_ns != key.mtime_ns) {
     return std::nullopt;
   }
+  for (const auto& library : it->second.libraries) {
+    if (!unchanged(library)) return std::nullopt;  // an upgraded dependency is a new plugin
+  }
   return it->second;
 }
 
-void ProbeCache::put(const PluginFileKey& key, bool passed, const std::string& reason) {
+void ProbeCache::put(const PluginFileKey& key, bool passed, const std::string& reason,
+                     const std::vector<std::string>& libraries) {
   if (file_.empty() || !cacheable_text(key.path) || !cacheable_text(reason)) return;
-  entries_[key.path] = CachedProbe{key.size, key.mtime_ns, passed, passed ? std::string() : reason};
+  CachedProbe entry{key.size, key.mtime_ns, passed, passed ? std::string() : reason, {}};
+  for (const auto& path : libraries) {
+    auto library = plugin_file_key(path);
+    if (!library || !cacheable_text(library->path)) return;
+    entry.libraries.push_back(*library);
+  }
+  entries_[key.path] = std::move(entry);
   dirty_ = true;
 }
 
@@ -109,7 +137,11 @@ void ProbeCache::save() const {
     std::error_code ec;
     if (!fs::exists(path, ec)) continue;  // forget plugins that are gone
     text += std::string(e.passed ? "pass" : "fail") + "\t" + std::to_string(e.size) + "\t" +
-            std::to_string(e.mtime_ns) + "\t" + path + "\t" + e.reason + "\n";
+            std::to_string(e.mtime_ns) + "\t" + path + "\t" + e.reason;
+    for (const auto& l : e.libraries) {
+      text += "\t" + std::to_string(l.size) + " " + std::to_string(l.mtime_ns) + " " + l.path;
+    }
+    text += "\n";
   }
   std::error_code ec;
   fs::path target(file_);

@@ -1,6 +1,6 @@
 // The plugin probe cache: outcomes of earlier probes keyed by the plugin
-// file's (path, size, mtime), so start-up does not spawn a probe per plugin
-// every time. A small text file, written to a temporary name and renamed;
+// file's (path, size, mtime) and those of the libraries it loaded, so
+// start-up does not spawn a probe per plugin every time. A small text file, written to a temporary name and renamed;
 // a file that does not parse (or another version's) is ignored as a whole.
 #pragma once
 
@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace oar {
 
@@ -19,12 +20,14 @@ struct PluginFileKey {
   bool operator==(const PluginFileKey&) const = default;
 };
 
-/// A cached outcome: passed, or failed with the skip reason.
+/// A cached outcome: passed, or failed with the skip reason. It holds
+/// while the plugin file and every library loaded with it are unchanged.
 struct CachedProbe {
   uint64_t size = 0;
   int64_t mtime_ns = 0;
   bool passed = false;
   std::string reason;  ///< why it failed (empty when passed)
+  std::vector<PluginFileKey> libraries;
 };
 
 /// The key of a file, or nullopt when it cannot be stat'ed.
@@ -34,9 +37,13 @@ class ProbeCache {
  public:
   /// Reads `file` (empty: no cache; missing or malformed: empty cache).
   explicit ProbeCache(std::string file);
-  /// The cached outcome for `key`, when its size and mtime still match.
+  /// The cached outcome for `key`, when its size and mtime and those of
+  /// its libraries still match.
   std::optional<CachedProbe> find(const PluginFileKey& key) const;
-  void put(const PluginFileKey& key, bool passed, const std::string& reason);
+  /// Remembers an outcome with the libraries the probe saw loaded (stat'ed
+  /// now); not cached when one of them cannot be stat'ed.
+  void put(const PluginFileKey& key, bool passed, const std::string& reason,
+           const std::vector<std::string>& libraries);
   /// Writes the cache back if anything changed (temp file + rename);
   /// failures only log at debug level: the cache is an optimisation.
   void save() const;

@@ -2,6 +2,7 @@
 // goes, parsed by the host (see probe_report.h).
 #include "runtime/probe_report.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace oar {
@@ -13,6 +14,7 @@ constexpr std::string_view kLoadError = "load-error ";
 constexpr std::string_view kNoEntry = "no-entry";
 constexpr std::string_view kInitThrew = "init-threw";
 constexpr std::string_view kInitStatus = "init-status ";
+constexpr std::string_view kLibrary = "lib ";
 constexpr std::string_view kDone = "done";
 
 std::string_view stage_name(ProbeStage stage) {
@@ -62,6 +64,12 @@ void apply_line(std::string_view line, ProbeReport& report) {
   } else if (line.substr(0, kInitStatus.size()) == kInitStatus) {
     int32_t status;
     if (parse_int32(line.substr(kInitStatus.size()), status)) report.init_status = status;
+  } else if (line.substr(0, kLibrary.size()) == kLibrary) {
+    std::string path = one_line(line.substr(kLibrary.size()));
+    if (path.size() > 1 && path[0] == '/' && report.libraries.size() < kProbeReportMaxLibraries &&
+        std::find(report.libraries.begin(), report.libraries.end(), path) == report.libraries.end()) {
+      report.libraries.push_back(std::move(path));
+    }
   } else if (line == kDone) {
     report.done = true;
   }
@@ -74,6 +82,7 @@ std::string probe_line_load_error(std::string_view text) { return std::string(kL
 std::string probe_line_no_entry() { return std::string(kNoEntry) + "\n"; }
 std::string probe_line_init_threw() { return std::string(kInitThrew) + "\n"; }
 std::string probe_line_init_status(int32_t status) { return std::string(kInitStatus) + std::to_string(status) + "\n"; }
+std::string probe_line_library(std::string_view path) { return std::string(kLibrary) + one_line(path) + "\n"; }
 std::string probe_line_done() { return std::string(kDone) + "\n"; }
 
 ProbeReport parse_probe_report(std::string_view bytes) {
@@ -104,6 +113,7 @@ std::string format_probe_report(const ProbeReport& report) {
   if (report.no_entry) out += probe_line_no_entry();
   if (report.init_threw) out += probe_line_init_threw();
   if (report.init_status != 0) out += probe_line_init_status(report.init_status);
+  for (const auto& path : report.libraries) out += probe_line_library(path);
   if (report.done) out += probe_line_done();
   return out;
 }

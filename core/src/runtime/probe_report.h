@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace oar {
 
@@ -30,6 +31,10 @@ struct ProbeReport {
   bool no_entry = false;     ///< the plugin does not export oar_plugin_init
   bool init_threw = false;   ///< oar_plugin_init threw a C++ exception
   int32_t init_status = 0;   ///< what oar_plugin_init returned (stage returned)
+  /// Absolute paths of the shared objects loaded with the plugin (its
+  /// dependencies, and what its init opened), without duplicates: a cached
+  /// outcome holds only while none of them changed.
+  std::vector<std::string> libraries;
   bool operator==(const ProbeReport&) const = default;
 };
 
@@ -37,6 +42,8 @@ struct ProbeReport {
 inline constexpr std::string_view kProbeReportHeader = "oar-plugin-probe 1";
 /// Longest line the parser keeps; longer lines are ignored.
 inline constexpr size_t kProbeReportMaxLine = 4096;
+/// Most libraries the parser keeps; later ones are ignored.
+inline constexpr size_t kProbeReportMaxLibraries = 512;
 
 /// Lines the probe writes (each ends with '\n'; `text` loses any newline).
 std::string probe_line_stage(ProbeStage stage);
@@ -44,6 +51,7 @@ std::string probe_line_load_error(std::string_view text);
 std::string probe_line_no_entry();
 std::string probe_line_init_threw();
 std::string probe_line_init_status(int32_t status);
+std::string probe_line_library(std::string_view path);
 std::string probe_line_done();
 
 /// Parses a report. Unknown or malformed lines are ignored; nothing is
