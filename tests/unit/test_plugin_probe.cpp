@@ -144,6 +144,7 @@ TEST_CASE("probe outcomes are cached by path, size and mtime; a damaged cache is
   fs::copy_file(hostile_dir() + "/liboar_test_segv.so", dir + "/liboar_a.so");
   fs::copy_file(hostile_dir() + "/liboar_test_survivor.so", dir + "/liboar_b.so");
   fs::copy_file(hostile_dir() + "/liboar_test_hang.so", dir + "/liboar_c.so");
+  fs::copy_file(hostile_dir() + "/liboar_test_needs_lib.so", dir + "/liboar_d.so");
   oar::RuntimeOptions options = only(dir, 1);
   options.probe_cache_file = dir + "/cache/probe.cache";
 
@@ -160,6 +161,7 @@ TEST_CASE("probe outcomes are cached by path, size and mtime; a damaged cache is
   CHECK(cache.find("/liboar_b.so\t\t") != std::string::npos);  // a pass
   CHECK(cache.find("/libc.so.6") != std::string::npos);  // with the libraries the probe saw
   CHECK(cache.find("liboar_c.so") == std::string::npos);      // a timeout is never cached
+  CHECK(cache.find("liboar_d.so") == std::string::npos);      // nor a plugin that did not load
   {
     oar::Runtime rt(options);
     CHECK(reason_for(rt, "liboar_a.so") == crash + " (remembered from an earlier probe of this file)");
