@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/probe_cache.h"
+#include "runtime/probe_report.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;
@@ -302,4 +303,30 @@ TEST_CASE("a cached outcome holds only while the plugin's libraries are unchange
   CHECK(oar::Runtime(options).device_count("cpu") == 1);
   CHECK(read_file(options.probe_cache_file).find("/libdnnl.so") != std::string::npos);
   fs::remove_all(dir);
+}
+
+TEST_CASE("the probe report parser keeps what it understood and nothing after done") {
+  using oar::ProbeStage;
+  auto parse = [](const std::string& text) { return oar::parse_probe_report(text); };
+  const std::string header = "oar-plugin-probe 1\n";
+  oar::ProbeReport died = parse(header + "stage load\nlib /x/liboar_a.so\nstage init\n");
+  CHECK(died.header);
+  CHECK(died.stage == ProbeStage::init);
+  CHECK_FALSE(died.done);
+  CHECK(died.libraries == std::vector<std::string>{"/x/liboar_a.so"});
+  CHECK(oar::describe_probe_stage(died.stage) == "during oar_plugin_init");
+
+  oar::ProbeReport passed = parse(header + "stage load\nstage init\ninit-status 4\nstage returned\ndone\nstage init\n"
+                                           "init-status 9\n");
+  CHECK(passed.done);
+  CHECK(passed.stage == ProbeStage::returned);  // stages never move back; nothing counts after done
+  CHECK(passed.init_status == 4);
+
+  CHECK(parse("stage init\ndone\n") == oar::ProbeReport{});  // no header: nothing
+  CHECK_FALSE(parse(header + "done").done);                     // an unfinished line is not trusted
+  CHECK(parse(header + "init-status 99999999999\n").init_status == 0);  // out of range: ignored
+  CHECK(parse(header + "lib relative.so\nlib /a.so\nlib /a.so\n").libraries == std::vector<std::string>{"/a.so"});
+  CHECK(parse(header + "load-error a\rb\n").load_error == "a b");
+  oar::ProbeReport full = parse(header + "stage load\nload-error x: cannot open\nstage returned\ndone\n");
+  CHECK(parse(oar::format_probe_report(full)) == full);
 }

@@ -146,12 +146,16 @@ void ProbeCache::save() const {
   std::error_code ec;
   fs::path target(file_);
   if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-  std::string temp = file_ + ".tmp-" + std::to_string(::getpid());
-  std::FILE* f = std::fopen(temp.c_str(), "wb");
+  // A unique temporary name: two runtimes (threads or processes) saving at
+  // once each rename a whole file; the last one wins.
+  std::string temp = file_ + ".tmp-XXXXXX";
+  int fd = ::mkstemp(temp.data());
+  std::FILE* f = fd < 0 ? nullptr : ::fdopen(fd, "wb");
+  if (!f && fd >= 0) ::close(fd);
   bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
   if (f) ok = std::fclose(f) == 0 && ok;
   if (ok && std::rename(temp.c_str(), file_.c_str()) == 0) return;
-  std::remove(temp.c_str());
+  if (fd >= 0) std::remove(temp.c_str());
   log_message(OAR_LOG_DEBUG, "could not write the plugin probe cache '" + file_ + "'");
 }
 
