@@ -150,8 +150,8 @@ bool read_report(RunningProbe& probe, std::string& bytes) {
   }
 }
 
-// Waits for the probe to exit until the deadline; false when it did not.
-bool wait_exit(const RunningProbe& probe, int& status) {
+// Waits for the probe to exit until `deadline`; false when it did not.
+bool wait_exit(const RunningProbe& probe, Clock::time_point deadline, int& status) {
   while (true) {
     pid_t r = waitpid(probe.pid, &status, WNOHANG);
     if (r == probe.pid) return true;
@@ -159,7 +159,7 @@ bool wait_exit(const RunningProbe& probe, int& status) {
       status = 0;
       return true;
     }
-    if (Clock::now() >= probe.deadline) return false;
+    if (Clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
@@ -182,7 +182,10 @@ Finished finish_probe(RunningProbe& probe, const std::string& plugin, double tim
   std::string bytes;
   bool in_time = read_report(probe, bytes);
   int status = 0;
-  if (in_time) in_time = wait_exit(probe, status);
+  // A probe that reported "done" is only exiting: give it a moment even when
+  // its deadline passed while another probe was waited for.
+  auto exit_deadline = std::max(probe.deadline, Clock::now() + std::chrono::seconds(1));
+  if (in_time) in_time = wait_exit(probe, parse_probe_report(bytes).done ? exit_deadline : probe.deadline, status);
   close(probe.report_fd);
   ProbeReport report = parse_probe_report(bytes);
   std::string stage = describe_probe_stage(report.stage);
