@@ -53,6 +53,42 @@ int list_devices() {
   return 0;
 }
 
+// Who provides each kernel: one line per plugin with its ops; an op that
+// another plugin also provides names the one it is tried before.
+void print_providers(const oar::Runtime& rt, const std::string& type) {
+  auto kernels = rt.kernel_providers(type);
+  std::vector<std::string> providers;
+  for (const auto& k : kernels) {
+    if (std::find(providers.begin(), providers.end(), k.plugin_path) == providers.end()) providers.push_back(k.plugin_path);
+  }
+  std::stable_partition(providers.begin(), providers.end(), [&](const std::string& p) {
+    return std::any_of(kernels.begin(), kernels.end(), [&](const auto& k) { return k.plugin_path == p && k.owner; });
+  });
+  std::cout << "  kernel providers (an op with several is tried in the order shown):\n";
+  for (const auto& provider : providers) {
+    std::string ops, last;
+    bool owner = false;
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      const auto& k = kernels[i];
+      if (k.plugin_path != provider || k.op == last) continue;
+      last = k.op;
+      owner = owner || k.owner;
+      std::string detail;
+      if (!k.owner || k.priority != 0) detail = "priority " + std::to_string(k.priority);
+      // The other providers of this op, tried after this one.
+      std::string before;
+      for (size_t j = i + 1; j < kernels.size() && kernels[j].op == k.op; ++j) {
+        if (kernels[j].plugin_path != provider && before.find(kernels[j].plugin_path) == std::string::npos)
+          before += (before.empty() ? "" : ", ") + kernels[j].plugin_path;
+      }
+      if (!before.empty()) detail += (detail.empty() ? "" : "; ") + std::string("overrides ") + before;
+      std::string item = k.op + (detail.empty() ? "" : " (" + detail + ")");
+      ops += (ops.empty() ? "" : " ") + item;
+    }
+    std::cout << "    " << provider << (owner ? " (owner)" : "") << ": " << ops << "\n";
+  }
+}
+
 int list_ops(const std::string& only_type) {
   oar::Runtime& rt = oar::Runtime::global();
   std::vector<std::string> types;
@@ -81,6 +117,7 @@ int list_ops(const std::string& only_type) {
     std::cout << "Device type '" << type << "':\n  native kernels: " << (nat.empty() ? "(none)" : nat)
               << "\n  runs decomposed: " << (dec.empty() ? "(none)" : dec)
               << "\n  missing (primitive without kernel): " << (missing.empty() ? "(none)" : missing) << "\n";
+    print_providers(rt, type);
   }
   return 0;
 }
@@ -90,7 +127,9 @@ void usage() {
                "  devices             list plugins found (and skipped) and their devices\n"
                "  ops [--device T]    ops each device type runs natively, decomposed, or lacks\n"
                "Environment: OAR_PLUGIN_PATH (':'-separated dirs or files), OAR_DEVICE=type[:index],\n"
-               "             OAR_LOG_LEVEL=debug|info|warning|error\n";
+               "             OAR_LOG_LEVEL=debug|info|warning|error,\n"
+               "             OAR_PLUGIN_PROBE=0|1 (probe plugins in a child process first; default 1),\n"
+               "             OAR_PLUGIN_PROBE_TIMEOUT=seconds (default 10), OAR_PLUGIN_PROBE_CACHE=file\n";
 }
 
 }  // namespace

@@ -1,9 +1,16 @@
 /* A minimal device plugin in plain C99, built in several variants for the
  * loader tests (see CMakeLists.txt): a working one, one per way of failing,
  * and duplicates. DEVICE_TYPE, PRIORITY, NUM_DEVICES and one MODE_* macro
- * select the variant. Its memory is ordinary host memory. */
+ * select the variant. Its memory is ordinary host memory. The hostile
+ * variants (MODE_SEGV, MODE_ABORT, MODE_EXIT, MODE_HANG, MODE_THREAD_FAILS,
+ * MODE_NEEDS_LIB) are what the plugin probe must survive. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
+#ifdef MODE_THREAD_FAILS
+#include <pthread.h>
+#include <time.h>
+#endif
 
 #include "oar/plugin_api.h"
 
@@ -76,6 +83,24 @@ static OarStatus add_f32(const OarKernelContext* ctx) {
   return OAR_OK;
 }
 
+#ifdef MODE_THREAD_FAILS
+/* Keeps running the plugin's code after init failed: the host must not
+ * unload the library under it. */
+static volatile long ticks;
+static void* keep_ticking(void* arg) {
+  struct timespec ms = {0, 1000000};
+  (void)arg;
+  for (;;) {
+    ++ticks;
+    nanosleep(&ms, NULL);
+  }
+  return NULL;
+}
+#endif
+#ifdef MODE_NEEDS_LIB
+int oar_test_dep_answer(void); /* in liboar_test_dep.so, absent at run time */
+#endif
+
 #ifdef MODE_NO_ENTRY
 #define ENTRY_NAME oar_plugin_init_misspelled
 #else
@@ -94,6 +119,34 @@ OAR_PLUGIN_EXPORT OarStatus ENTRY_NAME(const OarHostApi* host, OarPluginInfo* in
   info->name = "minimal-" DEVICE_TYPE;
 #ifdef MODE_WRONG_MAJOR
   info->abi_major = OAR_ABI_VERSION_MAJOR + 1;
+#endif
+#ifdef MODE_SEGV
+  *(volatile int*)0 = 1;
+#endif
+#ifdef MODE_ABORT
+  abort();
+#endif
+#ifdef MODE_EXIT
+  exit(3);
+#endif
+#ifdef MODE_HANG
+  {
+    volatile int spin = 1;
+    while (spin) {
+    }
+  }
+#endif
+#ifdef MODE_THREAD_FAILS
+  {
+    pthread_t thread;
+    pthread_create(&thread, NULL, keep_ticking, NULL);
+    pthread_detach(thread);
+    host->set_error(host->host, OAR_ERROR_DEVICE, "minimal: init started a thread, then failed");
+    return OAR_ERROR_DEVICE;
+  }
+#endif
+#ifdef MODE_NEEDS_LIB
+  if (oar_test_dep_answer() != 42) return OAR_ERROR_INTERNAL;
 #endif
 #ifdef MODE_INIT_FAILS
   host->set_error(host->host, OAR_ERROR_DEVICE, "minimal: init failed on purpose");

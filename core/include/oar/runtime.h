@@ -57,6 +57,24 @@ struct RuntimeOptions {
   bool search_default_dirs = true;
   /// "type[:index]" for the default device. Default: $OAR_DEVICE.
   std::string device;
+  /// Load and initialise each plugin in a short-lived child process first,
+  /// and skip the ones that crash, exit or hang there. Default: on unless
+  /// $OAR_PLUGIN_PROBE is 0.
+  bool probe_plugins = true;
+  /// Seconds one probe may take. Default: $OAR_PLUGIN_PROBE_TIMEOUT, else 10.
+  double probe_timeout_s = 10;
+  /// File caching probe outcomes; empty: no cache. From the environment:
+  /// $OAR_PLUGIN_PROBE_CACHE, else $XDG_CACHE_HOME/oar/plugin-probe.cache,
+  /// else ~/.cache/oar/plugin-probe.cache.
+  std::string probe_cache_file;
+};
+
+/// One implementation of an op on a device type, as `oar ops` shows it.
+struct KernelProvider {
+  std::string op;
+  std::string plugin_path;  ///< the plugin that registered it
+  int priority = 0;         ///< declared priority (0 for the owner's 1.0 kernels)
+  bool owner = false;       ///< registered by the plugin that owns the device type
 };
 
 class RuntimeState;
@@ -73,7 +91,8 @@ class Runtime {
   /// The process-wide runtime, created on first use from the environment
   /// ($OAR_PLUGIN_PATH, $OAR_DEVICE).
   static Runtime& global();
-  /// Options read from the environment.
+  /// Options read from the environment; throws naming the variable when
+  /// one of them holds a value that is not understood.
   static RuntimeOptions options_from_env();
 
   const std::vector<PluginRecord>& plugins() const;
@@ -97,6 +116,9 @@ class Runtime {
 
   /// Names of ops with a native kernel on a device type.
   std::vector<std::string> kernel_ops(const std::string& type) const;
+  /// Every kernel of a device type: by op name, then in the order they are
+  /// tried (Note [Kernel overrides] in core/src/runtime/kernel_table.cpp).
+  std::vector<KernelProvider> kernel_providers(const std::string& type) const;
 
   AllocatorStats allocator_stats(const Device& device) const;
   void reset_peak_stats(const Device& device);

@@ -2,6 +2,7 @@
 // transaction: its registrations are kept only when init succeeds with our
 // ABI major and it provides no device type that is already taken. Any other
 // outcome skips the plugin with one warning line naming path and reason.
+// Candidates were probed in a child process first (plugin_probe.cpp).
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -10,7 +11,6 @@
 #include <filesystem>
 #include <set>
 
-#include "oar/op.h"
 #include "runtime/plugin_loader.h"
 
 #ifndef OAR_BUILD_PLUGIN_DIR
@@ -26,17 +26,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct PendingKernel {
+struct RegisteredKernel {
   std::string device_type;
   std::string op_name;
   KernelEntry entry;
+  bool has_priority = false;  // the descriptor has the 1.1 priority field
 };
 
 struct LoadTransaction {
   bool open = true;  // registrations are accepted only during init
   std::vector<OarDeviceApi> devices;
   std::vector<std::string> device_type_names;  // owned copies of device_type
-  std::vector<PendingKernel> kernels;
+  std::vector<RegisteredKernel> kernels;
 };
 
 template <typename T>
@@ -91,6 +92,7 @@ OarStatus host_register_kernel(void* host, const char* device_type, const char* 
                   std::string("register_kernel: kernel '") + (op_name ? op_name : "?") +
                       "' has no function or a malformed descriptor");
   }
+  bool has_priority = desc->struct_size >= OAR_STRUCT_SIZE(OarKernelDesc, priority);
   OarKernelDesc d = copy_versioned(desc);
   KernelEntry entry;
   entry.any_inputs = d.input_dtypes == nullptr;
@@ -99,16 +101,9 @@ OarStatus host_register_kernel(void* host, const char* device_type, const char* 
   if (d.output_dtypes) entry.output_dtypes.assign(d.output_dtypes, d.output_dtypes + d.num_output_dtypes);
   entry.flags = d.flags;
   entry.fn = d.fn;
-  txn->kernels.push_back({device_type, op_name, std::move(entry)});
+  entry.priority = d.priority;
+  txn->kernels.push_back({device_type, op_name, std::move(entry), has_priority});
   return OAR_OK;
-}
-
-std::string core_library_dir() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&core_library_dir), &info) && info.dli_fname) {
-    return fs::path(info.dli_fname).parent_path().string();
-  }
-  return {};
 }
 
 std::vector<std::string> split_path_list(const std::string& list) {
@@ -129,6 +124,19 @@ bool is_plugin_file_name(const fs::path& p) {
 }
 
 }  // namespace
+
+std::string core_library_dir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&core_library_dir), &info) && info.dli_fname) {
+    return fs::path(info.dli_fname).parent_path().string();
+  }
+  return {};
+}
+
+void skip_plugin(RuntimeState& state, const std::string& path, const std::string& reason) {
+  state.skipped.push_back({path, reason});
+  log_message(OAR_LOG_WARNING, "skipping plugin '" + path + "': " + reason);
+}
 
 std::vector<PluginCandidate> discover_plugins(const RuntimeOptions& options,
                                               std::vector<SkippedPlugin>& skipped) {
@@ -171,16 +179,13 @@ std::vector<PluginCandidate> discover_plugins(const RuntimeOptions& options,
 }
 
 void load_plugin(RuntimeState& state, const PluginCandidate& candidate) {
-  auto skip = [&](const std::string& reason) {
-    state.skipped.push_back({candidate.path, reason});
-    log_message(OAR_LOG_WARNING, "skipping plugin '" + candidate.path + "': " + reason);
-  };
+  auto skip = [&](const std::string& reason) { skip_plugin(state, candidate.path, reason); };
 
   boost::dll::shared_library library;
   try {
     library.load(candidate.path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   } catch (const std::exception& e) {
-    skip(std::string("not a loadable shared object (") + e.what() + ")");
+    skip(describe_load_failure(candidate.path, e.what()));
     return;
   }
   if (!library.has(OAR_PLUGIN_INIT_SYMBOL)) {
@@ -204,33 +209,40 @@ void load_plugin(RuntimeState& state, const PluginCandidate& candidate) {
   OarPluginInfo info{};
   info.struct_size = sizeof info;
 
+  // Once init has run, a skipped plugin's library is never unloaded: a
+  // thread its init started may still run its code. (Loaded plugins stay
+  // until the Runtime ends, after their shutdown.)
+  auto skip_pinned = [&](const std::string& reason) {
+    dlopen(candidate.path.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+    skip(reason);
+  };
   host_clear_error();
   OarStatus status;
   try {
     status = init(&host, &info);
   } catch (const std::exception& e) {
-    skip(std::string("its init threw an exception across the C ABI: ") + e.what());
+    skip_pinned(std::string("its init threw an exception across the C ABI: ") + e.what());
     return;
   } catch (...) {
-    skip("its init threw an exception across the C ABI");
+    skip_pinned("its init threw an exception across the C ABI");
     return;
   }
   txn.open = false;
   std::string message = host_take_error();
   if (info.abi_major != OAR_ABI_VERSION_MAJOR) {
-    skip("incompatible ABI version (plugin: " + std::to_string(info.abi_major) + "." +
-         std::to_string(info.abi_minor) + ", host: " + std::to_string(OAR_ABI_VERSION_MAJOR) + "." +
-         std::to_string(OAR_ABI_VERSION_MINOR) + ")");
+    skip_pinned("incompatible ABI version (plugin: " + std::to_string(info.abi_major) + "." +
+                std::to_string(info.abi_minor) + ", host: " + std::to_string(OAR_ABI_VERSION_MAJOR) + "." +
+                std::to_string(OAR_ABI_VERSION_MINOR) + ")");
     return;
   }
   if (status != OAR_OK) {
-    skip("its init failed with status " + std::to_string(status) +
-         (message.empty() ? std::string() : ": " + message));
+    skip_pinned("its init failed with status " + std::to_string(status) +
+                (message.empty() ? std::string() : ": " + message));
     return;
   }
   for (const auto& type : txn.device_type_names) {
     if (DeviceBackend* existing = state.find(type)) {
-      skip("device type '" + type + "' is already provided by '" + existing->plugin_path + "'");
+      skip_pinned("device type '" + type + "' is already provided by '" + existing->plugin_path + "'");
       return;
     }
   }
@@ -251,7 +263,7 @@ void load_plugin(RuntimeState& state, const PluginCandidate& candidate) {
     int32_t count = 0;
     host_clear_error();
     if (OarStatus s = backend->api.device_count(backend->api.impl, &count); s != OAR_OK && s != OAR_ERROR_NO_DEVICE) {
-      skip("device_count of '" + backend->type + "' failed: " + host_take_error());
+      skip_pinned("device_count of '" + backend->type + "' failed: " + host_take_error());
       return;
     }
     backend->count = std::max<int32_t>(count, 0);
@@ -272,23 +284,19 @@ void load_plugin(RuntimeState& state, const PluginCandidate& candidate) {
     state.backends.insert(state.backends.begin() + index, std::move(backend));
   }
 
-  const OpRegistry& registry = OpRegistry::instance();
   for (auto& k : txn.kernels) {
-    DeviceBackend* backend = state.find(k.device_type);
-    if (!backend) {
-      log_message(OAR_LOG_WARNING, "plugin '" + candidate.path + "' registered kernel '" + k.op_name +
-                                       "' for unknown device type '" + k.device_type + "'; ignored");
+    bool own = std::find(txn.device_type_names.begin(), txn.device_type_names.end(), k.device_type) !=
+               txn.device_type_names.end();
+    if (!own && !k.has_priority) {
+      log_message(OAR_LOG_WARNING,
+                  "plugin '" + candidate.path + "' registered kernel '" + k.op_name + "' for device type '" +
+                      k.device_type + "', which it does not provide, without a priority (an ABI 1.0 "
+                      "kernel descriptor); ignored: a kernel for another plugin's device type must "
+                      "declare OarKernelDesc.priority (ABI 1.1)");
       continue;
     }
-    if (const OpDef* op = registry.find(k.op_name)) {
-      if (backend->kernels_by_op.size() < registry.size()) backend->kernels_by_op.resize(registry.size());
-      backend->kernels_by_op[static_cast<size_t>(op->id)].push_back(k.entry);
-    } else {
-      log_message(OAR_LOG_DEBUG, "plugin '" + candidate.path + "' registered kernel for unknown op '" +
-                                     k.op_name + "'");
-    }
-    backend->kernels_by_name[k.op_name].push_back(std::move(k.entry));
-    ++record.num_kernels;
+    k.entry.provider = candidate.path;
+    state.pending_kernels.push_back({k.device_type, k.op_name, std::move(k.entry)});
   }
 
   log_message(OAR_LOG_INFO, "loaded plugin '" + candidate.path + "' (" + record.name + ", ABI " +

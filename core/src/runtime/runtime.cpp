@@ -7,6 +7,8 @@
 #include <mutex>
 
 #include "runtime/plugin_loader.h"
+#include "runtime/plugin_probe.h"
+#include "runtime/probe_cache.h"
 #include "runtime/runtime_state.h"
 
 namespace oar {
@@ -110,11 +112,35 @@ RuntimeOptions Runtime::options_from_env() {
   RuntimeOptions options;
   if (const char* p = std::getenv("OAR_PLUGIN_PATH")) options.plugin_path = p;
   if (const char* d = std::getenv("OAR_DEVICE")) options.device = d;
+  if (const char* p = std::getenv("OAR_PLUGIN_PROBE")) {
+    std::string v = p;
+    if (v == "0" || v == "off" || v == "false") options.probe_plugins = false;
+    else if (!v.empty() && v != "1" && v != "on" && v != "true") {
+      throw Error(ErrorCode::invalid_argument, "OAR_PLUGIN_PROBE='" + v + "' is not understood; expected 1 (probe "
+                                               "plugins in a child process first, the default) or 0 (do not)");
+    }
+  }
+  if (const char* t = std::getenv("OAR_PLUGIN_PROBE_TIMEOUT")) {
+    char* end = nullptr;
+    double seconds = std::strtod(t, &end);
+    if (end == t || *end != '\0' || !(seconds > 0) || seconds > 86400) {
+      throw Error(ErrorCode::invalid_argument, std::string("OAR_PLUGIN_PROBE_TIMEOUT='") + t +
+                                                   "' is not a number of seconds in (0, 86400]");
+    }
+    options.probe_timeout_s = seconds;
+  }
+  options.probe_cache_file = ProbeCache::default_file();
   return options;
 }
 
 Runtime::Runtime(const RuntimeOptions& options) : state_(std::make_unique<RuntimeState>()) {
-  for (const auto& candidate : discover_plugins(options, state_->skipped)) load_plugin(*state_, candidate);
+  std::vector<PluginCandidate> candidates = discover_plugins(options, state_->skipped);
+  std::vector<ProbeVerdict> verdicts = probe_plugins(candidates, options);
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (verdicts[i].passed) load_plugin(*state_, candidates[i]);
+    else skip_plugin(*state_, candidates[i].path, verdicts[i].reason);
+  }
+  attach_kernels(*state_);
   for (auto& b : state_->backends) {
     for (int d = 0; d < b->count; ++d) {
       if (!b->api.stream_create) continue;
@@ -223,6 +249,17 @@ std::vector<std::string> Runtime::kernel_ops(const std::string& type) const {
     for (const auto& [name, list] : b->kernels_by_name) out.push_back(name);
   }
   std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<KernelProvider> Runtime::kernel_providers(const std::string& type) const {
+  std::vector<KernelProvider> out;
+  if (DeviceBackend* b = state_->find(type)) {
+    for (const auto& [name, list] : b->kernels_by_name) {
+      for (const auto& k : list) out.push_back({name, k.provider, k.priority, k.owner});
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const KernelProvider& a, const KernelProvider& b) { return a.op < b.op; });
   return out;
 }
 

@@ -29,8 +29,19 @@ struct KernelEntry {
   bool any_outputs = false;
   uint32_t flags = 0;
   OarKernelFn fn = nullptr;
+  std::string provider;   // path of the plugin that registered it
+  int32_t priority = 0;   // OarKernelDesc.priority (0 without one)
+  bool owner = false;     // registered by the plugin owning the device type
 
   bool matches(std::span<const DType> inputs, std::span<const DType> outputs) const;
+};
+
+/// A kernel registered during a plugin's init, attached to its device type
+/// once every plugin has loaded (attach_kernels in kernel_table.cpp).
+struct PendingKernel {
+  std::string device_type;
+  std::string op_name;
+  KernelEntry entry;
 };
 
 /// One device of a backend.
@@ -76,6 +87,7 @@ class RuntimeState {
   std::vector<int32_t> priorities;                       // parallel to backends
   std::vector<PluginRecord> plugins;
   std::vector<SkippedPlugin> skipped;
+  std::vector<PendingKernel> pending_kernels;  // registered, not yet attached
   Device default_device;
   bool has_default = false;
 

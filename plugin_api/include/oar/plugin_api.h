@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 #define OAR_ABI_VERSION_MAJOR 1
-#define OAR_ABI_VERSION_MINOR 0
+#define OAR_ABI_VERSION_MINOR 1
 
 /** Size of a struct up to and including its last field. */
 #define OAR_STRUCT_SIZE(type, last_field) \
@@ -133,7 +133,9 @@ enum {
 
 /** A kernel registered for (device type, op name). `input_dtypes` and
  *  `output_dtypes` hold concrete OarDType values or the OAR_DTYPE_ANY*
- *  patterns; a null array accepts any dtype. */
+ *  patterns; a null array accepts any dtype. A plugin may register kernels
+ *  for a device type another plugin provides (a kernel-only plugin) when it
+ *  declares `priority` (1.1); the host logs who overrides whom. */
 typedef struct OarKernelDesc {
   size_t struct_size;
   int32_t num_input_dtypes;
@@ -142,6 +144,13 @@ typedef struct OarKernelDesc {
   const int32_t* output_dtypes;
   uint32_t flags;             /* OAR_KERNEL_* */
   OarKernelFn fn;             /* (required) */
+  /* --- 1.1 --- */
+  /** Order among implementations of one op on one device type: higher is
+   *  tried first; at equal priority the device owner's kernel comes first.
+   *  Required (the field must be present) for a kernel registered for a
+   *  device type another plugin provides; the owner's kernels may omit it
+   *  (a 1.0 descriptor counts as priority 0). */
+  int32_t priority;
 } OarKernelDesc;
 
 /* ------------------------------------------------------------------ */
