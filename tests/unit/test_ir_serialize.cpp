@@ -638,6 +638,10 @@ TEST_CASE("safetensors: hostile headers are rejected with a sentence naming the 
   CHECK(contains(with(R"({"__metadata__":[],"a":)" + f32_2 + "}", 8),
                  "__metadata__ is not an object"));
   CHECK(contains(with("{\"\xff\":1}", 0), "the header is not valid JSON"));
+  // The parser quotes the bad bytes; the sentence stays printable ASCII.
+  std::string bad_utf8 = with("{\"\xff\":1}", 0);
+  CHECK(contains(bad_utf8, "\\xff"));
+  CHECK(std::all_of(bad_utf8.begin(), bad_utf8.end(), [](char c) { return c >= 0x20 && c < 0x7f; }));
   CHECK(contains(with(R"({"a":)" + std::string(100000, '[') + std::string(100000, ']') + "}", 0),
                  "the header nests arrays and objects more than 64 levels deep"));
   std::string missing = dir.file("missing.safetensors");

@@ -14,6 +14,7 @@
 #include <array>
 #include <bit>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -29,6 +30,24 @@ static_assert(std::endian::native == std::endian::little,
 namespace oar::ir {
 
 namespace detail {
+
+namespace {
+// `text` with bytes outside printable ASCII as \xNN: the parser's message
+// quotes the offending bytes of a hostile file, which may not be UTF-8.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+}  // namespace
 
 // Note [Bounded JSON nesting]
 // nlohmann's parser keeps its own stack, but dump() and the recursive code
@@ -58,7 +77,7 @@ Json parse_json_strict(const std::string& text, const std::string& what) {
   try {
     j = Json::parse(text, on_event);
   } catch (const Json::exception& e) {
-    throw Error(ErrorCode::invalid_argument, what + " is not valid JSON (" + e.what() + ")");
+    throw Error(ErrorCode::invalid_argument, what + " is not valid JSON (" + printable(e.what()) + ")");
   } catch (const TooDeep&) {
     throw Error(ErrorCode::invalid_argument, what + " nests arrays and objects more than " +
                                                  std::to_string(kMaxJsonDepth) + " levels deep");
