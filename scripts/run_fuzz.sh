@@ -38,8 +38,8 @@ targets=("$@")
 if ((${#targets[@]} == 0)); then
   for exe in "$FUZZ_BUILD"/fuzz/fuzz_*; do targets+=("${exe##*/fuzz_}"); done
 fi
-limit=(-max_total_time="$SECONDS_PER_TARGET")
-[[ -n "${OAR_FUZZ_RUNS:-}" ]] && limit=(-runs="$OAR_FUZZ_RUNS")
+limit=(-max_total_time="$SECONDS_PER_TARGET") how="$SECONDS_PER_TARGET s"
+if [[ -n "${OAR_FUZZ_RUNS:-}" ]]; then limit=(-runs="$OAR_FUZZ_RUNS") how="$OAR_FUZZ_RUNS runs"; fi
 
 # The safetensors target reads onto the cpu device of this build only.
 export OAR_PLUGIN_PATH="$FUZZ_BUILD/plugins" OAR_DEVICE=cpu OAR_NUM_THREADS=1 OMP_NUM_THREADS=1
@@ -52,7 +52,7 @@ for target in "${targets[@]}"; do
   work="$FUZZ_BUILD/fuzz-work/$target"
   mkdir -p "$work/corpus"
   [[ -d "$seeds" ]] || { echo "oar: no seed corpus $seeds for target $target" >&2; exit 1; }
-  echo "oar: fuzzing $target (${OAR_FUZZ_RUNS:+${OAR_FUZZ_RUNS} runs}${OAR_FUZZ_RUNS:-${SECONDS_PER_TARGET} s})"
+  echo "oar: fuzzing $target ($how)"
   (cd "$work" && "$FUZZ_BUILD/fuzz/fuzz_$target" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
      -dict="$OAR_ROOT/tests/fuzz/json.dict" -print_final_stats=1 "$work/corpus" "$seeds")
 done
