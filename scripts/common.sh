@@ -17,8 +17,9 @@ OAR_BUILD_PACKAGES=(cmake ninja-build g++ gcc pkg-config libboost-dev libdnnl-de
 # Python package: the interpreter, venv, headers for the extension
 # (CMake's Development.Module), and CA certificates for pip.
 OAR_PYTHON_PACKAGES=(python3 python3-venv python3-dev ca-certificates)
-# Only the README's test command (scripts/run_tests.sh) needs these.
-OAR_TEST_PACKAGES=()
+# Only the README's test command (scripts/run_tests.sh) needs these: strace
+# injects kill -9 into saves (frontends/python/tests/test_durability.py).
+OAR_TEST_PACKAGES=(strace)
 
 # oar_missing_packages PKG... : prints the ones not installed, one per line.
 oar_missing_packages() {

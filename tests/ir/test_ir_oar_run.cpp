@@ -153,3 +153,40 @@ TEST_CASE("oar-run: outputs of a saved program written to safetensors equal hand
   CHECK(contains(r.out, "usage: oar-run <path>"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("oar-run: a program nested 100,000 deep or building 9 dims is an error sentence, not a crash") {
+  fs::path dir = fs::temp_directory_path() / ("oar_run_hostile_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto write_program = [&](const std::string& name, const std::string& attrs, const std::string& result) {
+    std::string text = R"({"format": "oar.program", "version": 1,
+      "inputs": [{"id": 0, "name": "x", "type": {"dtype": "f32", "shape": [2, 1]}}],
+      "parameters": [], "constants": [],
+      "ops": [{"op": "reshape", "operands": [0], "attrs": )" + attrs + R"(,
+               "results": [{"id": 1, "type": {"dtype": "f32", "shape": )" + result + R"(}}]}],
+      "outputs": [{"name": "y", "value": 1}], "updates": []})";
+    FILE* f = std::fopen((dir / (name + ".json")).c_str(), "w");
+    REQUIRE(f != nullptr);
+    std::fwrite(text.data(), 1, text.size(), f);
+    std::fclose(f);
+    ir::save_safetensors((dir / (name + ".safetensors")).string(), {});  // no parameters
+    return (dir / name).string();
+  };
+  std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+  Result r = oar_run(dir, write_program("deep", R"({"shape": {"ints": )" + deep + "}}", "[2]"));
+  INFO(r.err);
+  CHECK(r.status == 1);
+  CHECK(contains(r.err, "deep.json: the program nests arrays and objects more than 64 levels deep"));
+  r = oar_run(dir, write_program("nine", R"({"shape": {"ints": [1, 1, 1, 1, 1, 1, 1, 1, 2]}})",
+                                 "[1, 1, 1, 1, 1, 1, 1, 1, 2]"));
+  INFO(r.err);
+  CHECK(r.status == 1);
+  CHECK(contains(r.err, "nine.json: verify: operation 0 (reshape)"));
+  CHECK(contains(r.err, "has 9 dims; at most 8 are supported"));
+  r = oar_run(dir, write_program("eight", R"({"shape": {"ints": [1, 1, 1, 1, 1, 1, 1, 2]}})",
+                                 "[1, 1, 1, 1, 1, 1, 1, 2]"));
+  INFO(r.out << r.err);
+  CHECK(r.status == 0);
+  CHECK(contains(r.out, "output y: f32[1, 1, 1, 1, 1, 1, 1, 2]"));
+  fs::remove_all(dir);
+}

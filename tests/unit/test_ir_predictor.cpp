@@ -182,3 +182,37 @@ TEST_CASE("predictor: errors name the file, the input or the output") {
   CHECK(msg.find("output index 2 is out of range") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("predictor: a dynamic batch dim takes every batch size, also where relu decomposes") {
+  // The mock has no relu kernel: its decomposition needs concrete sizes, so
+  // the executor compiles the program per input shapes (Note [Decomposing
+  // per input shapes]); the predictor checks inputs against the saved
+  // program's types, not the last compilation's ("expects f32[54, 4]").
+  for (const Device& dev : test_devices()) {
+    INFO("device " << dev.str());
+    fs::path dir = temp_dir("batches_" + dev.type);
+    // relu(x @ w - 1) with w = [[1], [1], [1], [1]]: a row of k's gives max(4k - 1, 0).
+    Tensor w = oar::ones({4, 1}, DType::f32, dev);
+    ir::Trace t = ir::trace(
+        [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{oar::relu(oar::matmul(in[0], w) - 1.0)}; },
+        {{{-1, 4}, DType::f32, "x"}}, {{"w", w}}, dev);
+    std::string path = (dir / "relu").string();
+    ir::save(t.program, t.parameters, path);
+    oar::Predictor predictor(path, {.device = dev.str()});
+    for (int64_t batch : {54, 5, 1, 54}) {
+      INFO("batch " << batch);
+      std::vector<float> x(static_cast<size_t>(batch) * 4), want(static_cast<size_t>(batch));
+      for (int64_t r = 0; r < batch; ++r) {
+        float k = static_cast<float>(r % 3) * 0.5f;  // rows of 0, 0.5, 1
+        for (int c = 0; c < 4; ++c) x[static_cast<size_t>(r * 4 + c)] = k;
+        want[static_cast<size_t>(r)] = std::max(4 * k - 1, 0.0f);
+      }
+      predictor.set_input("x", Tensor::from_vector(x, {batch, 4}, dev));
+      CHECK(predictor.input_type("x") == "f32[-1, 4]");
+      predictor.run();
+      CHECK(predictor.output(0).shape() == Shape{batch, 1});
+      CHECK(predictor.output(0).to_vector<float>() == want);
+    }
+    fs::remove_all(dir);
+  }
+}

@@ -1,6 +1,7 @@
 // Program JSON, safetensors and save/load: exact round trips, the bytes of a
 // small safetensors file, and truncated, corrupted and hostile files that
 // must fail with an oar::Error naming the file.
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "oar/ir/printer.h"
 #include "oar/ir/safetensors.h"
@@ -423,7 +425,7 @@ TEST_CASE("from_json rejects every truncation of a valid program and garbage tex
   // Deep nesting is parsed without recursion and rejected.
   std::string deep = std::string(200000, '[') + std::string(200000, ']');
   CHECK(error_of([&] { oar::ir::from_json(deep, {}, "deep.json"); }) ==
-        "deep.json: the program is a JSON array, not an object");
+        "deep.json: the program nests arrays and objects more than 64 levels deep");
   CHECK(contains(error_of([&] { oar::ir::from_json(std::string(200000, '{'), {}, "deep.json"); }),
                  "deep.json: the program is not valid JSON"));
   std::mt19937 rng(7);
@@ -636,8 +638,12 @@ TEST_CASE("safetensors: hostile headers are rejected with a sentence naming the 
   CHECK(contains(with(R"({"__metadata__":[],"a":)" + f32_2 + "}", 8),
                  "__metadata__ is not an object"));
   CHECK(contains(with("{\"\xff\":1}", 0), "the header is not valid JSON"));
+  // The parser quotes the bad bytes; the sentence stays printable ASCII.
+  std::string bad_utf8 = with("{\"\xff\":1}", 0);
+  CHECK(contains(bad_utf8, "\\xff"));
+  CHECK(std::all_of(bad_utf8.begin(), bad_utf8.end(), [](char c) { return c >= 0x20 && c < 0x7f; }));
   CHECK(contains(with(R"({"a":)" + std::string(100000, '[') + std::string(100000, ']') + "}", 0),
-                 "tensor 'a' is described by a JSON array, not an object"));
+                 "the header nests arrays and objects more than 64 levels deep"));
   std::string missing = dir.file("missing.safetensors");
   CHECK(error_of([&] {
           oar::ir::load_safetensors(missing, Device{"cpu", 0});
@@ -818,4 +824,118 @@ TEST_CASE("load checks the safetensors file against the program, naming the para
   std::filesystem::remove(path + ".json");
   CHECK(error_of([&] { oar::ir::load(path, cpu); }).find(path + ".json: cannot open the file") ==
         0);
+}
+
+// ------------------------------------------------- hostile nesting depth --
+
+namespace {
+std::string nested_arrays(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+}  // namespace
+
+TEST_CASE("readers refuse JSON nested 100,000 deep with a sentence, not a stack overflow") {
+  // Note [Bounded JSON nesting]: a program's attrs and a safetensors header.
+  Example e = mlp(Device{"cpu", 0});
+  std::string text = oar::ir::to_json(e.program, -1);
+  const std::string attrs = "\"attrs\":{}";
+  size_t at = text.find("\"attrs\":{\"transpose_a\"");
+  REQUIRE(at != std::string::npos);
+  std::string deep = text;
+  deep.insert(at + attrs.size() - 1, "\"deep\":{\"ints\":" + nested_arrays(100'000) + "},");
+  CHECK(error_of([&] { oar::ir::from_json(deep, e.constants, "model.json"); }) ==
+        "model.json: the program nests arrays and objects more than 64 levels deep");
+  // 50 levels (55 in all) still parse; the error is then about the attribute itself.
+  std::string shallow = text;
+  shallow.insert(at + attrs.size() - 1, "\"deep\":{\"ints\":" + nested_arrays(50) + "},");
+  CHECK(contains(error_of([&] { oar::ir::from_json(shallow, e.constants, "model.json"); }),
+                 "attribute 'deep' has the int [[[[[["));
+
+  TempDir dir;
+  CHECK(contains(load_error(dir, safetensors_file("{\"a\":{\"dtype\":\"F32\",\"shape\":" +
+                                                      nested_arrays(100'000) +
+                                                      ",\"data_offsets\":[0,0]}}",
+                                                  0)),
+                 "the header nests arrays and objects more than 64 levels deep"));
+  CHECK(contains(load_error(dir, safetensors_file(nested_arrays(100'000), 0)),
+                 "the header nests arrays and objects more than 64 levels deep"));
+}
+
+// ------------------------------------------- durable, paired saves (item 14) --
+
+TEST_CASE("save writes a pair: a parameter file never loads beside another save's program") {
+  // Note [Saving a program and its parameters as a pair]: the states a kill
+  // between the renames leaves, built by hand from two real saves.
+  TempDir dir;
+  Device cpu{"cpu", 0};
+  Example old_model = mlp(cpu);
+  Example new_model = training_step(cpu);
+  std::string path = dir.file("model"), other = dir.file("other");
+  oar::ir::save(old_model.program, old_model.params, path);
+  oar::ir::save(new_model.program, new_model.params, other);
+  Bytes old_json = read_bytes(path + ".json"), old_tensors = read_bytes(path + ".safetensors");
+  Bytes new_json = read_bytes(other + ".json"), new_tensors = read_bytes(other + ".safetensors");
+  auto loaded_json = [&] { return oar::ir::to_json(oar::ir::load(path, cpu).program); };
+  const std::string old_text = oar::ir::to_json(old_model.program);
+  const std::string new_text = oar::ir::to_json(new_model.program);
+  CHECK(oar::ir::read_safetensors_metadata(path + ".safetensors").at("oar.program_hash").starts_with("fnv1a64:"));
+
+  // Killed after step 2: the new program is pending, the old pair loads.
+  write_bytes(path + ".json.pending", new_json);
+  CHECK(loaded_json() == old_text);
+  // Killed after step 3 (the commit point): the new pair loads.
+  write_bytes(path + ".safetensors", new_tensors);
+  CHECK(loaded_json() == new_text);
+  CHECK(oar::ir::load(path, cpu).params.at("w").to_vector<float>() == std::vector<float>{1, -2, 0.5f});
+  // Without the pending program, the mismatch is a sentence, not a wrong model.
+  std::filesystem::remove(path + ".json.pending");
+  std::string message = error_of([&] { oar::ir::load(path, cpu); });
+  CHECK(message.find(path + ".safetensors: holds the parameters of another program than " + path +
+                     ".json") == 0);
+  CHECK(contains(message, "the two files come from different saves"));
+
+  // The next save finishes a committed one (renames the pending program) ...
+  write_bytes(path + ".json.pending", new_json);
+  ParamMap bad = old_model.params;
+  bad.erase("fc.bias");
+  CHECK_FALSE(error_of([&] { oar::ir::save(old_model.program, bad, path); }).empty());
+  CHECK(read_bytes(path + ".json") == old_json);  // the failed save checked before touching files
+  oar::ir::save(old_model.program, old_model.params, path);
+  CHECK(read_bytes(path + ".json") == old_json);
+  CHECK(read_bytes(path + ".safetensors") == old_tensors);
+  CHECK_FALSE(std::filesystem::exists(path + ".json.pending"));
+  // ... and drops one whose parameters never landed.
+  write_bytes(path + ".json.pending", new_json);
+  oar::ir::save(old_model.program, old_model.params, path);
+  CHECK_FALSE(std::filesystem::exists(path + ".json.pending"));
+  CHECK(loaded_json() == old_text);
+
+  // Files written before the hash existed still load (no metadata, no check).
+  auto tensors = oar::ir::load_safetensors(path + ".safetensors", cpu);
+  oar::ir::save_safetensors(path + ".safetensors", tensors);
+  CHECK(loaded_json() == old_text);
+}
+
+TEST_CASE("a save removes the temporary files of killed saves, never those of a live process") {
+  TempDir dir;
+  Device cpu{"cpu", 0};
+  Example e = mlp(cpu);
+  std::string path = dir.file("model");
+  // A pid that no longer runs: a child that has exited and been reaped.
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  REQUIRE(child > 0);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  const std::string dead = std::to_string(child), live = std::to_string(::getppid());
+  for (const std::string& name : std::vector<std::string>{"model.safetensors.tmp-" + dead, "model.json.tmp-" + dead + "-3", "model.json.pending.tmp-" + dead,
+        "model.safetensors.tmp-" + live, "model.safetensors.tmp-x1", "unrelated.tmp-" + dead}) {
+    write_text(dir.file(name), "stale");
+  }
+  oar::ir::save(e.program, e.params, path);
+  oar::ir::save_safetensors(dir.file("unrelated"), {});
+  std::set<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path)) {
+    left.insert(entry.path().filename().string());
+  }
+  CHECK(left == std::set<std::string>{"model.json", "model.safetensors", "model.safetensors.tmp-" + live,
+                                      "model.safetensors.tmp-x1", "unrelated"});
 }

@@ -59,6 +59,12 @@ struct OpDef;
 /// with a sentence naming the op, the argument and the shapes.
 using MetaFn = std::vector<TensorMeta> (*)(const OpDef& op, std::span<const TensorMeta> inputs,
                                            const Attrs& attrs);
+/// Runs `op`'s meta rule and checks every output shape with
+/// checked_shape_bytes (rank limit, negative dims, overflowing sizes), so no
+/// op can describe a tensor that cannot exist. Every caller of a meta rule
+/// (eager dispatch, tracing, the verifier, shape inference) goes through it.
+std::vector<TensorMeta> infer_meta(const OpDef& op, std::span<const TensorMeta> inputs, const Attrs& attrs);
+
 /// Decomposition of a composite op into other ops (through the current
 /// builder, so it runs eagerly or emits IR).
 using DecomposeFn = std::vector<Tensor> (*)(std::span<const Tensor> inputs, const Attrs& attrs);

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "oar/device.h"
@@ -22,6 +23,12 @@ int64_t shape_numel(const Shape& shape);
 std::string shape_str(const Shape& shape);
 /// Row-major strides, in elements.
 Shape contiguous_strides(const Shape& shape);
+
+/// The one check of a shape that is to describe a tensor of `dtype`
+/// (Note [Checked shapes]): at most OAR_MAX_NDIM dims, none negative, and
+/// an element count and byte size that fit int64 (checked multiplication).
+/// Returns the byte size; throws oar::Error naming `op` and the shape.
+uint64_t checked_shape_bytes(std::string_view op, const Shape& shape, DType dtype);
 
 /// A block of device memory from the caching allocator; returned to it when
 /// the last tensor using it goes away.

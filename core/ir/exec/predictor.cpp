@@ -13,17 +13,22 @@ struct Predictor::Impl {
   std::string path;
   Device device;
   std::optional<ir::Executor> executor;
+  // The inputs as the saved program declares them. The executor's program()
+  // is the compilation of the last run's shapes, specialized to them when a
+  // decomposition needs concrete sizes (Note [Decomposing per input
+  // shapes]), so it cannot say which shapes the next run accepts.
+  std::vector<std::string> input_names;
+  std::vector<ir::TensorType> input_types;
   std::vector<Tensor> inputs;  // by program input index; undefined until set
   std::vector<Tensor> outputs;
   bool has_run = false;
 
   size_t input_position(const std::string& name) const {
-    const auto& declared = executor->program().inputs();
-    for (size_t i = 0; i < declared.size(); ++i) {
-      if (declared[i]->name() == name) return i;
+    for (size_t i = 0; i < input_names.size(); ++i) {
+      if (input_names[i] == name) return i;
     }
     std::string names;
-    for (const ir::Value* v : declared) names += (names.empty() ? "" : ", ") + v->name();
+    for (const std::string& n : input_names) names += (names.empty() ? "" : ", ") + n;
     throw Error(ErrorCode::invalid_argument,
                 "predictor " + path + ": the program has no input '" + name +
                     "' (its inputs: " + (names.empty() ? "none" : names) + ")");
@@ -36,6 +41,10 @@ Predictor::Predictor(const std::string& path, PredictorOptions options)
   impl_->device = options.device.empty() ? default_device() : parse_device(options.device);
   Runtime::global().check_device(impl_->device);
   ir::LoadedProgram loaded = ir::load(path, impl_->device);
+  for (const ir::Value* v : loaded.program.inputs()) {
+    impl_->input_names.push_back(v->name());
+    impl_->input_types.push_back(v->type());
+  }
   impl_->executor.emplace(loaded.program, impl_->device, options.executor);
   impl_->executor->set_parameters(loaded.params);
   impl_->inputs.resize(loaded.program.inputs().size());
@@ -44,11 +53,7 @@ Predictor::Predictor(const std::string& path, PredictorOptions options)
 Predictor::~Predictor() = default;
 Predictor::Predictor(Predictor&&) noexcept = default;
 
-std::vector<std::string> Predictor::input_names() const {
-  std::vector<std::string> names;
-  for (const ir::Value* v : program().inputs()) names.push_back(v->name());
-  return names;
-}
+std::vector<std::string> Predictor::input_names() const { return impl_->input_names; }
 
 std::vector<std::string> Predictor::output_names() const {
   std::vector<std::string> names;
@@ -57,12 +62,12 @@ std::vector<std::string> Predictor::output_names() const {
 }
 
 std::string Predictor::input_type(const std::string& name) const {
-  return program().inputs()[impl_->input_position(name)]->type().str();
+  return impl_->input_types[impl_->input_position(name)].str();
 }
 
 void Predictor::set_input(const std::string& name, const Tensor& value) {
   size_t i = impl_->input_position(name);
-  const ir::TensorType& type = program().inputs()[i]->type();
+  const ir::TensorType& type = impl_->input_types[i];
   OAR_CHECK_ARG(value.defined(), "predictor " + impl_->path + ": input '" + name +
                                      "' is set to an undefined tensor");
   if (value.dtype() != type.dtype || !type.matches(value.shape())) {
@@ -81,7 +86,7 @@ void Predictor::run() {
   int count = 0;
   for (size_t i = 0; i < impl_->inputs.size(); ++i) {
     if (impl_->inputs[i].defined()) continue;
-    unset += (count++ ? ", '" : "'") + program().inputs()[i]->name() + "'";
+    unset += (count++ ? ", '" : "'") + impl_->input_names[i] + "'";
   }
   if (count > 0) {
     throw Error(ErrorCode::invalid_argument,

@@ -10,12 +10,11 @@
 // gaps, no overlaps, no trailing bytes. Only then does it read any data.
 #include "oar/ir/safetensors.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -32,11 +31,38 @@ namespace oar::ir {
 
 namespace detail {
 
+namespace {
+// `text` with bytes outside printable ASCII as \xNN: the parser's message
+// quotes the offending bytes of a hostile file, which may not be UTF-8.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+}  // namespace
+
+// Note [Bounded JSON nesting]
+// nlohmann's parser keeps its own stack, but dump() and the recursive code
+// that walks a parsed value (error messages quote a shape with dump()) use
+// the C++ stack, so 100,000 nested brackets overflowed it. The parser's
+// callback sees the depth of every value; a document deeper than
+// kMaxJsonDepth is refused while parsing, before anything walks it. Both
+// readers (program JSON, safetensors headers) parse through here.
 Json parse_json_strict(const std::string& text, const std::string& what) {
+  struct TooDeep {};
   // Keys seen in each open object, innermost last; the first repeated key.
   std::vector<std::unordered_set<std::string>> open_objects;
   std::string duplicate;
-  auto on_event = [&](int, Json::parse_event_t event, Json& parsed) {
+  auto on_event = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    if (depth > kMaxJsonDepth) throw TooDeep{};
     if (event == Json::parse_event_t::object_start) {
       open_objects.emplace_back();
     } else if (event == Json::parse_event_t::object_end) {
@@ -51,7 +77,10 @@ Json parse_json_strict(const std::string& text, const std::string& what) {
   try {
     j = Json::parse(text, on_event);
   } catch (const Json::exception& e) {
-    throw Error(ErrorCode::invalid_argument, what + " is not valid JSON (" + e.what() + ")");
+    throw Error(ErrorCode::invalid_argument, what + " is not valid JSON (" + printable(e.what()) + ")");
+  } catch (const TooDeep&) {
+    throw Error(ErrorCode::invalid_argument, what + " nests arrays and objects more than " +
+                                                 std::to_string(kMaxJsonDepth) + " levels deep");
   }
   if (!duplicate.empty()) {
     throw Error(ErrorCode::invalid_argument,
@@ -70,44 +99,6 @@ bool json_to_int64(const Json& j, int64_t& out) {
   }
   out = j.get<int64_t>();
   return true;
-}
-
-TempFile::TempFile(std::string path) : path_(std::move(path)) {
-  tmp_path_ = path_ + ".tmp-" + std::to_string(::getpid());
-  out_.open(tmp_path_, std::ios::binary | std::ios::trunc);
-  if (!out_) {
-    throw Error(ErrorCode::invalid_argument, path_ + ": cannot create the temporary file " +
-                                                 tmp_path_ + " (" + std::strerror(errno) + ")");
-  }
-}
-
-TempFile::~TempFile() {
-  if (committed_) return;
-  if (out_.is_open()) out_.close();
-  std::error_code ignored;
-  std::filesystem::remove(tmp_path_, ignored);
-}
-
-void TempFile::close() {
-  if (!out_.is_open()) return;
-  out_.flush();
-  bool ok = out_.good();
-  out_.close();
-  if (!ok || out_.fail()) {
-    throw Error(ErrorCode::invalid_argument, path_ + ": writing the temporary file " + tmp_path_ +
-                                                 " failed (" + std::strerror(errno) + ")");
-  }
-}
-
-void TempFile::commit() {
-  close();
-  std::error_code ec;
-  std::filesystem::rename(tmp_path_, path_, ec);
-  if (ec) {
-    throw Error(ErrorCode::invalid_argument,
-                path_ + ": cannot rename " + tmp_path_ + " into place (" + ec.message() + ")");
-  }
-  committed_ = true;
 }
 
 }  // namespace detail
@@ -328,13 +319,22 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
   file.commit();
 }
 
-std::map<std::string, Tensor> load_safetensors(const std::string& path, const Device& device,
-                                               std::map<std::string, std::string>* metadata) {
+namespace {
+
+// A checked header: the entries tile the data section that starts at byte
+// `data_start` (Note [Reading hostile safetensors files]).
+struct Header {
+  std::vector<Entry> entries;
+  std::map<std::string, std::string> metadata;
+  uint64_t data_start = 0;
+};
+
+Header read_header(const std::string& path, std::ifstream& in) {
   std::error_code ec;
   if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
     fail(path, "is not a regular file");
   }
-  std::ifstream in(path, std::ios::binary);
+  in.open(path, std::ios::binary);
   if (!in) fail(path, std::string("cannot open the file (") + std::strerror(errno) + ")");
   in.seekg(0, std::ios::end);
   std::streamoff end = in.tellg();
@@ -363,36 +363,49 @@ std::map<std::string, Tensor> load_safetensors(const std::string& path, const De
   if (!in) fail(path, "reading the header failed");
   uint64_t data_bytes = file_bytes - 8 - header_bytes;
 
-  Json header = detail::parse_json_strict(text, path + ": the header");
-  if (!header.is_object())
-    fail(path, std::string("the header is a JSON ") + header.type_name() + ", not an object");
+  Json json = detail::parse_json_strict(text, path + ": the header");
+  if (!json.is_object())
+    fail(path, std::string("the header is a JSON ") + json.type_name() + ", not an object");
 
-  std::vector<Entry> entries;
-  std::map<std::string, std::string> meta;
-  for (const auto& [name, info] : header.items()) {
+  Header header;
+  header.data_start = 8 + header_bytes;
+  for (const auto& [name, info] : json.items()) {
     if (name == "__metadata__") {
       if (!info.is_object()) fail(path, "__metadata__ is not an object");
       for (const auto& [key, value] : info.items()) {
         if (!value.is_string()) fail(path, "__metadata__ entry '" + key + "' is not a string");
-        meta[key] = value.get<std::string>();
+        header.metadata[key] = value.get<std::string>();
       }
       continue;
     }
-    entries.push_back(parse_entry(path, name, info, data_bytes));
+    header.entries.push_back(parse_entry(path, name, info, data_bytes));
   }
-  check_coverage(path, entries, data_bytes);
+  check_coverage(path, header.entries, data_bytes);
+  return header;
+}
 
+}  // namespace
+
+std::map<std::string, std::string> read_safetensors_metadata(const std::string& path) {
+  std::ifstream in;
+  return read_header(path, in).metadata;
+}
+
+std::map<std::string, Tensor> load_safetensors(const std::string& path, const Device& device,
+                                               std::map<std::string, std::string>* metadata) {
+  std::ifstream in;
+  Header header = read_header(path, in);
   std::map<std::string, Tensor> tensors;
   std::vector<char> host;
-  for (const Entry& e : entries) {
+  for (const Entry& e : header.entries) {
     host.resize(std::max<uint64_t>(e.end - e.begin, 1));
-    in.seekg(static_cast<std::streamoff>(8 + header_bytes + e.begin));
+    in.seekg(static_cast<std::streamoff>(header.data_start + e.begin));
     in.read(host.data(), static_cast<std::streamsize>(e.end - e.begin));
     if (!in)
       fail(path, "reading the data of tensor '" + e.name + "' failed (was the file truncated?)");
     tensors.emplace(e.name, Tensor::from_host(host.data(), e.shape, e.dtype, device));
   }
-  if (metadata) *metadata = std::move(meta);
+  if (metadata) *metadata = std::move(header.metadata);
   return tensors;
 }
 

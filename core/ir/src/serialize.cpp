@@ -19,6 +19,7 @@
 #include "oar/ir/serialize.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -443,6 +444,65 @@ std::string read_text_file(const std::string& path) {
   return text.str();
 }
 
+// Note [Saving a program and its parameters as a pair]
+// save() writes path.json and path.safetensors; a kill between two renames
+// must not leave a new parameter file beside the old program. The
+// safetensors metadata records a hash of the program text it belongs to
+// ("oar.program_hash"), and the program passes through path.json.pending:
+//   1. write both under temporary names and fsync them (TempFile);
+//   2. rename the program to path.json.pending;
+//   3. rename the parameters to path.safetensors (the commit point);
+//   4. rename path.json.pending to path.json.
+// load() reads path.json, or, when the parameters' hash names another text,
+// a path.json.pending of that hash (a save killed after step 3), and
+// otherwise refuses the pair with a sentence. Before step 1 a save finishes
+// or drops what an earlier killed save left (finish_interrupted_save).
+// Files written before the hash existed load without the check.
+constexpr const char* kProgramHashKey = "oar.program_hash";
+constexpr const char* kPendingSuffix = ".pending";
+
+// FNV-1a, 64 bits, as "fnv1a64:<16 hex digits>": tells apart the programs
+// of two saves (it guards against accidents, not against forgery).
+std::string program_hash(const std::string& text) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return std::string("fnv1a64:") + hex;
+}
+
+bool is_file(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec);
+}
+
+// The hash path.safetensors records, or "" (no readable file, or one
+// written before hashes).
+std::string recorded_program_hash(const std::string& tensors_path) {
+  if (!is_file(tensors_path)) return "";
+  try {
+    auto meta = read_safetensors_metadata(tensors_path);
+    auto it = meta.find(kProgramHashKey);
+    return it == meta.end() ? "" : it->second;
+  } catch (const Error&) {
+    return "";
+  }
+}
+
+// Step 0 of Note [Saving a program and its parameters as a pair].
+void finish_interrupted_save(const std::string& json_path, const std::string& tensors_path) {
+  const std::string pending = json_path + kPendingSuffix;
+  for (const auto& p : {json_path, tensors_path, pending}) detail::remove_stale_temp_files(p);
+  if (!is_file(pending)) return;
+  std::string recorded = recorded_program_hash(tensors_path);
+  if (!recorded.empty() && recorded == program_hash(read_text_file(pending))) {
+    detail::durable_rename(pending, json_path);  // the killed save had committed
+  } else {
+    std::filesystem::remove(pending);  // its parameters never replaced the old ones
+    detail::fsync_directory_of(pending);
+  }
+}
+
 }  // namespace
 
 std::string to_json(const Program& program, int indent) {
@@ -560,24 +620,49 @@ void save(const Program& program, const ParamMap& params, const std::string& pat
     }
   }
 
-  // Both files are complete before either replaces an earlier one.
+  // Note [Saving a program and its parameters as a pair]
+  finish_interrupted_save(json_path, tensors_path);
+  const std::string pending = json_path + kPendingSuffix;
   detail::TempFile tensors_file(tensors_path);
-  detail::write_safetensors(
-      tensors_file.stream(), tensors_path, tensors,
-      {{"format", kFormat}, {"version", std::to_string(kProgramFormatVersion)}});
+  detail::write_safetensors(tensors_file.stream(), tensors_path, tensors,
+                            {{"format", kFormat},
+                             {"version", std::to_string(kProgramFormatVersion)},
+                             {kProgramHashKey, program_hash(text)}});
   tensors_file.close();
-  detail::TempFile json_file(json_path);
+  detail::TempFile json_file(pending);
   json_file.stream() << text;
-  json_file.close();
-  tensors_file.commit();
   json_file.commit();
+  try {
+    tensors_file.commit();
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(pending, ignored);
+    throw;
+  }
+  detail::durable_rename(pending, json_path);
 }
 
 LoadedProgram load(const std::string& path, const Device& device) {
   const std::string json_path = path + ".json";
   const std::string tensors_path = path + ".safetensors";
-  std::string text = read_text_file(json_path);
-  std::map<std::string, Tensor> tensors = load_safetensors(tensors_path, device);
+  const std::string pending = json_path + kPendingSuffix;
+  // A first save killed after its commit point has no path.json yet.
+  std::string text = !is_file(json_path) && is_file(pending) ? std::string() : read_text_file(json_path);
+  std::map<std::string, std::string> metadata;
+  std::map<std::string, Tensor> tensors = load_safetensors(tensors_path, device, &metadata);
+  // Note [Saving a program and its parameters as a pair]
+  std::string program_path = json_path;
+  if (auto it = metadata.find(kProgramHashKey); it != metadata.end() && it->second != program_hash(text)) {
+    if (is_file(pending) && program_hash(text = read_text_file(pending)) == it->second) {
+      program_path = pending;  // a save was killed after its parameters were in place
+    } else {
+      throw Error(ErrorCode::invalid_argument,
+                  tensors_path + ": holds the parameters of another program than " + json_path +
+                      " (it records the program hash " + it->second + ", the program's is " +
+                      program_hash(is_file(json_path) ? read_text_file(json_path) : "") +
+                      "); the two files come from different saves");
+    }
+  }
 
   ParamMap params;
   ParamMap constants;
@@ -588,19 +673,19 @@ LoadedProgram load(const std::string& path, const Device& device) {
       params.emplace(name, t);
     }
   }
-  Program program = ProgramReader(json_path, constants, tensors_path).read(text);
+  Program program = ProgramReader(program_path, constants, tensors_path).read(text);
 
   for (const Value* p : program.parameters()) {
     auto it = params.find(p->name());
     if (it == params.end()) {
       throw Error(ErrorCode::invalid_argument, tensors_path + ": parameter '" + p->name() + "' (" +
-                                                   p->type().str() + ") of " + json_path +
+                                                   p->type().str() + ") of " + program_path +
                                                    " is missing");
     }
     if (it->second.dtype() != p->type().dtype || !p->type().matches(it->second.shape())) {
       throw Error(ErrorCode::invalid_argument,
                   tensors_path + ": parameter '" + p->name() + "' is " + p->type().str() + " in " +
-                      json_path + " but " + type_of(it->second).str() + " in the file");
+                      program_path + " but " + type_of(it->second).str() + " in the file");
     }
   }
   // A tensor the program does not use means the files do not belong together.
@@ -616,7 +701,7 @@ LoadedProgram load(const std::string& path, const Device& device) {
     if (!v) {
       throw Error(ErrorCode::invalid_argument, tensors_path + ": tensor '" + name +
                                                    "' is neither a parameter nor a constant of " +
-                                                   json_path);
+                                                   program_path);
     }
   }
   return LoadedProgram{std::move(program), std::move(params)};

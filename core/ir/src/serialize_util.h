@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "oar/tensor.h"
 
@@ -17,16 +18,23 @@ namespace oar::ir::detail {
 /// Object keys keep their order, so attributes and headers round-trip as written.
 using Json = nlohmann::ordered_json;
 
-/// Parses `text`; throws oar::Error "<what> is not valid JSON: ..." or, when
-/// an object holds a key twice, "<what> has the key 'k' twice in one object".
+/// The deepest nesting of arrays and objects a reader accepts (Note
+/// [Bounded JSON nesting]); oar's own files nest at most 6 levels.
+inline constexpr int kMaxJsonDepth = 64;
+
+/// Parses `text`; throws oar::Error "<what> is not valid JSON: ...", when
+/// an object holds a key twice "<what> has the key 'k' twice in one object",
+/// and when it nests deeper than kMaxJsonDepth "<what> nests ... deep".
 Json parse_json_strict(const std::string& text, const std::string& what);
 
 /// `j` as an int64 when it is a JSON integer that fits one.
 bool json_to_int64(const Json& j, int64_t& out);
 
-/// A file written under `path + ".tmp-<pid>"` and renamed to `path` by
-/// commit(). Until then the destination is untouched; a TempFile destroyed
-/// without commit() removes its temporary file.
+/// A file written under `path + ".tmp-<pid>-<n>"`, flushed to disk and
+/// renamed to `path` by commit() (Note [Durable saves]). Until then the
+/// destination is untouched; a TempFile destroyed without commit() removes
+/// its temporary file. Creating one removes the temporary files of `path`
+/// left by processes that no longer run.
 class TempFile {
  public:
   explicit TempFile(std::string path);
@@ -35,10 +43,11 @@ class TempFile {
   TempFile& operator=(const TempFile&) = delete;
 
   std::ostream& stream() { return out_; }
-  /// Flushes and closes the temporary file (throws naming it when a write
-  /// failed); commit() calls it if needed.
+  /// Flushes, closes and fsyncs the temporary file (throws naming it when a
+  /// write failed); commit() calls it if needed.
   void close();
-  /// Renames the temporary file to the destination (throws naming both).
+  /// Renames the temporary file to the destination and fsyncs the
+  /// directory (throws naming both).
   void commit();
 
  private:
@@ -47,6 +56,13 @@ class TempFile {
   std::ofstream out_;
   bool committed_ = false;
 };
+
+/// rename(from, to), then fsync of the directory of `to`; throws naming both.
+void durable_rename(const std::string& from, const std::string& to);
+/// fsync of the directory holding `path`, so a rename there is on disk.
+void fsync_directory_of(const std::string& path);
+/// Removes `path.tmp-<pid>[-<n>]` files whose process no longer runs.
+void remove_stale_temp_files(const std::string& path);
 
 /// Writes a safetensors file's bytes to `out`; `path` names the file in errors.
 void write_safetensors(std::ostream& out, const std::string& path,

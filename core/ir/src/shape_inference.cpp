@@ -47,7 +47,7 @@ std::unordered_map<const Value*, Shape> infer_shapes(const Program& program, con
     }
     std::vector<TensorMeta> out;
     try {
-      out = op.def().meta(op.def(), metas, op.attrs());
+      out = infer_meta(op.def(), metas, op.attrs());
     } catch (const Error& e) {
       throw Error(e.code(), "program: " + at_op(i, op) + " rejects these shapes: " + e.what());
     }

@@ -141,10 +141,10 @@ std::vector<Tensor> Tracer::apply(const OpDef& op, std::span<const Tensor> input
     example[i] = {inputs[i].dtype(), inputs[i].shape()};
     probe[i] = {inputs[i].dtype(), inputs[i].impl().symbol ? inputs[i].impl().symbol->probe : inputs[i].shape()};
   }
-  std::vector<TensorMeta> out = op.meta(op, example, attrs);
+  std::vector<TensorMeta> out = infer_meta(op, example, attrs);
   std::vector<TensorMeta> out_probe;
   try {
-    out_probe = op.meta(op, probe, attrs);
+    out_probe = infer_meta(op, probe, attrs);
   } catch (const Error&) {
     specialized_ = true;  // Note [Dynamic dims]
     out_probe = out;

@@ -29,6 +29,11 @@ void verify(const Program& program) {
       for (int64_t d : v->type().dims) {
         if (d < kDynamic) fail("'" + v->name() + "' has type " + v->type().str() + " with a negative dim");
       }
+      try {
+        checked_shape_bytes("'" + v->name() + "'", v->type().with_dynamic_dims(kCheckSize), v->type().dtype);
+      } catch (const Error& e) {
+        fail(e.what());  // Note [Checked shapes]: too many dims, or a size that overflows
+      }
       defined.insert(v);
     }
   }
@@ -61,8 +66,8 @@ void verify(const Program& program) {
     }
     std::vector<TensorMeta> out, out2;
     try {
-      out = def.meta(def, metas, op.attrs());
-      out2 = dynamic ? def.meta(def, metas2, op.attrs()) : out;
+      out = infer_meta(def, metas, op.attrs());
+      out2 = dynamic ? infer_meta(def, metas2, op.attrs()) : out;
     } catch (const Error& e) {
       fail(at_op(i, op) + ": its meta rule rejects the operand types: " + e.what());
     }

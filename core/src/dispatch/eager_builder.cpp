@@ -82,7 +82,7 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
     in_meta[i].dtype = inputs[i].dtype();
     in_meta[i].shape = inputs[i].shape();  // reuses the buffer's capacity
   }
-  std::vector<TensorMeta> out_meta = op.meta(op, in_meta, attrs);
+  std::vector<TensorMeta> out_meta = infer_meta(op, in_meta, attrs);
 
   Device dev = inputs.empty() ? (device ? *device : default_device()) : inputs[0].device();
   for (size_t i = 1; i < inputs.size(); ++i) {

@@ -338,6 +338,7 @@ Tensor unsqueeze(const Tensor& x, std::vector<int64_t> axes) {
     if (std::find(axes.begin(), axes.end(), i) != axes.end()) out.push_back(1);
     else out.push_back(x.shape()[src++]);
   }
+  checked_shape_bytes("unsqueeze", out, x.dtype());  // names this op, not reshape (Note [Checked shapes])
   return reshape(x, out);
 }
 

@@ -23,6 +23,12 @@ const AttrValue* Attrs::find(std::string_view name) const {
   return nullptr;
 }
 
+std::vector<TensorMeta> infer_meta(const OpDef& op, std::span<const TensorMeta> inputs, const Attrs& attrs) {
+  std::vector<TensorMeta> out = op.meta(op, inputs, attrs);
+  for (const TensorMeta& m : out) checked_shape_bytes(op.name, m.shape, m.dtype);  // Note [Checked shapes]
+  return out;
+}
+
 namespace {
 template <typename T>
 const T& get_typed(const Attrs& attrs, std::string_view name, const char* kind) {

@@ -33,6 +33,36 @@ Shape contiguous_strides(const Shape& shape) {
   return strides;
 }
 
+// Note [Checked shapes]
+// A shape becomes memory only through sizes computed from it, so a shape
+// whose element count or byte size wraps around (zeros([1 << 62]) as f32 is
+// 2^64 bytes, i.e. 0) would allocate too little and let kernels write out
+// of bounds, and a rank above OAR_MAX_NDIM does not fit OarTensorView.
+// checked_shape_bytes is the one place that checks: allocate_tensor calls
+// it for every tensor, and infer_meta (op_registry.cpp) for every output of
+// every meta rule, so eager ops, traces, the verifier and the executor's
+// shape inference refuse such a shape at the op that produced it. A shape
+// with a zero dim has no elements, whatever its other dims.
+uint64_t checked_shape_bytes(std::string_view op, const Shape& shape, DType dtype) {
+  auto what = [&] { return std::string(op) + ": the shape " + shape_str(shape) + " of " + std::string(dtype_name(dtype)); };
+  OAR_CHECK_ARG(shape.size() <= OAR_MAX_NDIM, what() + " has " + std::to_string(shape.size()) +
+                                                  " dims; at most " + std::to_string(OAR_MAX_NDIM) +
+                                                  " are supported");
+  bool empty = false;
+  for (int64_t d : shape) {
+    OAR_CHECK_ARG(d >= 0, what() + " has the negative dim " + std::to_string(d));
+    empty = empty || d == 0;
+  }
+  if (empty) return 0;
+  int64_t numel = 1;
+  int64_t bytes = 0;
+  bool overflow = false;
+  for (int64_t d : shape) overflow = overflow || __builtin_mul_overflow(numel, d, &numel);
+  overflow = overflow || __builtin_mul_overflow(numel, static_cast<int64_t>(dtype_size(dtype)), &bytes);
+  OAR_CHECK_ARG(!overflow, what() + " has more elements or bytes than fit in 64 bits (at most 2^63 - 1)");
+  return static_cast<uint64_t>(bytes);
+}
+
 Storage::~Storage() {
   if (allocator_) allocator_->release(data_);
 }
@@ -40,19 +70,13 @@ Storage::~Storage() {
 DeviceBackend& backend_of(const Device& device) { return Runtime::global().state().backend(device); }
 
 Tensor allocate_tensor(const Shape& shape, DType dtype, const Device& device) {
-  for (int64_t d : shape) {
-    OAR_CHECK_ARG(d >= 0, "tensor: shape " + shape_str(shape) + " has a negative dim");
-  }
-  OAR_CHECK_ARG(shape.size() <= OAR_MAX_NDIM, "tensor: shape " + shape_str(shape) + " has " +
-                                              std::to_string(shape.size()) + " dims; at most " +
-                                              std::to_string(OAR_MAX_NDIM) + " are supported");
+  uint64_t bytes = checked_shape_bytes("tensor", shape, dtype);
   DeviceBackend& backend = backend_of(device);
   auto impl = std::make_shared<TensorImpl>();
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
   impl->device = device;
-  uint64_t bytes = static_cast<uint64_t>(shape_numel(shape)) * dtype_size(dtype);
   if (bytes > 0) {
     CachingAllocator* allocator = backend.slot(device.index).allocator.get();
     void* data = allocator->allocate(bytes);

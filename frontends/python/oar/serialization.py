@@ -2,23 +2,19 @@
 plain values) in the safetensors format: an 8-byte little-endian header
 length, a JSON header {name: {dtype, shape, data_offsets}}, then the raw
 little-endian data. Non-tensor structure goes into the header's
-__metadata__ ("oar.structure"), so any safetensors reader sees the tensors."""
+__metadata__ ("oar.structure"), so any safetensors reader sees the tensors.
+Reading and writing are the core's (oar._C.load_safetensors,
+save_safetensors): one reader for C++ and Python."""
+import errno
 import json
 import os
-import struct
+import re
 
 import numpy as np
 
 from . import _C
-from .framework import Tensor, convert_dtype
+from .framework import Tensor
 
-_ST_DTYPES = {
-    "float32": "F32", "float64": "F64", "float16": "F16", "bfloat16": "BF16", "int8": "I8", "uint8": "U8",
-    "int32": "I32", "int64": "I64", "bool": "BOOL",
-}
-_FROM_ST = {v: k for k, v in _ST_DTYPES.items()}
-_NP_FOR_ST = {"F32": np.float32, "F64": np.float64, "F16": np.float16, "I8": np.int8, "U8": np.uint8,
-              "I32": np.int32, "I64": np.int64, "BOOL": np.bool_, "BF16": np.uint16}
 
 
 def _flatten(obj, prefix, tensors):
@@ -40,72 +36,103 @@ def _flatten(obj, prefix, tensors):
 
 
 def save(obj, path, protocol=4, **configs):
-    """Writes a tensor, a state dict or nested dicts/lists of tensors and plain values."""
+    """Writes a tensor, a state dict or nested dicts/lists of tensors and plain values.
+
+    The file is written durably: to a temporary file in the same directory,
+    flushed to disk, then renamed over `path`, so a crash or kill during the
+    save leaves the previous file intact (the core's safetensors writer)."""
     tensors = {}
     structure = _flatten(obj, "", tensors)
-    header, blobs, offset = {}, [], 0
     for key, t in tensors.items():
         if isinstance(t, np.ndarray):
             from .creation import to_tensor
-            t = to_tensor(t)
-        data = t._raw_bytes()
-        header[key] = {"dtype": _ST_DTYPES[t.dtype.name], "shape": list(t.shape),
-                       "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    header["__metadata__"] = {"format": "oar", "oar.structure": json.dumps(structure)}
-    raw = json.dumps(header, separators=(",", ":")).encode()
-    raw += b" " * (-len(raw) % 8)
-    directory = os.path.dirname(os.fspath(path))
+            tensors[key] = to_tensor(t)
+    path = os.fspath(path)
+    directory = os.path.dirname(path)
     if directory:
         os.makedirs(directory, exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(raw)))
-        f.write(raw)
-        for b in blobs:
-            f.write(b)
+    _C.save_safetensors(path, tensors, {"format": "oar", "oar.structure": json.dumps(structure)})
 
 
-def _read(path):
-    with open(path, "rb") as f:
-        head = f.read(8)
-        if len(head) != 8:
-            raise ValueError(f"load: '{path}' is not a safetensors file (shorter than 8 bytes)")
-        (n,) = struct.unpack("<Q", head)
-        try:
-            header = json.loads(f.read(n))
-        except (ValueError, UnicodeDecodeError):
-            raise ValueError(f"load: '{path}' is not a safetensors file (bad JSON header)") from None
-        data = f.read()
-    return header, data
+# The deepest JSON nesting of "oar.structure" that load accepts: three
+# levels per level of nested Python containers, far below Python's
+# recursion limit, so a hostile file cannot raise RecursionError.
+_MAX_STRUCTURE_DEPTH = 300
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def _json_depth(text):
+    depth = deepest = 0
+    for m in _JSON_BRACKET.finditer(_JSON_STRING.sub('""', text)):
+        depth += 1 if m.group() in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def load(path, return_numpy=False, **configs):
-    """Reads what save wrote (or any safetensors file: a dict of tensors)."""
-    header, data = _read(path)
-    meta = header.pop("__metadata__", {}) or {}
-    values = {}
-    for key, info in header.items():
-        begin, end = info["data_offsets"]
-        dtype = info["dtype"]
-        if dtype not in _FROM_ST:
-            raise ValueError(f"load: '{path}' tensor '{key}' has dtype {dtype}, which oar does not support")
-        t = _C.from_bytes(data[begin:end], [int(s) for s in info["shape"]], convert_dtype(_FROM_ST[dtype]))
-        values[key] = t
+    """Reads what save wrote (or any safetensors file: a dict of tensors).
+
+    Any fault of the file (truncated, garbage, bad JSON, bad dtype, shapes or
+    offsets that do not match, overlapping tensors, duplicate keys, a broken
+    oar.structure) raises ValueError naming the file and the fault."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(errno.ENOENT, f"load: there is no file '{path}'", path)
+    try:
+        values, meta = _C.load_safetensors(path)
+    except ValueError as e:
+        reason = str(e)
+        if reason.startswith(path + ": "):
+            reason = reason[len(path) + 2:]
+        raise ValueError(f"load: cannot read '{path}' as a safetensors file: {reason}") from None
     if "oar.structure" not in meta:
         return {k: (v.numpy() if return_numpy else v) for k, v in values.items()}
-    return _unflatten(json.loads(meta["oar.structure"]), values, return_numpy)
+    text = meta["oar.structure"]
+    if _json_depth(text) > _MAX_STRUCTURE_DEPTH:
+        raise ValueError(f"load: '{path}' has an oar.structure that nests more than "
+                         f"{_MAX_STRUCTURE_DEPTH} levels deep")
+    try:
+        node = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"load: '{path}' has an oar.structure that is not valid JSON ({e})") from None
+    return _Unflatten(path, values, return_numpy).node(node)
 
 
-def _unflatten(node, values, return_numpy):
-    if isinstance(node, dict):
+class _Unflatten:
+    """Rebuilds the saved object from oar.structure, checking every node."""
+
+    def __init__(self, path, values, return_numpy):
+        self.path, self.values, self.return_numpy = path, values, return_numpy
+
+    def fail(self, what):
+        raise ValueError(f"load: '{self.path}' has a broken oar.structure: {what}")
+
+    def node(self, node):
+        if node is None or isinstance(node, (bool, int, float, str)):
+            return node
+        if not isinstance(node, dict) or len(node) == 0:
+            self.fail(f"a node is {json.dumps(node)[:80]}, not a value or a tagged object")
         if "__tensor__" in node:
-            t = values[node["__tensor__"]]
-            return t.numpy() if (return_numpy or node.get("__numpy__")) else t
-        if "__dict__" in node:
-            return {k: _unflatten(v, values, return_numpy) for k, v in node["__dict__"]}
-        if "__list__" in node:
-            return [_unflatten(v, values, return_numpy) for v in node["__list__"]]
-        if "__tuple__" in node:
-            return tuple(_unflatten(v, values, return_numpy) for v in node["__tuple__"])
-    return node
+            key = node["__tensor__"]
+            if not isinstance(key, str) or key not in self.values:
+                self.fail(f"it names the tensor {json.dumps(key)[:80]}, which the file does not hold")
+            t = self.values[key]
+            return t.numpy() if (self.return_numpy or node.get("__numpy__") is True) else t
+        if len(node) != 1:
+            self.fail(f"a node has the keys {sorted(node)[:8]}; expected one of __dict__, __list__, __tuple__")
+        (tag, items), = node.items()
+        if tag not in ("__dict__", "__list__", "__tuple__") or not isinstance(items, list):
+            self.fail(f"a node is tagged {tag!r} with a value of type {type(items).__name__}; expected "
+                      "__dict__, __list__ or __tuple__ with a list")
+        if tag == "__list__":
+            return [self.node(v) for v in items]
+        if tag == "__tuple__":
+            return tuple(self.node(v) for v in items)
+        out = {}
+        for item in items:
+            if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], (str, int, float, bool))
+                    and item[0] is not None):
+                self.fail(f"a __dict__ item is {json.dumps(item)[:80]}, not a [key, value] pair")
+            out[item[0]] = self.node(item[1])
+        return out

@@ -25,5 +25,6 @@ void bind_tensor(py::module_& m);
 void bind_ops(py::module_& m);
 void bind_autograd(py::module_& m);
 void bind_ir(py::module_& m);
+void bind_safetensors(py::module_& m);
 
 }  // namespace oar_py

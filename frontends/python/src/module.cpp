@@ -101,4 +101,5 @@ PYBIND11_MODULE(_C, m) {
   oar_py::bind_autograd(m);
   oar_py::bind_ops(m);
   oar_py::bind_ir(m);
+  oar_py::bind_safetensors(m);
 }

@@ -238,7 +238,7 @@ void bind_tensor(py::module_& m) {
   m.def("from_bytes", [](const py::bytes& data, const std::vector<int64_t>& shape, oar::DType dtype,
                          const std::optional<std::string>& device) {
     std::string_view view = data;
-    uint64_t bytes = static_cast<uint64_t>(oar::shape_numel(shape)) * oar::dtype_size(dtype);
+    uint64_t bytes = oar::checked_shape_bytes("from_bytes", shape, dtype);
     OAR_CHECK_ARG(view.size() == bytes, "from_bytes: " + std::to_string(view.size()) + " bytes for shape " +
                                             oar::shape_str(shape) + " of " + std::string(oar::dtype_name(dtype)) +
                                             " which needs " + std::to_string(bytes));

@@ -41,6 +41,8 @@ class Predictor {
   Tensor output(const std::string& name) const;
   Tensor output(size_t index) const;
 
+  /// The program as compiled for the device and the last run's input
+  /// shapes; input_type() gives the saved program's declared types.
   const ir::Program& program() const;
   const Device& device() const;
 

@@ -15,8 +15,9 @@
 namespace oar::ir {
 
 /// Writes tensors (any device; copied to the host) to `path`. The file is
-/// written to a temporary name and renamed, so a failed save never
-/// clobbers an existing file.
+/// written to a temporary name, flushed to disk (fsync) and renamed, so a
+/// failed or killed save never clobbers an existing file: `path` is always
+/// the previous file or the new one, whole.
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
@@ -27,6 +28,10 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
 /// what is wrong; it never crashes or reads out of bounds.
 std::map<std::string, Tensor> load_safetensors(const std::string& path, const Device& device,
                                                std::map<std::string, std::string>* metadata = nullptr);
+
+/// The "__metadata__" strings of `path`, after checking the whole header
+/// as load_safetensors does, without reading any tensor data.
+std::map<std::string, std::string> read_safetensors_metadata(const std::string& path);
 
 /// safetensors dtype names: "F32", "F64", "F16", "BF16", "I8", "U8", "I32",
 /// "I64", "BOOL".
