@@ -4,6 +4,7 @@ and a conv2d on the cpu device equal numpy. Run by
 scripts/check_fresh_machine.sh in a root without libdnnl; usable anywhere:
     python scripts/wheel_smoke.py
 """
+import os
 import sys
 
 import numpy as np
@@ -17,6 +18,12 @@ for p in env["plugins"]:
 for path, reason in env["skipped"]:
     print(f"skipped {path}: {reason}")
 print("devices:", env["devices"], "default:", env["default_device"])
+if env["skipped"]:
+    sys.exit("wheel_smoke: plugins were skipped (see above)")
+# The plugin probe helper (Note [Plugin probe]) ships beside liboar_core.so.
+probe = os.path.join(os.path.dirname(oar.__file__), "lib", "oar-plugin-probe")
+if not os.access(probe, os.X_OK):
+    sys.exit(f"wheel_smoke: {probe} is missing or not executable")
 types = [t for p in env["plugins"] for t in p["device_types"]]
 if "cpu" not in types:
     sys.exit("wheel_smoke: the cpu plugin did not load: " + "; ".join(f"{p}: {r}" for p, r in env["skipped"]))
