@@ -15,8 +15,8 @@ OAR_BUILD="${OAR_BUILD:-$OAR_ROOT/build}"
 OAR_BUILD_PACKAGES=(cmake ninja-build g++ gcc pkg-config libboost-dev libdnnl-dev
   ocl-icd-opencl-dev nlohmann-json3-dev doctest-dev)
 # Python package: the interpreter, venv, headers for the extension
-# (CMake's Development.Module), and CA certificates for pip.
-OAR_PYTHON_PACKAGES=(python3 python3-venv python3-dev ca-certificates)
+# (CMake's Development.Module; DLPack's), and CA certificates for pip.
+OAR_PYTHON_PACKAGES=(python3 python3-venv python3-dev libdlpack-dev ca-certificates)
 # Only the README's test command (scripts/run_tests.sh) needs these: strace
 # injects kill -9 into saves (frontends/python/tests/test_durability.py).
 OAR_TEST_PACKAGES=(strace)

@@ -38,6 +38,10 @@ class Storage {
  public:
   Storage(Device device, void* data, uint64_t bytes, CachingAllocator* allocator)
       : device_(std::move(device)), data_(data), bytes_(bytes), allocator_(allocator) {}
+  /// Memory oar did not allocate (a numpy array, a DLPack tensor): `owner`
+  /// keeps it alive and is released with the storage.
+  Storage(Device device, void* data, uint64_t bytes, std::shared_ptr<void> owner)
+      : device_(std::move(device)), data_(data), bytes_(bytes), allocator_(nullptr), owner_(std::move(owner)) {}
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -50,7 +54,8 @@ class Storage {
   Device device_;
   void* data_;  // owned: allocated from allocator_
   uint64_t bytes_;
-  CachingAllocator* allocator_;  // not owned: the device's allocator, lives for the process
+  CachingAllocator* allocator_;  // not owned: the device's allocator, lives for the process; null for external memory
+  std::shared_ptr<void> owner_;  // owned: keeps external memory alive (null for allocator memory)
 };
 
 struct AutogradMeta;
@@ -83,6 +88,12 @@ class Tensor {
   static Tensor from_vector(const std::vector<T>& values, const Shape& shape, const Device& device);
   template <typename T>
   static Tensor from_vector(const std::vector<T>& values, const Shape& shape);
+  /// A contiguous tensor over `bytes` of existing host memory at `data`,
+  /// shared, not copied: `owner` keeps the memory alive while any tensor uses
+  /// it. `device` must be host-addressable (OAR_DEVICE_HOST_ADDRESSABLE, e.g.
+  /// cpu) and `data` aligned to the dtype's size; throws oar::Error otherwise.
+  static Tensor from_external(void* data, const Shape& shape, DType dtype, const Device& device,
+                              std::shared_ptr<void> owner);
   /// An uninitialized contiguous tensor.
   static Tensor empty(const Shape& shape, DType dtype, const Device& device);
 

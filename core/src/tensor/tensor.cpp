@@ -185,6 +185,26 @@ void Tensor::copy_to_host(void* dst) const {
   }
 }
 
+Tensor Tensor::from_external(void* data, const Shape& shape, DType dtype, const Device& device,
+                             std::shared_ptr<void> owner) {
+  uint64_t bytes = checked_shape_bytes("from_external", shape, dtype);
+  DeviceBackend& b = backend_of(device);
+  OAR_CHECK_ARG(b.host_addressable(device.index),
+                "from_external: device " + device.str() +
+                    " cannot use host memory in place (it is not host-addressable); copy the data with from_host");
+  OAR_CHECK_ARG(bytes == 0 || data != nullptr, "from_external: the data pointer is null for a shape " + shape_str(shape));
+  OAR_CHECK_ARG(reinterpret_cast<uintptr_t>(data) % dtype_size(dtype) == 0,
+                "from_external: the data of a " + std::string(dtype_name(dtype)) + " tensor must be aligned to " +
+                    std::to_string(dtype_size(dtype)) + " bytes");
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = shape;
+  impl->strides = contiguous_strides(shape);
+  impl->dtype = dtype;
+  impl->device = device;
+  if (bytes > 0) impl->storage = std::make_shared<Storage>(device, data, bytes, std::move(owner));
+  return Tensor(std::move(impl));
+}
+
 void* Tensor::host_data() const {
   const TensorImpl& im = impl();
   if (im.symbol || !im.storage || !is_contiguous()) return nullptr;

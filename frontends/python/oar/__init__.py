@@ -7,12 +7,14 @@ from .framework import (Place, CPUPlace, CustomPlace, Tensor, dtype, float32, fl
                         uint8, int32, int64, bool, set_default_dtype, get_default_dtype, set_device, get_device,
                         get_all_device_type, device_count, seed, environment)
 from .creation import (to_tensor, full, zeros, ones, empty, full_like, zeros_like, ones_like, empty_like, arange,
-                       linspace, eye, rand, uniform, randn, standard_normal, normal, randint, randperm, assign)
+                       linspace, eye, rand, uniform, randn, standard_normal, normal, randint, randperm, assign,
+                       from_numpy)
 from .math import *  # noqa: F401,F403
 from .math import (sum, max, min, abs, pow, round, all, any, slice)  # noqa: A004 - paddle names
 from . import tensor_methods as _tensor_methods  # noqa: F401 - installs Tensor methods
 from .autograd import no_grad, enable_grad, set_grad_enabled, is_grad_enabled, grad
-from . import nn, optimizer, io, metric, callbacks, jit, static
+from . import nn, optimizer, io, metric, callbacks, jit, static, utils
+from .utils.dlpack import from_dlpack  # noqa: F401 - torch.from_dlpack
 from .nn.functional import softmax  # noqa: F401
 from .serialization import save, load
 from .nn.layer import Layer  # noqa: F401

@@ -183,3 +183,19 @@ def assign(x, output=None):
         output._set_data_(value.detach())
         return output
     return value
+
+
+def from_numpy(ndarray):
+    """A cpu Tensor sharing `ndarray`'s memory (torch.from_numpy): writes through
+    either are seen by both, and the tensor keeps the array alive. The array
+    must be C-contiguous and writeable, of a dtype oar has; `to_tensor` copies
+    any array instead."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(ndarray).__name__}")
+    if not ndarray.flags.c_contiguous:
+        raise ValueError(f"from_numpy: the array of shape {list(ndarray.shape)} is not C-contiguous; "
+                         "use numpy.ascontiguousarray first, or oar.to_tensor to copy it")
+    if not ndarray.flags.writeable:
+        raise ValueError("from_numpy: the array is read-only, and a tensor sharing it could be written through "
+                         "numpy(); use oar.to_tensor to copy it")
+    return _C.from_dlpack(ndarray.__dlpack__())

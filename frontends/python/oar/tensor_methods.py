@@ -153,6 +153,14 @@ def _array(x, dtype=None, copy=None):
     return a.copy() if copy else a
 
 
+def _dlpack(x, stream=None, max_version=None, dl_device=None, copy=None):
+    # The DLPack protocol: the legacy "dltensor" capsule (allowed whatever
+    # max_version asks); host memory needs no stream; copy=True copies first.
+    if dl_device is not None and tuple(dl_device) != (1, 0):
+        raise BufferError(f"__dlpack__: oar exports host (kDLCPU) memory only, not device {tuple(dl_device)}")
+    return _C.to_dlpack(x.clone() if copy else x)
+
+
 def _item(x, *args):
     if args:
         return x.numpy()[args].item()
@@ -285,6 +293,9 @@ def _install():
     T.__repr__ = _repr
     T.__str__ = _repr
     T.__array__ = _array
+    # DLPack (oar.utils.dlpack): np.from_dlpack(t), torch.from_dlpack(t).
+    T.__dlpack__ = _dlpack
+    T.__dlpack_device__ = lambda x: (1, 0)  # kDLCPU: __dlpack__ refuses other devices
     T.__array_priority__ = 100
     T.__getitem__ = _getitem
     T.__setitem__ = _setitem

@@ -26,5 +26,6 @@ void bind_ops(py::module_& m);
 void bind_autograd(py::module_& m);
 void bind_ir(py::module_& m);
 void bind_safetensors(py::module_& m);
+void bind_dlpack(py::module_& m);
 
 }  // namespace oar_py

@@ -1,0 +1,2 @@
+"""paddle.utils: DLPack exchange (oar.utils.dlpack)."""
+from . import dlpack  # noqa: F401
