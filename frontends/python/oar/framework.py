@@ -107,7 +107,8 @@ class Place:
         return self.type == "cpu"
 
     def __str__(self):
-        return f"Place({self._device})"
+        # Paddle prints Place(cpu) for the cpu, Place(type:index) for others.
+        return "Place(cpu)" if self._device == "cpu:0" else f"Place({self._device})"
 
     __repr__ = __str__
 

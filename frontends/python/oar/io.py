@@ -192,6 +192,10 @@ class DataLoader:
         else:
             self.batch_sampler = BatchSampler(dataset, shuffle=shuffle, batch_size=batch_size, drop_last=drop_last)
 
+    def __call__(self):
+        """Paddle's `for data in loader():` form: the same iterator as iter(loader)."""
+        return self.__iter__()
+
     def __len__(self):
         if self.batch_sampler is None:
             raise TypeError("DataLoader over an IterableDataset has no len()")

@@ -164,8 +164,13 @@ void bind_tensor(py::module_& m) {
         meta->grad = g ? *g : oar::Tensor();
       })
       .def("clear_grad", &oar::Tensor::clear_grad)
+      // Paddle's backward(): without grad_tensor a tensor of any shape is
+      // seeded with ones (the C++ Tensor::backward asks for one explicitly).
       .def("backward", [](const oar::Tensor& x, const std::optional<oar::Tensor>& grad, bool retain_graph,
-                          bool create_graph) { x.backward(grad.value_or(oar::Tensor()), retain_graph, create_graph); },
+                          bool create_graph) {
+             oar::Tensor seed = grad ? *grad : (x.numel() == 1 ? oar::Tensor() : oar::ones_like(x));
+             x.backward(seed, retain_graph, create_graph);
+           },
            py::arg("grad_tensor") = py::none(), py::arg("retain_graph") = false, py::arg("create_graph") = false)
       .def("detach", &oar::Tensor::detach)
       .def("_register_hook", [](oar::Tensor& x, py::function fn) {

@@ -91,12 +91,6 @@ def test_backward_with_grad_tensor_and_retain(device):
     assert_close(x.grad, [4.0, 4.0, 18.0])
 
 
-def test_non_scalar_backward_is_value_error(device):
-    x = oar.to_tensor([1.0, 2.0], stop_gradient=False)
-    with pytest.raises(ValueError, match="backward"):
-        (x * 2).backward()
-
-
 def test_stop_gradient_and_detach(device):
     x = oar.to_tensor([1.0, 2.0], stop_gradient=False)
     c = oar.to_tensor([3.0, 4.0])
@@ -156,3 +150,13 @@ def test_hooks(device):
     x.clear_grad()
     (y * 5).sum().backward()
     assert_close(x.grad, [0.0, 0.0])
+
+
+def test_backward_of_a_non_scalar_seeds_ones_as_paddle(device):
+    # paddle.Tensor.backward() without grad_tensor fills it with ones.
+    x = oar.to_tensor([1.0, 2.0, 3.0], stop_gradient=False)
+    (x * x).backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0, 6.0])
+    w = oar.to_tensor([[1.0, 2.0], [3.0, 4.0]], stop_gradient=False)
+    (w * 3.0).backward(oar.to_tensor([[1.0, 0.0], [0.0, 2.0]]))
+    np.testing.assert_allclose(w.grad.numpy(), [[3.0, 0.0], [0.0, 6.0]])

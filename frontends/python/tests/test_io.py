@@ -124,3 +124,12 @@ def test_load_rejects_garbage(tmp_path):
     p.write_bytes(b"\x05\x00\x00\x00\x00\x00\x00\x00notjs")
     with pytest.raises(ValueError, match="safetensors"):
         oar.load(str(p))
+
+
+def test_dataloader_is_callable_as_in_paddle():
+    # The seed demo's `for data in loader():`.
+    ds = oar.io.TensorDataset([oar.to_tensor(np.arange(8, dtype=np.float32).reshape(4, 2))])
+    loader = oar.io.DataLoader(ds, batch_size=2)
+    called = [b[0].numpy().tolist() for b in loader()]
+    iterated = [b[0].numpy().tolist() for b in loader]
+    assert called == iterated == [[[0.0, 1.0], [2.0, 3.0]], [[4.0, 5.0], [6.0, 7.0]]]

@@ -147,3 +147,11 @@ def test_clone_and_detach(device):
     assert not c.stop_gradient and d.stop_gradient
     assert_close(c, [1, 2])
     assert_close(d, [1, 2])
+
+
+def test_print_matches_paddle_format():
+    # paddle 3.x: Tensor(shape=[2], dtype=float32, place=Place(cpu), stop_gradient=True,\n       [1., 2.])
+    t = oar.to_tensor([1.0, 2.0], place="cpu")
+    assert repr(t) == "Tensor(shape=[2], dtype=float32, place=Place(cpu), stop_gradient=True,\n       [1., 2.])"
+    assert str(oar.CPUPlace()) == "Place(cpu)"
+    assert str(oar.CustomPlace("mock", 1)) == "Place(mock:1)"
