@@ -131,10 +131,10 @@ OarStatus softmax_onednn_kernel(const OarKernelContext* ctx) {
     const auto kind = dnnl::prop_kind::forward_inference;
     std::shared_ptr<Plan> plan;
     if constexpr (kLog) {
-      dnnl::logsoftmax_forward::primitive_desc pd({kind, md, static_cast<int>(axis)}, onednn_engine());
+      dnnl::logsoftmax_forward::primitive_desc pd({kind, md, static_cast<int>(axis)}, onednn_attr(), onednn_engine());
       plan = std::make_shared<Plan>(dnnl::logsoftmax_forward(pd), [pd](int a) { return pd.query_md(dnnl::query::exec_arg_md, a); });
     } else {
-      dnnl::softmax_forward::primitive_desc pd({kind, md, static_cast<int>(axis)}, onednn_engine());
+      dnnl::softmax_forward::primitive_desc pd({kind, md, static_cast<int>(axis)}, onednn_attr(), onednn_engine());
       plan = std::make_shared<Plan>(dnnl::softmax_forward(pd), [pd](int a) { return pd.query_md(dnnl::query::exec_arg_md, a); });
     }
     plan->add_arg(DNNL_ARG_SRC, md, false);
@@ -251,7 +251,7 @@ OarStatus layer_norm_onednn_kernel(const OarKernelContext* ctx) {
     dnnl::layer_normalization_forward::primitive_desc pd(
         {dnnl::prop_kind::forward_inference, md, static_cast<float>(eps),
          dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift},
-        onednn_engine());
+        onednn_attr(), onednn_engine());
     auto plan = std::make_shared<Plan>(dnnl::layer_normalization_forward(pd),
                                        [pd](int a) { return pd.query_md(dnnl::query::exec_arg_md, a); });
     plan->add_arg(DNNL_ARG_SRC, md, false);
