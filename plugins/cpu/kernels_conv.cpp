@@ -500,7 +500,10 @@ OarStatus pool_kernel(const OarKernelContext* ctx) {
   if (!check_views(ctx, 1) || !pool_geometry(ctx, ctx->inputs[0], ctx->outputs[0], &g))
     return OAR_ERROR_INVALID_ARGUMENT;
   dt type;
-  if (onednn_type(g_dtype(ctx), &type) && pool_forward_onednn(g, type, kMax, in_void(ctx, 0), out_void(ctx)))
+  // oneDNN's max pooling drops a NaN in a window; the loop keeps it (numpy's max).
+  const bool onednn_ok = !kMax || all_finite(ctx->inputs[0]);
+  if (onednn_ok && onednn_type(g_dtype(ctx), &type) &&
+      pool_forward_onednn(g, type, kMax, in_void(ctx, 0), out_void(ctx)))
     return OAR_OK;
   bool ok = visit_float(ctx->outputs[0].dtype, [&](auto t) {
     using T = decltype(t);

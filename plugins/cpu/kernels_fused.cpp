@@ -123,6 +123,12 @@ OarStatus softmax_onednn_kernel(const OarKernelContext* ctx) {
   int64_t axis = attrs.get_int("axis");
   if (!attrs.ok()) return attrs.status();
   const OarTensorView& xv = ctx->inputs[0];
+  // oneDNN's softmax does not follow numpy on rows holding NaN or +-inf
+  // (its max skips NaN, its exp clamps); the loop does, so such inputs
+  // take it (the scan costs a fraction of the softmax itself).
+  if (!all_finite(xv)) {
+    return softmax_kernel<float, kLog>(ctx);
+  }
   if (xv.ndim == 0) axis = 0;
   std::string key = std::string(kLog ? "logsoftmax:" : "softmax:") + std::to_string(axis) + ":" +
                     dims_key(dnnl::memory::dims(xv.shape, xv.shape + xv.ndim));
@@ -169,7 +175,7 @@ OAR_CPU_CLONES void activation_span(const T* x, T* y, int64_t n, bool approximat
   for (int64_t i = 0; i < n; ++i) {
     T v = x[i];
     if constexpr (kAct == Act::relu) {
-      y[i] = v > T(0) ? v : T(0);
+      y[i] = v < T(0) ? T(0) : v;  // NaN stays NaN, as maximum(x, 0) gives
     } else if constexpr (kAct == Act::sigmoid) {
       y[i] = T(1) / (T(1) + exp_any(-v));
     } else if constexpr (kAct == Act::silu) {
