@@ -43,7 +43,7 @@ run_asan() {
 
 run_tsan() {
   local dir="$OAR_ROOT/build-tsan"
-  phase oar_sanitized_build "$dir" thread oar_cpu oar_mock test_concurrency_stress test_ir_executor
+  phase oar_sanitized_build "$dir" thread oar_cpu oar_mock test_concurrency_stress test_ir_predictor
   # libgomp is not instrumented: its thread pool looks like a data race to
   # TSan, so the CPU plugin runs its parallel regions on one thread here
   # (the host threads of the tests are what is checked).
@@ -51,7 +51,7 @@ run_tsan() {
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$OAR_ROOT/tests/sanitizers/tsan.supp"
   # Fewer iterations: TSan makes each one 5-15x slower.
   export OAR_STRESS_ITERATIONS="${OAR_STRESS_ITERATIONS:-200}"
-  (cd "$dir" && phase ctest --output-on-failure --timeout 1200 -R "test_concurrency_stress|test_ir_executor")
+  (cd "$dir" && phase ctest --output-on-failure --timeout 1200 -R "test_concurrency_stress|test_ir_predictor")
 }
 
 [[ "$which" == tsan ]] || run_asan

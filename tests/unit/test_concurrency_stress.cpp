@@ -15,6 +15,8 @@
 #include <string>
 #include <thread>
 
+#include "oar/ir/executor.h"
+#include "oar/ir/trace.h"
 #include "test_util.h"
 
 using oar::Shape;
@@ -136,5 +138,58 @@ TEST_CASE("4 threads of eager matmul + tanh + sum + backward agree with the host
     const int wrong = run_stress(device, iters, &first);
     INFO("first wrong iteration: " << first);
     CHECK(wrong == 0);
+  }
+}
+
+// Issue 19, item 5: one executor called from 4 threads at once. Calls are
+// serialized (Note [Concurrent calls] in executor.h); batch sizes differ
+// per thread, so a call may re-plan the arena another thread just used.
+TEST_CASE("one executor called from 4 threads gives each call its own answer") {
+  namespace ir = oar::ir;
+  for (const auto& device : oar_test::test_devices()) {
+    CAPTURE(device.str());
+    Tensor w = Tensor::from_vector(std::vector<float>{0.5f, -1, 2, 0.25f, 1, -0.5f}, {3, 2}, device);
+    auto fn = [&](const std::vector<Tensor>& in) {
+      return std::vector<Tensor>{oar::tanh(oar::matmul(in[0], w)) + 1.0};
+    };
+    ir::Trace t = ir::trace(fn, {{{-1, 3}, oar::DType::f32, "x"}}, {{"w", w}}, device);
+    ir::Executor executor(t.program, device);
+    executor.set_parameters(t.parameters);
+    // Inputs of 1, 2, 3, 4 rows with the host's answers.
+    std::vector<Tensor> inputs;
+    std::vector<std::vector<double>> want;
+    const std::vector<float> wv{0.5f, -1, 2, 0.25f, 1, -0.5f};
+    for (int rows = 1; rows <= 4; ++rows) {
+      std::vector<float> x(static_cast<size_t>(rows * 3));
+      for (size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * static_cast<float>(i) - 0.3f * static_cast<float>(rows);
+      inputs.push_back(Tensor::from_vector(x, Shape{rows, 3}, device));
+      std::vector<double> y;
+      for (int r = 0; r < rows; ++r) {
+        for (int c = 0; c < 2; ++c) {
+          double acc = 0;
+          for (int k = 0; k < 3; ++k) acc += double(x[r * 3 + k]) * wv[k * 2 + c];
+          y.push_back(std::tanh(acc) + 1.0);
+        }
+      }
+      want.push_back(y);
+    }
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> threads;
+    const int calls = device.type == "cpu" ? 200 : 20;
+    for (int th = 0; th < kThreads; ++th) {
+      threads.emplace_back([&, th] {
+        for (int i = 0; i < calls; ++i) {
+          const size_t k = static_cast<size_t>((th + i) % 4);
+          try {
+            std::vector<Tensor> out = executor.run(std::vector<Tensor>{inputs[k]});
+            if (max_error(out[0].to_vector<float>(), want[k]) > 1e-5) wrong.fetch_add(1);
+          } catch (const std::exception&) {
+            wrong.fetch_add(1);
+          }
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    CHECK(wrong.load() == 0);
   }
 }
