@@ -54,7 +54,7 @@ struct IndexCheck {
   const char* what = "index";         ///< the value's name in the sentence: "index", "label"
   int64_t size = 0;                   ///< values must be in [0, size)
   std::string size_is;                ///< what `size` is: "the size of axis 0 of x [5, 3]"
-  std::optional<int64_t> ignore;      ///< a value allowed besides (ignore_index)
+  std::optional<int64_t> ignore = std::nullopt;  ///< a value allowed besides (ignore_index)
 };
 /// Throws oar::Error (invalid_argument) for the first value of `index`
 /// (i32 or i64) outside the range of `check`; no-op for symbolic tensors.
