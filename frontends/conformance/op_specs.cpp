@@ -886,10 +886,46 @@ std::vector<OpSpec> build_specs() {
   return s;
 }
 
+// Note [Edge-value cases]: beyond the smoke tier, every op with a float
+// input gets one more case per float dtype: its first case with NaN, +inf
+// and -inf planted in the first three elements of its first float input of
+// at least three elements. The reference defines what those give (NaN
+// propagates, numpy's rules); a device that drops a NaN in a max or turns
+// an infinity into a finite number fails the check. No gradient check: the
+// gradients of non-finite inputs are not part of the contract.
+void add_edge_value_cases(std::vector<OpSpec>& specs) {
+  for (OpSpec& spec : specs) {
+    auto base = spec.cases;
+    spec.cases = [base](DType dt, Tier tier, uint32_t& seed) {
+      std::vector<OpCase> cases = base(dt, tier, seed);
+      if (tier == Tier::smoke || !is_float(dt)) return cases;
+      for (const OpCase& c : cases) {
+        for (size_t i = 0; i < c.inputs.size(); ++i) {
+          if (!is_float(c.inputs[i].dtype) || c.inputs[i].values.size() < 3) continue;
+          OpCase edge = c;
+          std::vector<double>& v = edge.inputs[i].values;
+          v[0] = NAN;
+          v[1] = INFINITY;
+          v[2] = -INFINITY;
+          edge.label += " [NaN, +inf, -inf in input " + std::to_string(i) + "]";
+          edge.differentiable = false;
+          cases.push_back(std::move(edge));
+          return cases;
+        }
+      }
+      return cases;
+    };
+  }
+}
+
 }  // namespace
 
 const std::vector<OpSpec>& op_specs() {
-  static const std::vector<OpSpec> specs = build_specs();
+  static const std::vector<OpSpec> specs = [] {
+    std::vector<OpSpec> s = build_specs();
+    add_edge_value_cases(s);
+    return s;
+  }();
   return specs;
 }
 

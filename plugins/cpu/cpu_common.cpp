@@ -1,6 +1,7 @@
 // Shared helpers of the CPU plugin: errors, attributes, the strided
 // iterator (Note [Strided iteration] in cpu_common.h), registration.
 #include "cpu_common.h"
+#include "cpu_vec_math.h"
 
 #include <omp.h>
 
@@ -344,6 +345,40 @@ void Registrar::add_desc(const char* op, const int32_t* ins, int32_t ni,
   desc.flags = flags;
   desc.fn = fn;
   status = g_host->register_kernel(g_host->host, "cpu", op, &desc);
+}
+
+namespace {
+// x - x is 0 for a finite x and NaN for an infinity or NaN; a NaN survives the sum.
+template <class T>
+OAR_CPU_CLONES_STREAM bool all_finite_span(const T* x, int64_t n) {
+  T acc = 0;
+#pragma omp simd reduction(+ : acc)
+  for (int64_t k = 0; k < n; ++k) acc += x[k] - x[k];
+  return acc == T(0);
+}
+// f16 / bf16: the exponent bits all set.
+bool all_finite_bits(const uint16_t* x, int64_t n, uint16_t exponent) {
+  uint16_t any = 0;
+  for (int64_t k = 0; k < n; ++k) any |= static_cast<uint16_t>((x[k] & exponent) == exponent);
+  return any == 0;
+}
+}  // namespace
+
+bool all_finite(const OarTensorView& v) {
+  const int64_t n = oar_view_numel(&v);
+  const void* p = oar_view_ptr(&v);
+  switch (v.dtype) {
+    case OAR_DTYPE_F32:
+      return all_finite_span(static_cast<const float*>(p), n);
+    case OAR_DTYPE_F64:
+      return all_finite_span(static_cast<const double*>(p), n);
+    case OAR_DTYPE_F16:
+      return all_finite_bits(static_cast<const uint16_t*>(p), n, 0x7c00);
+    case OAR_DTYPE_BF16:
+      return all_finite_bits(static_cast<const uint16_t*>(p), n, 0x7f80);
+    default:
+      return true;
+  }
 }
 
 }  // namespace oar_cpu

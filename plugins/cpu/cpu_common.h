@@ -269,6 +269,10 @@ bool strided_copy(const OarKernelContext* ctx, const OarTensorView& out, const O
 
 /// View helpers.
 bool is_contiguous(const OarTensorView& v);
+/// True when no element of a contiguous float view is NaN or infinite
+/// (integer views: true). oneDNN's softmax and max pooling do not follow
+/// numpy on non-finite values; their kernels take the loops then.
+bool all_finite(const OarTensorView& v);
 void set_contiguous_strides(OarTensorView* v);
 
 // ------------------------------------------------------- registration ---

@@ -139,7 +139,7 @@ ConvMds conv_mds(const Geometry& g, dt type) {
 dnnl::convolution_forward::primitive_desc conv_forward_pd(const ConvMds& m, dnnl::prop_kind kind) {
   dnnl::convolution_forward::desc d(kind, dnnl::algorithm::convolution_direct, m.any_src, m.any_wei, m.any_dst,
                                     m.strides, m.dilates, m.pad, m.pad);
-  return {d, onednn_engine()};
+  return {d, onednn_attr(), onednn_engine()};
 }
 
 template <class PD>
@@ -167,7 +167,7 @@ bool conv_onednn(ConvPass pass, const Geometry& g, dt type, const std::vector<vo
     if (pass == ConvPass::backward_data) {
       dnnl::convolution_backward_data::desc d(dnnl::algorithm::convolution_direct, m.any_src, m.any_wei, m.any_dst,
                                               m.strides, m.dilates, m.pad, m.pad);
-      dnnl::convolution_backward_data::primitive_desc pd(d, eng, hint);
+      dnnl::convolution_backward_data::primitive_desc pd(d, onednn_attr(), eng, hint);
       auto plan = std::make_shared<Plan>(dnnl::convolution_backward_data(pd), md_query(pd));
       plan->add_arg(DNNL_ARG_DIFF_DST, m.user_dst, false);
       plan->add_arg(DNNL_ARG_WEIGHTS, m.user_wei, false);
@@ -176,7 +176,7 @@ bool conv_onednn(ConvPass pass, const Geometry& g, dt type, const std::vector<vo
     }
     dnnl::convolution_backward_weights::desc d(dnnl::algorithm::convolution_direct, m.any_src, m.any_wei, m.any_dst,
                                                m.strides, m.dilates, m.pad, m.pad);
-    dnnl::convolution_backward_weights::primitive_desc pd(d, eng, hint);
+    dnnl::convolution_backward_weights::primitive_desc pd(d, onednn_attr(), eng, hint);
     auto plan = std::make_shared<Plan>(dnnl::convolution_backward_weights(pd), md_query(pd));
     plan->add_arg(DNNL_ARG_SRC, m.user_src, false);
     plan->add_arg(DNNL_ARG_DIFF_DST, m.user_dst, false);
@@ -197,7 +197,7 @@ dnnl::pooling_forward::primitive_desc pool_forward_pd(const Geometry& g, dt type
   dnnl::memory::desc src({g.N, g.C, g.H, g.W}, type, tag::nchw), dst({g.N, g.C, g.Ho, g.Wo}, type, tag::nchw);
   dnnl::pooling_forward::desc d(kind, pool_algorithm(max, g.exclusive), src, dst, {g.sh, g.sw}, {g.kh, g.kw},
                                 {g.ph, g.pw}, {g.ph, g.pw});
-  return {d, onednn_engine()};
+  return {d, onednn_attr(), onednn_engine()};
 }
 
 /// Pooling forward (x -> y) through oneDNN on NCHW.
@@ -231,7 +231,7 @@ bool pool_backward_onednn(const Geometry& g, dt type, bool max, void* x, void* d
   auto make_backward_pd = [&](const dnnl::pooling_forward::primitive_desc& hint) {
     dnnl::pooling_backward::desc d(pool_algorithm(max, g.exclusive), hint.src_desc(), hint.dst_desc(), {g.sh, g.sw},
                                    {g.kh, g.kw}, {g.ph, g.pw}, {g.ph, g.pw});
-    return dnnl::pooling_backward::primitive_desc(d, onednn_engine(), hint);
+    return dnnl::pooling_backward::primitive_desc(d, onednn_attr(), onednn_engine(), hint);
   };
   if (!max) {
     auto plan = cached_plan(key, [&]() -> std::shared_ptr<Plan> {
@@ -275,8 +275,8 @@ bool pool_backward_onednn(const Geometry& g, dt type, bool max, void* x, void* d
   dnnl::stream& stream = onednn_stream();
   auto& eng = onednn_engine();
   dnnl::memory src(plan->src, eng, x), diff_dst(plan->dst, eng, dy), diff_src(plan->src, eng, dx);
-  plan->forward.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, plan->scratch_dst}, {DNNL_ARG_WORKSPACE, plan->workspace}});
-  plan->backward.execute(stream, {{DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_SRC, diff_src}, {DNNL_ARG_WORKSPACE, plan->workspace}});
+  execute_primitive(plan->forward, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, plan->scratch_dst}, {DNNL_ARG_WORKSPACE, plan->workspace}});
+  execute_primitive(plan->backward, {{DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_SRC, diff_src}, {DNNL_ARG_WORKSPACE, plan->workspace}});
   stream.wait();
   return true;
 }
@@ -500,7 +500,10 @@ OarStatus pool_kernel(const OarKernelContext* ctx) {
   if (!check_views(ctx, 1) || !pool_geometry(ctx, ctx->inputs[0], ctx->outputs[0], &g))
     return OAR_ERROR_INVALID_ARGUMENT;
   dt type;
-  if (onednn_type(g_dtype(ctx), &type) && pool_forward_onednn(g, type, kMax, in_void(ctx, 0), out_void(ctx)))
+  // oneDNN's max pooling drops a NaN in a window; the loop keeps it (numpy's max).
+  const bool onednn_ok = !kMax || all_finite(ctx->inputs[0]);
+  if (onednn_ok && onednn_type(g_dtype(ctx), &type) &&
+      pool_forward_onednn(g, type, kMax, in_void(ctx, 0), out_void(ctx)))
     return OAR_OK;
   bool ok = visit_float(ctx->outputs[0].dtype, [&](auto t) {
     using T = decltype(t);

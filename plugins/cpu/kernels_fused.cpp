@@ -123,6 +123,12 @@ OarStatus softmax_onednn_kernel(const OarKernelContext* ctx) {
   int64_t axis = attrs.get_int("axis");
   if (!attrs.ok()) return attrs.status();
   const OarTensorView& xv = ctx->inputs[0];
+  // oneDNN's softmax does not follow numpy on rows holding NaN or +-inf
+  // (its max skips NaN, its exp clamps); the loop does, so such inputs
+  // take it (the scan costs a fraction of the softmax itself).
+  if (!all_finite(xv)) {
+    return softmax_kernel<float, kLog>(ctx);
+  }
   if (xv.ndim == 0) axis = 0;
   std::string key = std::string(kLog ? "logsoftmax:" : "softmax:") + std::to_string(axis) + ":" +
                     dims_key(dnnl::memory::dims(xv.shape, xv.shape + xv.ndim));
@@ -131,10 +137,10 @@ OarStatus softmax_onednn_kernel(const OarKernelContext* ctx) {
     const auto kind = dnnl::prop_kind::forward_inference;
     std::shared_ptr<Plan> plan;
     if constexpr (kLog) {
-      dnnl::logsoftmax_forward::primitive_desc pd({kind, md, static_cast<int>(axis)}, onednn_engine());
+      dnnl::logsoftmax_forward::primitive_desc pd({kind, md, static_cast<int>(axis)}, onednn_attr(), onednn_engine());
       plan = std::make_shared<Plan>(dnnl::logsoftmax_forward(pd), [pd](int a) { return pd.query_md(dnnl::query::exec_arg_md, a); });
     } else {
-      dnnl::softmax_forward::primitive_desc pd({kind, md, static_cast<int>(axis)}, onednn_engine());
+      dnnl::softmax_forward::primitive_desc pd({kind, md, static_cast<int>(axis)}, onednn_attr(), onednn_engine());
       plan = std::make_shared<Plan>(dnnl::softmax_forward(pd), [pd](int a) { return pd.query_md(dnnl::query::exec_arg_md, a); });
     }
     plan->add_arg(DNNL_ARG_SRC, md, false);
@@ -169,7 +175,7 @@ OAR_CPU_CLONES void activation_span(const T* x, T* y, int64_t n, bool approximat
   for (int64_t i = 0; i < n; ++i) {
     T v = x[i];
     if constexpr (kAct == Act::relu) {
-      y[i] = v > T(0) ? v : T(0);
+      y[i] = v < T(0) ? T(0) : v;  // NaN stays NaN, as maximum(x, 0) gives
     } else if constexpr (kAct == Act::sigmoid) {
       y[i] = T(1) / (T(1) + exp_any(-v));
     } else if constexpr (kAct == Act::silu) {
@@ -251,7 +257,7 @@ OarStatus layer_norm_onednn_kernel(const OarKernelContext* ctx) {
     dnnl::layer_normalization_forward::primitive_desc pd(
         {dnnl::prop_kind::forward_inference, md, static_cast<float>(eps),
          dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift},
-        onednn_engine());
+        onednn_attr(), onednn_engine());
     auto plan = std::make_shared<Plan>(dnnl::layer_normalization_forward(pd),
                                        [pd](int a) { return pd.query_md(dnnl::query::exec_arg_md, a); });
     plan->add_arg(DNNL_ARG_SRC, md, false);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cpu_common.h"
+#include "onednn_util.h"
 
 namespace oar_cpu {
 namespace {
@@ -26,11 +27,6 @@ struct MatmulShape {
   int64_t M = 0, N = 0, K = 0;
   bool ta = false, tb = false;
 };
-
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
 
 /// oneDNN dims/strides of an operand seen as [batch..., rows, cols] where the
 /// stored matrix is transposed when `transposed`.
@@ -91,7 +87,7 @@ dnnl::matmul* get_primitive(const dnnl::memory::desc& a, const dnnl::memory::des
   CachedPrimitive entry;
   try {
     dnnl::matmul::desc desc(a, b, y);
-    dnnl::matmul::primitive_desc pd(desc, cpu_engine());
+    dnnl::matmul::primitive_desc pd(desc, onednn_attr(), onednn_engine());
     entry.primitive = std::make_unique<dnnl::matmul>(pd);
   } catch (const dnnl::error&) {
     entry.primitive = nullptr;  // unimplemented on this machine: remembered
@@ -107,13 +103,12 @@ bool run_onednn(const OarTensorView& a, const OarTensorView& b, const OarTensorV
   const auto y_md = operand_md(y, false, dt);
   dnnl::matmul* prim = get_primitive(a_md, b_md, y_md, dt);
   if (prim == nullptr) return false;
-  apply_num_threads_to_this_thread();
-  thread_local dnnl::stream stream(cpu_engine());
-  dnnl::memory a_mem(a_md, cpu_engine(), oar_view_ptr(&a));
-  dnnl::memory b_mem(b_md, cpu_engine(), oar_view_ptr(&b));
-  dnnl::memory y_mem(y_md, cpu_engine(), oar_view_ptr(&y));
-  prim->execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, y_mem}});
-  stream.wait();
+  dnnl::memory a_mem(a_md, onednn_engine(), oar_view_ptr(&a));
+  dnnl::memory b_mem(b_md, onednn_engine(), oar_view_ptr(&b));
+  dnnl::memory y_mem(y_md, onednn_engine(), oar_view_ptr(&y));
+  // Note [Scratchpads]: the calling thread's own scratchpad.
+  execute_primitive(*prim, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, y_mem}});
+  onednn_stream().wait();
   return true;
 }
 

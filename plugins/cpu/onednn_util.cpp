@@ -1,6 +1,9 @@
-// oneDNN engine, streams and the plan cache (Note [Cached plans]).
+// oneDNN engine, streams, scratchpads (Note [Scratchpads]) and the plan
+// cache (Note [Cached plans]).
 #include "onednn_util.h"
 
+#include <cstdlib>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "cpu_common.h"
@@ -18,6 +21,56 @@ dnnl::stream& onednn_stream() {
   return stream;
 }
 
+dnnl::primitive_attr onednn_attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+namespace {
+
+/// The calling thread's scratchpad, grown to the largest request so far.
+struct ThreadScratchpad {
+  void* data = nullptr;  // owned
+  size_t bytes = 0;
+  ThreadScratchpad() = default;
+  ThreadScratchpad(const ThreadScratchpad&) = delete;
+  ThreadScratchpad& operator=(const ThreadScratchpad&) = delete;
+  ~ThreadScratchpad() { std::free(data); }
+  void* reserve(size_t want) {
+    if (want <= bytes) return data;
+    const size_t rounded = (want + 4095) / 4096 * 4096;
+    void* fresh = std::aligned_alloc(64, rounded);
+    if (fresh == nullptr) throw std::bad_alloc();
+    std::free(data);
+    data = fresh;
+    bytes = rounded;
+    return data;
+  }
+};
+
+}  // namespace
+
+void execute_primitive(const dnnl::primitive& primitive, std::unordered_map<int, dnnl::memory> args) {
+  const_dnnl_primitive_desc_t pd = primitive.get_primitive_desc();
+  const_dnnl_primitive_attr_t attr = nullptr;
+  dnnl_scratchpad_mode_t mode = dnnl_scratchpad_mode_library;
+  if (dnnl_primitive_desc_get_attr(pd, &attr) != dnnl_success ||
+      dnnl_primitive_attr_get_scratchpad_mode(attr, &mode) != dnnl_success || mode != dnnl_scratchpad_mode_user) {
+    throw std::logic_error(
+        "cpu plugin: a oneDNN primitive was made without onednn_attr() (user scratchpad mode); it would share "
+        "a scratchpad between threads (Note [Scratchpads])");
+  }
+  const dnnl_memory_desc_t* md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  if (md != nullptr && dnnl_memory_desc_get_size(md) > 0) {
+    thread_local ThreadScratchpad scratchpad;
+    dnnl::memory::desc desc(*md);
+    args.insert_or_assign(DNNL_ARG_SCRATCHPAD,
+                          dnnl::memory(desc, onednn_engine(), scratchpad.reserve(dnnl_memory_desc_get_size(md))));
+  }
+  primitive.execute(onednn_stream(), args);
+}
+
 void Plan::add_arg(int arg, const dnnl::memory::desc& user_md, bool output) {
   Slot s{arg, output, user_md, true, {}, {}};
   dnnl::memory::desc prim_md = query_(arg);
@@ -25,8 +78,8 @@ void Plan::add_arg(int arg, const dnnl::memory::desc& user_md, bool output) {
     s.direct = false;
     s.inner = dnnl::memory(prim_md, onednn_engine());
     auto& eng = onednn_engine();
-    s.reorder = output ? dnnl::reorder(dnnl::reorder::primitive_desc(eng, prim_md, eng, user_md))
-                       : dnnl::reorder(dnnl::reorder::primitive_desc(eng, user_md, eng, prim_md));
+    s.reorder = output ? dnnl::reorder(dnnl::reorder::primitive_desc(eng, prim_md, eng, user_md, onednn_attr()))
+                       : dnnl::reorder(dnnl::reorder::primitive_desc(eng, user_md, eng, prim_md, onednn_attr()));
   }
   slots_.push_back(std::move(s));
 }
@@ -50,14 +103,14 @@ void Plan::run(const std::vector<void*>& user_ptrs) {
       if (s.output) {
         outputs_to_reorder.emplace_back(i, user);
       } else {
-        s.reorder.execute(stream, {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, s.inner}});
+        execute_primitive(s.reorder, {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, s.inner}});
       }
     }
   }
   for (auto& [arg, mem] : internal_) args.emplace(arg, mem);
-  primitive_.execute(stream, args);
+  execute_primitive(primitive_, std::move(args));
   for (auto& [i, user] : outputs_to_reorder) {
-    slots_[i].reorder.execute(stream, {{DNNL_ARG_FROM, slots_[i].inner}, {DNNL_ARG_TO, user}});
+    execute_primitive(slots_[i].reorder, {{DNNL_ARG_FROM, slots_[i].inner}, {DNNL_ARG_TO, user}});
   }
   stream.wait();
 }

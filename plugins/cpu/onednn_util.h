@@ -1,7 +1,9 @@
-// oneDNN plumbing shared by the CPU plugin's primitive kernels (conv, pool,
-// softmax, layer_norm): the engine, a per-thread stream, and Note [Cached
-// plans] — a primitive plus the reorders between the caller's plain layout
-// and the layouts the primitive chose, cached by problem key.
+// oneDNN plumbing shared by the CPU plugin's primitive kernels (matmul,
+// conv, pool, softmax, layer_norm): the engine, a per-thread stream,
+// Note [Scratchpads] — every primitive runs with the calling thread's own
+// scratchpad — and Note [Cached plans] — a primitive plus the reorders
+// between the caller's plain layout and the layouts the primitive chose,
+// cached by problem key.
 #pragma once
 
 #include <functional>
@@ -9,6 +11,7 @@
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace oar_cpu {
@@ -17,6 +20,26 @@ namespace oar_cpu {
 dnnl::engine& onednn_engine();
 /// The calling thread's stream on it (also applies g_num_threads).
 dnnl::stream& onednn_stream();
+
+/// Note [Scratchpads]: a primitive created in oneDNN's default ("library")
+/// scratchpad mode keeps a pointer to a scratchpad shared by every
+/// primitive created on the same thread (Debian's oneDNN is built with
+/// DNNL_ENABLE_CONCURRENT_EXEC off), and even with that option on, one
+/// primitive has one scratchpad. This plugin caches primitives and runs
+/// them from whichever thread calls: two threads then wrote their partial
+/// sums into the same buffer, and 4 threads of matmul + backward were wrong
+/// about once in 1300 iterations (tests/unit/test_concurrency_stress.cpp).
+/// So every primitive descriptor is made with onednn_attr() (user
+/// scratchpad mode) and every primitive runs through execute_primitive(),
+/// which hands it the calling thread's scratchpad and refuses a primitive
+/// made without onednn_attr().
+///
+/// The attributes of every primitive descriptor of this plugin.
+dnnl::primitive_attr onednn_attr();
+/// Runs `primitive` on the calling thread's stream with the calling
+/// thread's scratchpad added to `args` (does not wait for the stream).
+/// Throws std::logic_error for a primitive not made with onednn_attr().
+void execute_primitive(const dnnl::primitive& primitive, std::unordered_map<int, dnnl::memory> args);
 
 /// Note [Cached plans]: one primitive with its arguments. Each argument has
 /// the caller's (plain) memory descriptor and the primitive's; when they

@@ -92,8 +92,15 @@ Example every_attribute_kind() {
       emit(p, "cross_entropy", {logits, labels},
            {{"axis", int64_t{1}}, {"reduction", std::string("mean")}, {"soft_label", false}});
   Value* t = emit(p, "transpose", {logits}, {{"perm", Ints{1, 0}}});
+  // The real full's schema refuses made-up names (Note [Attribute schema]):
+  // a test op with full's meta rule takes an attribute of every kind.
+  static const oar::OpDef& every_kind = oar::OpRegistry::instance().add(
+      {.name = "test_every_attribute_kind",
+       .num_inputs = 0,
+       .meta = oar::OpRegistry::instance().get("full").meta,
+       .attrs = {"shape", "dtype", "value", "scales", "note", "no_ints", "no_floats", "big", "alpha"}});
   Value* f =
-      emit(p, "full", {},
+      emit(p, every_kind.name.c_str(), {},
            {{"shape", Ints{3, 2}},
             {"dtype", static_cast<int64_t>(DType::f32)},
             {"value", 0.1},

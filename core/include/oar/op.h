@@ -109,6 +109,10 @@ struct OpDef {
   VjpFn vjp = nullptr;              ///< null: composite ops differentiate their decomposition
   bool differentiable = true;       ///< false: asking for a gradient through it is an error
   bool random = false;              ///< draws random numbers: static-mode passes never merge or fold it
+  /// The attribute names the op takes, and no others (Note [Attribute
+  /// schema] in verifier.cpp): a program op with another one is refused
+  /// by the verifier, naming the op and the attribute.
+  std::vector<std::string> attrs = {};
   int id = -1;                      ///< index in the registry, set on registration
 };
 

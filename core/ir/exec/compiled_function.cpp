@@ -15,6 +15,7 @@
 #include "oar/ir/compiled_function.h"
 
 #include <map>
+#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -55,6 +56,7 @@ struct CompiledFunction::Impl {
   Device device;
   ExecutorOptions options;
   Executor forward;
+  std::mutex mutex;  // guards pairs and last_params (Note [Concurrent calls] in executor.h)
   std::map<std::string, std::shared_ptr<TrainingPair>> pairs;
   const ParamMap* last_params = nullptr;  // the executor that ran last
 
@@ -162,7 +164,10 @@ CompiledFunction::~CompiledFunction() = default;
 CompiledFunction::CompiledFunction(CompiledFunction&&) noexcept = default;
 
 const Executor& CompiledFunction::forward() const { return impl_->forward; }
-size_t CompiledFunction::backward_count() const { return impl_->pairs.size(); }
+size_t CompiledFunction::backward_count() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->pairs.size();
+}
 const ParamMap& CompiledFunction::parameters() const {
   return impl_->last_params ? *impl_->last_params : impl_->forward.parameters();
 }
@@ -185,17 +190,22 @@ std::vector<Tensor> CompiledFunction::operator()(std::span<const Tensor> inputs,
   }
   std::vector<size_t> diff_out = im.differentiable_outputs();
   if (diff_inputs.empty() || diff_out.empty()) {
-    im.forward.set_parameters(params);
-    im.last_params = &im.forward.parameters();
-    return im.forward.run(inputs);
+    {
+      std::lock_guard lock(im.mutex);
+      im.last_params = &im.forward.parameters();
+    }
+    return im.forward.run_with(inputs, params);
   }
 
   std::vector<Shape> input_shapes;
   for (const Tensor& t : inputs) input_shapes.push_back(t.shape());
-  std::shared_ptr<TrainingPair> pair = im.pair_for(input_mask, param_mask, input_shapes);
-  pair->forward->set_parameters(params);
-  im.last_params = &pair->forward->parameters();
-  std::vector<Tensor> results = pair->forward->run(inputs);
+  std::shared_ptr<TrainingPair> pair;
+  {
+    std::lock_guard lock(im.mutex);
+    pair = im.pair_for(input_mask, param_mask, input_shapes);
+    im.last_params = &pair->forward->parameters();
+  }
+  std::vector<Tensor> results = pair->forward->run_with(inputs, params);
   std::vector<Tensor> outputs(results.begin(), results.begin() + static_cast<std::ptrdiff_t>(pair->num_outputs));
   std::vector<Tensor> saved(results.begin() + static_cast<std::ptrdiff_t>(pair->num_outputs), results.end());
 
@@ -213,8 +223,7 @@ std::vector<Tensor> CompiledFunction::operator()(std::span<const Tensor> inputs,
       feed.push_back(ctx.grads[i].defined() ? ctx.grads[i] : zeros_like(ctx.outputs[i]));
     }
     feed.insert(feed.end(), saved.begin(), saved.end());
-    pair->backward->set_parameters(saved_params);
-    std::vector<Tensor> grads = pair->backward->run(feed);
+    std::vector<Tensor> grads = pair->backward->run_with(feed, saved_params);
     std::vector<Tensor> result;
     for (int index : pair->grad_output) result.push_back(index >= 0 ? grads[static_cast<size_t>(index)] : Tensor());
     return result;

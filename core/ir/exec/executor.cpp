@@ -41,6 +41,7 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -183,6 +184,7 @@ struct Executor::Impl {
   std::vector<const Value*> run_roots;  // roots whose tensor a run binds
   std::vector<Tensor> root_tensors;     // by value id, during a run
   int streams_used = 1;
+  std::mutex mutex;  // held by every run and parameter binding (Note [Concurrent calls])
 
   Impl(const Program& caller, const Device& dev, ExecutorOptions opts)
       : source(caller.clone()), device(dev), options(opts) {
@@ -765,6 +767,33 @@ struct Executor::Impl {
     }
   }
 
+  // A whole state dict may hold tensors passes removed from the program
+  // (dead code): those are skipped; bind_parameter names an unknown one.
+  void bind_parameters(const ParamMap& given) {
+    for (const auto& [name, value] : given) {
+      const Value* p = source.find(name);
+      if (p && p->kind() == ValueKind::parameter) bind_parameter(name, value);
+    }
+  }
+
+  void bind_parameter(const std::string& name, const Tensor& value) {
+    const Value* p = source.find(name);
+    if (!p || p->kind() != ValueKind::parameter) {
+      std::string known;
+      for (const Value* q : source.parameters()) known += (known.empty() ? "" : ", ") + q->name();
+      throw Error(ErrorCode::invalid_argument,
+                  "executor: the program has no parameter '" + name +
+                      "' (its parameters: " + (known.empty() ? "none" : known) + ")");
+    }
+    OAR_CHECK_ARG(value.defined(), "executor: parameter '" + name + "' is bound to an undefined tensor");
+    if (value.dtype() != p->type().dtype || !p->type().matches(value.shape())) {
+      throw Error(ErrorCode::invalid_argument, "executor: parameter '" + name + "' expects " +
+                                                   p->type().str() + " but got " + type_of(value).str());
+    }
+    Tensor t = value.device() == device ? value : value.to(device);
+    params[name] = t.is_contiguous() ? t : t.contiguous();
+  }
+
   std::vector<Tensor> run(std::span<const Tensor> given, std::optional<std::pair<uint64_t, uint64_t>> random_state) {
     std::vector<Tensor> inputs;
     check_inputs(given, inputs);
@@ -858,39 +887,34 @@ Executor::Executor(Executor&&) noexcept = default;
 Executor& Executor::operator=(Executor&&) noexcept = default;
 
 void Executor::set_parameters(const ParamMap& params) {
-  // A whole state dict may hold tensors passes removed from the program
-  // (dead code): those are skipped; set_parameter names an unknown one.
-  for (const auto& [name, value] : params) {
-    const Value* p = impl_->source.find(name);
-    if (p && p->kind() == ValueKind::parameter) set_parameter(name, value);
-  }
+  std::lock_guard lock(impl_->mutex);
+  impl_->bind_parameters(params);
 }
 
 void Executor::set_parameter(const std::string& name, const Tensor& value) {
-  const Value* p = impl_->source.find(name);
-  if (!p || p->kind() != ValueKind::parameter) {
-    std::string known;
-    for (const Value* q : impl_->source.parameters())
-      known += (known.empty() ? "" : ", ") + q->name();
-    throw Error(ErrorCode::invalid_argument,
-                "executor: the program has no parameter '" + name +
-                    "' (its parameters: " + (known.empty() ? "none" : known) + ")");
-  }
-  OAR_CHECK_ARG(value.defined(),
-                "executor: parameter '" + name + "' is bound to an undefined tensor");
-  if (value.dtype() != p->type().dtype || !p->type().matches(value.shape())) {
-    throw Error(ErrorCode::invalid_argument, "executor: parameter '" + name + "' expects " +
-                                                 p->type().str() + " but got " +
-                                                 type_of(value).str());
-  }
-  Tensor t = value.device() == impl_->device ? value : value.to(impl_->device);
-  impl_->params[name] = t.is_contiguous() ? t : t.contiguous();
+  std::lock_guard lock(impl_->mutex);
+  impl_->bind_parameter(name, value);
 }
 
 const ParamMap& Executor::parameters() const { return impl_->params; }
 
-std::vector<Tensor> Executor::run(std::span<const Tensor> inputs) { return impl_->run(inputs, std::nullopt); }
+std::vector<Tensor> Executor::run(std::span<const Tensor> inputs) {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->run(inputs, std::nullopt);
+}
 std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, std::pair<uint64_t, uint64_t> random_state) {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->run(inputs, random_state);
+}
+std::vector<Tensor> Executor::run_with(std::span<const Tensor> inputs, const ParamMap& params) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->bind_parameters(params);
+  return impl_->run(inputs, std::nullopt);
+}
+std::vector<Tensor> Executor::run_with(std::span<const Tensor> inputs, const ParamMap& params,
+                                       std::pair<uint64_t, uint64_t> random_state) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->bind_parameters(params);
   return impl_->run(inputs, random_state);
 }
 

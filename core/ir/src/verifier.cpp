@@ -1,6 +1,7 @@
 // Program verification (see verifier.h).
 #include "oar/ir/verifier.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "oar/error.h"
@@ -18,6 +19,24 @@ constexpr int64_t kCheckSize2 = 5;
 
 std::string at_op(size_t index, const Operation& op) {
   return "operation " + std::to_string(index) + " (" + op.name() + ")";
+}
+
+// Note [Attribute schema]: each OpDef lists the attribute names it takes
+// (OpDef::attrs, next to its meta rule). A program op carrying any other
+// name, say a made-up `bogus` on conv2d or a misspelt `stride` for
+// `strides`, is refused here, so a hostile or stale program file cannot
+// smuggle in attributes that every reader would silently ignore. Eager
+// calls build their attributes in the op's own C++ function, so the check
+// is the verifier's (every loaded or traced program passes through it).
+void check_attribute_names(size_t index, const Operation& op) {
+  const std::vector<std::string>& known = op.def().attrs;
+  for (const auto& [name, value] : op.attrs().items()) {
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    std::string takes;
+    for (const std::string& k : known) takes += (takes.empty() ? "" : ", ") + k;
+    fail(at_op(index, op) + " has an unknown attribute '" + name + "'; " + op.name() + " takes " +
+         (known.empty() ? "no attributes" : "only " + takes));
+  }
 }
 
 }  // namespace
@@ -52,6 +71,7 @@ void verify(const Program& program) {
       fail(at_op(i, op) + " has " + std::to_string(op.operands().size()) + " operands; the op takes " +
            std::to_string(def.num_inputs));
     }
+    check_attribute_names(i, op);
     metas.clear();
     std::vector<TensorMeta> metas2;
     bool dynamic = false;

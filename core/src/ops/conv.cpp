@@ -247,14 +247,24 @@ Tensor pool(const char* name, const Tensor& x, const Ints& kernel_size, const In
 }  // namespace
 
 OAR_REGISTER_OPS(conv) {
-  add_op({.name = "conv2d", .num_inputs = 2, .meta = conv2d_meta, .vjp = conv2d_vjp});
-  add_op({.name = "conv2d_grad_input", .num_inputs = 2, .meta = conv2d_grad_input_meta, .vjp = conv2d_grad_input_vjp});
+  const std::vector<std::string> conv{"strides", "paddings", "dilations", "groups"};
+  auto plus = [](std::vector<std::string> names, const char* extra) {
+    names.push_back(extra);
+    return names;
+  };
+  add_op({.name = "conv2d", .num_inputs = 2, .meta = conv2d_meta, .vjp = conv2d_vjp, .attrs = conv});
+  add_op({.name = "conv2d_grad_input", .num_inputs = 2, .meta = conv2d_grad_input_meta, .vjp = conv2d_grad_input_vjp,
+          .attrs = plus(conv, "input_shape")});
   add_op({.name = "conv2d_grad_weight", .num_inputs = 2, .meta = conv2d_grad_weight_meta,
-          .vjp = conv2d_grad_weight_vjp});
-  add_op({.name = "max_pool2d", .meta = pool_meta, .vjp = max_pool2d_vjp});
-  add_op({.name = "max_pool2d_grad", .num_inputs = 2, .meta = max_pool_grad_meta, .vjp = max_pool2d_grad_vjp});
-  add_op({.name = "avg_pool2d", .meta = pool_meta, .vjp = avg_pool2d_vjp});
-  add_op({.name = "avg_pool2d_grad", .meta = avg_pool_grad_meta, .vjp = avg_pool2d_grad_vjp});
+          .vjp = conv2d_grad_weight_vjp, .attrs = plus(conv, "weight_shape")});
+  const std::vector<std::string> max_pool{"kernel_size", "strides", "paddings"};
+  const std::vector<std::string> avg_pool = plus(max_pool, "exclusive");
+  add_op({.name = "max_pool2d", .meta = pool_meta, .vjp = max_pool2d_vjp, .attrs = max_pool});
+  add_op({.name = "max_pool2d_grad", .num_inputs = 2, .meta = max_pool_grad_meta, .vjp = max_pool2d_grad_vjp,
+          .attrs = max_pool});
+  add_op({.name = "avg_pool2d", .meta = pool_meta, .vjp = avg_pool2d_vjp, .attrs = avg_pool});
+  add_op({.name = "avg_pool2d_grad", .meta = avg_pool_grad_meta, .vjp = avg_pool2d_grad_vjp,
+          .attrs = plus(avg_pool, "input_shape")});
 }
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,

@@ -64,10 +64,12 @@ Tensor random(const OpDef& op, const Shape& shape, double a, double b, const cha
 }  // namespace
 
 OAR_REGISTER_OPS(creation) {
-  for (const char* name : {"full", "arange"}) add_op({.name = name, .num_inputs = 0, .meta = creation_meta});
-  for (const char* name : {"uniform", "normal"}) {
-    add_op({.name = name, .num_inputs = 0, .meta = creation_meta, .random = true});
-  }
+  add_op({.name = "full", .num_inputs = 0, .meta = creation_meta, .attrs = {"shape", "dtype", "value"}});
+  add_op({.name = "arange", .num_inputs = 0, .meta = creation_meta, .attrs = {"shape", "dtype", "start", "step"}});
+  add_op({.name = "uniform", .num_inputs = 0, .meta = creation_meta, .random = true,
+          .attrs = {"shape", "dtype", "seed", "offset", "low", "high"}});
+  add_op({.name = "normal", .num_inputs = 0, .meta = creation_meta, .random = true,
+          .attrs = {"shape", "dtype", "seed", "offset", "mean", "std"}});
 }
 
 Tensor full(const Shape& shape, double value, DType dtype, std::optional<Device> device) {

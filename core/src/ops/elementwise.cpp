@@ -148,7 +148,7 @@ OAR_REGISTER_OPS(elementwise) {
             .differentiable = false});
   }
   add_op({.name = "where", .num_inputs = 3, .layout = InputLayout::broadcast, .meta = where_meta, .vjp = where_vjp});
-  add_op({.name = "cast", .meta = cast_meta, .vjp = cast_vjp});
+  add_op({.name = "cast", .meta = cast_meta, .vjp = cast_vjp, .attrs = {"dtype"}});
   add_op({.name = "copy", .meta = meta::same_as_input, .vjp = copy_vjp});
 }
 

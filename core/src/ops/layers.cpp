@@ -74,11 +74,12 @@ std::vector<Tensor> attention_decompose(std::span<const Tensor> in, const Attrs&
 }  // namespace
 
 OAR_REGISTER_OPS(layers) {
-  add_op({.name = "dropout", .kind = OpKind::composite, .meta = dropout_meta, .decompose = dropout_decompose, .random = true});
+  add_op({.name = "dropout", .kind = OpKind::composite, .meta = dropout_meta, .decompose = dropout_decompose, .random = true,
+          .attrs = {"p", "seed", "offset"}});
   add_op({.name = "embedding", .kind = OpKind::composite, .num_inputs = 2, .meta = embedding_meta,
           .decompose = embedding_decompose});
   add_op({.name = "scaled_dot_product_attention", .kind = OpKind::composite, .num_inputs = 3,
-          .meta = attention_meta, .decompose = attention_decompose});
+          .meta = attention_meta, .decompose = attention_decompose, .attrs = {"is_causal"}});
 }
 
 Tensor dropout(const Tensor& x, double p, bool training) {
@@ -90,6 +91,11 @@ Tensor dropout(const Tensor& x, double p, bool training) {
 }
 
 Tensor embedding(const Tensor& ids, const Tensor& weight) {
+  if (weight.dim() == 2) {  // else the meta rule names the shape
+    check_index_values({.op = "embedding", .what = "id", .size = weight.shape()[0],
+                        .size_is = "the number of rows of weight " + shape_str(weight.shape())},
+                       ids);
+  }
   std::array<Tensor, 2> in{ids, weight};
   return apply1(OAR_OP("embedding"), in);
 }

@@ -69,7 +69,8 @@ std::vector<Tensor> linear_decompose(std::span<const Tensor> in, const Attrs&) {
 }  // namespace
 
 OAR_REGISTER_OPS(linalg) {
-  add_op({.name = "matmul", .num_inputs = 2, .layout = InputLayout::broadcast, .meta = matmul_meta, .vjp = matmul_vjp});
+  add_op({.name = "matmul", .num_inputs = 2, .layout = InputLayout::broadcast, .meta = matmul_meta, .vjp = matmul_vjp,
+          .attrs = {"transpose_a", "transpose_b"}});
   add_op({.name = "linear", .kind = OpKind::composite, .num_inputs = 3, .meta = linear_meta,
           .decompose = linear_decompose});
 }

@@ -95,16 +95,25 @@ std::vector<Tensor> mse_decompose(std::span<const Tensor> in, const Attrs& attrs
 
 OAR_REGISTER_OPS(loss) {
   add_op({.name = "cross_entropy", .kind = OpKind::composite, .num_inputs = 2, .meta = cross_entropy_meta,
-          .decompose = cross_entropy_decompose});
-  add_op({.name = "mse_loss", .kind = OpKind::composite, .num_inputs = 2, .meta = mse_meta, .decompose = mse_decompose});
+          .decompose = cross_entropy_decompose, .attrs = {"soft_label", "axis", "reduction", "ignore_index"}});
+  add_op({.name = "mse_loss", .kind = OpKind::composite, .num_inputs = 2, .meta = mse_meta, .decompose = mse_decompose,
+          .attrs = {"reduction"}});
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& label, bool soft_label, int64_t axis,
                      const std::string& reduction, int64_t ignore_index) {
+  const int64_t a = meta::normalize_axis("cross_entropy", axis, logits.dim());
+  if (!soft_label && logits.dim() > 0) {  // Note [Index values] in op_util.h
+    check_index_values({.op = "cross_entropy", .what = "label", .size = logits.shape()[static_cast<size_t>(a)],
+                        .size_is = "the number of classes along axis " + std::to_string(a) + " of logits " +
+                                   shape_str(logits.shape()),
+                        .ignore = ignore_index},
+                       label);
+  }
   std::array<Tensor, 2> in{logits, soft_label ? cast(label, logits.dtype()) : label};
   return apply1(OAR_OP("cross_entropy"), in,
                 Attrs{{"soft_label", soft_label},
-                      {"axis", meta::normalize_axis("cross_entropy", axis, logits.dim())},
+                      {"axis", a},
                       {"reduction", reduction},
                       {"ignore_index", ignore_index}});
 }

@@ -244,14 +244,15 @@ Grads scatter_add_vjp(const VjpContext& c) {
 }  // namespace
 
 OAR_REGISTER_OPS(manipulation) {
-  add_op({.name = "reshape", .kind = OpKind::view, .meta = reshape_meta, .vjp = reshape_vjp});
-  add_op({.name = "transpose", .meta = transpose_meta, .vjp = transpose_vjp});
-  add_op({.name = "broadcast_to", .layout = InputLayout::broadcast, .meta = broadcast_to_meta, .vjp = broadcast_to_vjp});
-  add_op({.name = "slice", .meta = slice_meta, .vjp = slice_vjp});
-  add_op({.name = "concat", .num_inputs = -1, .meta = concat_meta, .vjp = concat_vjp});
-  add_op({.name = "pad", .meta = pad_meta, .vjp = pad_vjp});
-  add_op({.name = "gather", .num_inputs = 2, .meta = gather_meta, .vjp = gather_vjp});
-  add_op({.name = "scatter_add", .num_inputs = 3, .meta = scatter_add_meta, .vjp = scatter_add_vjp});
+  add_op({.name = "reshape", .kind = OpKind::view, .meta = reshape_meta, .vjp = reshape_vjp, .attrs = {"shape"}});
+  add_op({.name = "transpose", .meta = transpose_meta, .vjp = transpose_vjp, .attrs = {"perm"}});
+  add_op({.name = "broadcast_to", .layout = InputLayout::broadcast, .meta = broadcast_to_meta, .vjp = broadcast_to_vjp,
+          .attrs = {"shape"}});
+  add_op({.name = "slice", .meta = slice_meta, .vjp = slice_vjp, .attrs = {"starts", "ends", "steps"}});
+  add_op({.name = "concat", .num_inputs = -1, .meta = concat_meta, .vjp = concat_vjp, .attrs = {"axis"}});
+  add_op({.name = "pad", .meta = pad_meta, .vjp = pad_vjp, .attrs = {"pads", "value"}});
+  add_op({.name = "gather", .num_inputs = 2, .meta = gather_meta, .vjp = gather_vjp, .attrs = {"axis"}});
+  add_op({.name = "scatter_add", .num_inputs = 3, .meta = scatter_add_meta, .vjp = scatter_add_vjp, .attrs = {"axis"}});
 }
 
 Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape) {
@@ -308,14 +309,27 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, double value) {
   return apply1(OAR_OP("pad"), in, Attrs{{"pads", pads}, {"value", value}});
 }
 
+namespace {
+// Note [Index values] in op_util.h.
+void check_axis_index(const std::string& op, const Tensor& x, const Tensor& index, int64_t axis) {
+  if (x.dim() == 0) return;  // the meta rule names the rank
+  const int64_t size = x.shape()[static_cast<size_t>(axis)];
+  check_index_values({.op = op, .size = size, .size_is = "the size of axis " + std::to_string(axis) + " of x " + shape_str(x.shape())}, index);
+}
+}  // namespace
+
 Tensor gather(const Tensor& x, const Tensor& index, int64_t axis) {
   std::array<Tensor, 2> in{x, index};
-  return apply1(OAR_OP("gather"), in, Attrs{{"axis", meta::normalize_axis("gather", axis, x.dim())}});
+  const int64_t a = meta::normalize_axis("gather", axis, x.dim());
+  check_axis_index("gather", x, index, a);
+  return apply1(OAR_OP("gather"), in, Attrs{{"axis", a}});
 }
 
 Tensor scatter_add(const Tensor& x, const Tensor& index, const Tensor& updates, int64_t axis) {
   std::array<Tensor, 3> in{x, index, updates};
-  return apply1(OAR_OP("scatter_add"), in, Attrs{{"axis", meta::normalize_axis("scatter_add", axis, x.dim())}});
+  const int64_t a = meta::normalize_axis("scatter_add", axis, x.dim());
+  check_axis_index("scatter_add", x, index, a);
+  return apply1(OAR_OP("scatter_add"), in, Attrs{{"axis", a}});
 }
 
 Tensor squeeze(const Tensor& x, std::vector<int64_t> axes) {

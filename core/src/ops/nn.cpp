@@ -124,17 +124,19 @@ Tensor with_axis(const OpDef& op, const Tensor& x, int64_t axis) {
 }  // namespace
 
 OAR_REGISTER_OPS(nn) {
-  auto add_composite = [](const char* name, int inputs, MetaFn m, DecomposeFn d, VjpFn vjp = nullptr) {
-    add_op({.name = name, .kind = OpKind::composite, .num_inputs = inputs, .meta = m, .decompose = d, .vjp = vjp});
+  auto add_composite = [](const char* name, int inputs, MetaFn m, DecomposeFn d, VjpFn vjp,
+                          std::vector<std::string> attrs) {
+    add_op({.name = name, .kind = OpKind::composite, .num_inputs = inputs, .meta = m, .decompose = d, .vjp = vjp,
+            .attrs = std::move(attrs)});
   };
-  add_composite("relu", 1, meta::same_as_input, relu_decompose, relu_vjp);
-  add_composite("sigmoid", 1, meta::same_as_float_input, sigmoid_decompose, sigmoid_vjp);
-  add_composite("silu", 1, meta::same_as_float_input, silu_decompose, silu_vjp);
-  add_composite("gelu", 1, meta::same_as_float_input, gelu_decompose);
-  add_composite("softmax", 1, axis_meta, softmax_decompose, softmax_vjp);
-  add_composite("log_softmax", 1, axis_meta, log_softmax_decompose, log_softmax_vjp);
-  add_composite("layer_norm", 3, norm_meta, layer_norm_decompose);
-  add_composite("rms_norm", 2, norm_meta, rms_norm_decompose);
+  add_composite("relu", 1, meta::same_as_input, relu_decompose, relu_vjp, {});
+  add_composite("sigmoid", 1, meta::same_as_float_input, sigmoid_decompose, sigmoid_vjp, {});
+  add_composite("silu", 1, meta::same_as_float_input, silu_decompose, silu_vjp, {});
+  add_composite("gelu", 1, meta::same_as_float_input, gelu_decompose, nullptr, {"approximate"});
+  add_composite("softmax", 1, axis_meta, softmax_decompose, softmax_vjp, {"axis"});
+  add_composite("log_softmax", 1, axis_meta, log_softmax_decompose, log_softmax_vjp, {"axis"});
+  add_composite("layer_norm", 3, norm_meta, layer_norm_decompose, nullptr, {"epsilon", "begin_axis"});
+  add_composite("rms_norm", 2, norm_meta, rms_norm_decompose, nullptr, {"epsilon", "begin_axis"});
 }
 
 Tensor relu(const Tensor& x) {

@@ -2,6 +2,7 @@
 // lookup of an op definition by name (cached per call site).
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -38,6 +39,26 @@ std::vector<TensorMeta> same_as_input(const OpDef& op, std::span<const TensorMet
 std::vector<TensorMeta> same_as_float_input(const OpDef& op, std::span<const TensorMeta> in, const Attrs& attrs);
 
 }  // namespace meta
+
+/// Note [Index values]: the index tensor of an eager op (gather and
+/// scatter_add indices, embedding ids, cross_entropy's hard labels,
+/// one_hot's classes) is read on the host and checked before the op
+/// launches. An out-of-range value is then an error at the op, naming the
+/// value and its position, on every device (an asynchronous device's kernel
+/// could report it only at the next synchronize, and a decomposition such
+/// as cross_entropy's one-hot compare would give a plausible wrong answer).
+/// A symbolic tensor (a trace) is not checked here: gather and scatter_add
+/// kernels check their indices when the program runs.
+struct IndexCheck {
+  std::string op;                     ///< "gather"
+  const char* what = "index";         ///< the value's name in the sentence: "index", "label"
+  int64_t size = 0;                   ///< values must be in [0, size)
+  std::string size_is;                ///< what `size` is: "the size of axis 0 of x [5, 3]"
+  std::optional<int64_t> ignore = std::nullopt;  ///< a value allowed besides (ignore_index)
+};
+/// Throws oar::Error (invalid_argument) for the first value of `index`
+/// (i32 or i64) outside the range of `check`; no-op for symbolic tensors.
+void check_index_values(const IndexCheck& check, const Tensor& index);
 
 /// Takes the next (seed, offset) of the global random generator (oar::seed).
 std::pair<uint64_t, uint64_t> next_random_state();

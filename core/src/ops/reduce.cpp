@@ -88,7 +88,8 @@ std::vector<Tensor> var_decompose(std::span<const Tensor> in, const Attrs& attrs
   const auto& axes = attrs.get_ints("axes");
   int64_t n = reduced_count(in[0].shape(), axes);
   Tensor centered = in[0] - mean(in[0], axes, true);
-  int64_t denom = attrs.get_bool("unbiased") ? n - 1 : n;
+  // n - 1 < 0 (an empty reduction) would make 0 / -1 = -0.0; numpy gives nan (0 / 0).
+  int64_t denom = attrs.get_bool("unbiased") ? std::max<int64_t>(n - 1, 0) : n;
   return {sum(centered * centered, axes, attrs.get_bool("keepdim")) / static_cast<double>(denom)};
 }
 
@@ -154,13 +155,17 @@ Tensor arg_reduce(const OpDef& op, const Tensor& x, std::optional<int64_t> axis,
 }  // namespace
 
 OAR_REGISTER_OPS(reduce) {
-  add_op({.name = "sum", .meta = reduce_meta, .vjp = sum_vjp});
-  add_op({.name = "prod", .meta = reduce_meta, .vjp = prod_vjp});
-  add_op({.name = "max", .meta = reduce_meta, .vjp = extremum_vjp});
-  add_op({.name = "min", .meta = reduce_meta, .vjp = extremum_vjp});
-  for (const char* name : {"argmax", "argmin"}) add_op({.name = name, .meta = arg_meta, .differentiable = false});
-  add_op({.name = "mean", .kind = OpKind::composite, .meta = mean_meta, .decompose = mean_decompose});
-  add_op({.name = "var", .kind = OpKind::composite, .meta = mean_meta, .decompose = var_decompose});
+  const std::vector<std::string> reduce{"axes", "keepdim"};
+  add_op({.name = "sum", .meta = reduce_meta, .vjp = sum_vjp, .attrs = reduce});
+  add_op({.name = "prod", .meta = reduce_meta, .vjp = prod_vjp, .attrs = reduce});
+  add_op({.name = "max", .meta = reduce_meta, .vjp = extremum_vjp, .attrs = reduce});
+  add_op({.name = "min", .meta = reduce_meta, .vjp = extremum_vjp, .attrs = reduce});
+  for (const char* name : {"argmax", "argmin"}) {
+    add_op({.name = name, .meta = arg_meta, .differentiable = false, .attrs = {"axis", "keepdim"}});
+  }
+  add_op({.name = "mean", .kind = OpKind::composite, .meta = mean_meta, .decompose = mean_decompose, .attrs = reduce});
+  add_op({.name = "var", .kind = OpKind::composite, .meta = mean_meta, .decompose = var_decompose,
+          .attrs = {"axes", "keepdim", "unbiased"}});
 }
 
 Tensor sum(const Tensor& x, std::vector<int64_t> axes, bool keepdim) { return reduce(OAR_OP("sum"), x, axes, keepdim); }

@@ -5,7 +5,8 @@ import numbers
 import numpy as np
 
 from . import _C
-from .framework import (Place, Tensor, convert_dtype, default_float_dtype, device_str, float32, int64)
+from .framework import (Place, Tensor, convert_dtype, default_float_dtype, device_str, float32, int64,
+                        to_numpy_dtype)
 
 _ops = _C.ops
 
@@ -35,7 +36,7 @@ def to_tensor(data, dtype=None, place=None, stop_gradient=True):
         from_python = not isinstance(data, (np.ndarray, np.generic))
         if isinstance(data, (list, tuple)) and any(isinstance(v, Tensor) for v in _flat(data)):
             data = [v.numpy() if isinstance(v, Tensor) else v for v in data]
-        arr = np.asarray(data)
+        arr = _python_ints_in_range(data, dtype) if from_python else np.asarray(data)
         if arr.dtype == np.float64 and from_python:
             arr = arr.astype(np.float32) if dtype is None and default_float_dtype() == float32 else arr
             if dtype is None and default_float_dtype() != float32:
@@ -47,6 +48,27 @@ def to_tensor(data, dtype=None, place=None, stop_gradient=True):
         t = _C.from_numpy(arr, dtype, device)
     t.stop_gradient = stop_gradient
     return t
+
+
+def _python_ints_in_range(data, dtype):
+    """np.asarray(data), refusing Python integers that the target dtype
+    (default int64) cannot hold with OverflowError, as numpy does for
+    np.array([2**40], dtype=np.int32); they used to wrap (2**40 became 0)."""
+    try:
+        arr = np.asarray(data)
+    except OverflowError:
+        arr = np.asarray(data, dtype=object)
+    ints = arr.dtype.kind in "iu" or (arr.dtype.kind == "O" and arr.size > 0 and
+                                      all(isinstance(v, numbers.Integral) for v in arr.flat))
+    if not ints or arr.size == 0:
+        return arr
+    target = np.dtype(np.int64) if dtype is None else np.dtype(to_numpy_dtype(dtype))
+    if target.kind in "iu":
+        info = np.iinfo(target)
+        for v in (int(arr.min()), int(arr.max())):
+            if not info.min <= v <= info.max:
+                raise OverflowError(f"to_tensor: Python integer {v} is out of bounds for {target.name}")
+    return arr.astype(target if target.kind in "iu" else np.float64) if arr.dtype.kind == "O" else arr
 
 
 def _flat(values):
@@ -75,7 +97,13 @@ def _fill_dtype(value, dtype):
 def full(shape, fill_value, dtype=None, name=None):
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
-    return _ops.full(_shape(shape), float(fill_value), _fill_dtype(fill_value, dtype))
+    dtype = _fill_dtype(fill_value, dtype)
+    if isinstance(fill_value, (numbers.Integral, np.integer)) and not isinstance(fill_value, (builtins.bool, np.bool_)) \
+            and np.dtype(to_numpy_dtype(dtype)).kind in "iu":
+        # Exactly, in integers: a double holds integers only up to 2**53.
+        value = _python_ints_in_range(int(fill_value), dtype)
+        return to_tensor(np.full(_shape(shape), value, dtype=value.dtype), dtype=dtype)
+    return _ops.full(_shape(shape), float(fill_value), dtype)
 
 
 def zeros(shape, dtype=None, name=None):
@@ -117,9 +145,26 @@ def arange(start=0, end=None, step=1, dtype=None, name=None):
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    integral = all(isinstance(v, (numbers.Integral, np.integer)) for v in vals)
     if dtype is None:
-        dtype = int64 if all(isinstance(v, numbers.Integral) for v in vals) else default_float_dtype()
-    return _ops.arange(float(vals[0]), float(vals[1]), float(vals[2]), convert_dtype(dtype))
+        dtype = int64 if integral else default_float_dtype()
+    dtype = convert_dtype(dtype)
+    if integral and np.dtype(to_numpy_dtype(dtype)).kind in "iu":
+        # In integers (numpy's arange), not through doubles that hold
+        # integers only up to 2**53; every value must fit the dtype.
+        start, end, step = (int(v) for v in vals)
+        if step == 0:
+            raise ValueError("arange: step is 0")
+        n = max(0, (end - start + step - (1 if step > 0 else -1)) // step)
+        target = np.dtype(to_numpy_dtype(dtype))
+        if n:
+            _python_ints_in_range([start, start + (n - 1) * step], dtype)  # OverflowError naming the value
+        step = step if n > 1 else 0  # one value: the step may exceed int64
+        # start + i * step wraps in int64 only where the exact value fits anyway.
+        with np.errstate(over="ignore"):
+            values = np.int64(start) + np.int64(step) * np.arange(n, dtype=np.int64) if n else np.zeros(0, np.int64)
+        return to_tensor(values.astype(target), dtype=dtype)
+    return _ops.arange(float(vals[0]), float(vals[1]), float(vals[2]), dtype)
 
 
 def linspace(start, stop, num, dtype=None, name=None):

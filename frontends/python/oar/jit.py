@@ -14,6 +14,7 @@ values cannot be traced: reading values of a symbolic tensor is an error).
 """
 import functools
 import os
+import threading
 import warnings
 import weakref
 
@@ -419,12 +420,17 @@ class TranslatedLayer(Layer):
     C++ executor and returns a Tensor (one output) or a list. Its
     parameters carry the saved names (set_state_dict replaces them). It is
     for inference: outputs carry no autograd history, and train()/eval()
-    do not change the program (it was traced in one mode)."""
+    do not change the program (it was traced in one mode). It may be
+    called from several threads: calls are serialized by a lock (one
+    executor and its memory arena serve every call; docs/static.md,
+    "Concurrent calls"). Load it once per thread for parallel
+    throughput."""
 
     def __init__(self, program, parameters, device=None):
         super().__init__()
         self._program = program
         self._executor = _C.ir.Executor(program, device)
+        self._call_lock = threading.Lock()  # binding, run and updates are one step
         for name, t in parameters.items():
             self.add_parameter(name, Parameter(t, trainable=False, name=name))
         self.training = False
@@ -458,12 +464,14 @@ class TranslatedLayer(Layer):
             if not isinstance(x, Tensor):
                 raise TypeError(f"TranslatedLayer: input '{name}' is a {type(x).__name__}; expected a Tensor")
         params = self._parameter_tensors()
-        self._executor.set_parameters(params)
-        outs = self._executor.run(list(inputs))
-        if self._program.update_names:
-            current = self._executor.parameters()
-            for name in self._program.update_names:
-                params[name]._set_data_(current[name])
+        # The executor releases the GIL while it runs; waiting here does too.
+        with self._call_lock:
+            self._executor.set_parameters(params)
+            outs = self._executor.run(list(inputs))
+            if self._program.update_names:
+                current = self._executor.parameters()
+                for name in self._program.update_names:
+                    params[name]._set_data_(current[name])
         return outs[0] if len(outs) == 1 else outs
 
 

@@ -21,9 +21,19 @@ def _as_tensor(v, like):
     """v as a tensor on like's device: a Tensor stays, a scalar takes like's dtype."""
     if isinstance(v, Tensor):
         return v
+    if _int_with_int_scalar(like, v):
+        # Exactly in the integer dtype (a double holds integers only up to
+        # 2**53); one it cannot hold raises OverflowError, as numpy does.
+        return to_tensor(v, dtype=like.dtype, place=like._device)
     if _is_scalar(v):
         return _ops.scalar_like(like, float(v))
     return to_tensor(v, place=like._device)
+
+
+def _int_with_int_scalar(x, scalar):
+    """An integer (not bool) tensor with a Python or numpy integer scalar."""
+    return (isinstance(x, Tensor) and not x.dtype.is_floating_point and x.dtype != _BOOL
+            and isinstance(scalar, (numbers.Integral, np.integer)) and not isinstance(scalar, (builtins.bool, np.bool_)))
 
 
 def _float_for_scalar(x, scalar):
@@ -48,19 +58,19 @@ def _binary(op, x, y):
 
 
 def add(x, y, name=None):
-    if isinstance(x, Tensor) and _is_scalar(y):
+    if isinstance(x, Tensor) and _is_scalar(y) and not _int_with_int_scalar(x, y):
         return _ops.add_scalar(_float_for_scalar(x, y), float(y))
     return _binary(_ops.add, x, y)
 
 
 def subtract(x, y, name=None):
-    if isinstance(x, Tensor) and _is_scalar(y):
+    if isinstance(x, Tensor) and _is_scalar(y) and not _int_with_int_scalar(x, y):
         return _ops.subtract_scalar(_float_for_scalar(x, y), float(y))
     return _binary(_ops.subtract, x, y)
 
 
 def multiply(x, y, name=None):
-    if isinstance(x, Tensor) and _is_scalar(y):
+    if isinstance(x, Tensor) and _is_scalar(y) and not _int_with_int_scalar(x, y):
         return _ops.multiply_scalar(_float_for_scalar(x, y), float(y))
     return _binary(_ops.multiply, x, y)
 
@@ -83,7 +93,37 @@ def divide(x, y, name=None):
     return _binary(_ops.divide, x, y)
 
 
+def _is_int_operand(v):
+    if isinstance(v, Tensor):
+        return not v.dtype.is_floating_point and v.dtype != _BOOL
+    return isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, builtins.bool)
+
+
+def _int_operands(x, y):
+    """Both operands as integer tensors; a Python int takes the other's dtype
+    exactly (an out-of-range one raises OverflowError, as numpy does)."""
+    if not isinstance(x, Tensor):
+        x = to_tensor(x, dtype=y.dtype, place=y._device)
+    if not isinstance(y, Tensor):
+        y = to_tensor(y, dtype=x.dtype, place=x._device)
+    return x, y
+
+
+def _int_floor_divide(x, y):
+    """Integer floor division in integers: the kernels' div truncates toward
+    zero (x / 0 = 0, docs/kernels.md); a nonzero remainder whose sign differs
+    from the divisor's steps the quotient down by one. x // 0 is 0 (numpy)."""
+    q = _ops.divide(x, y)
+    r = _ops.subtract(x, _ops.multiply(q, y))
+    zero = _ops.scalar_like(r, 0.0)
+    step = _ops.logical_and(_ops.logical_and(_ops.not_equal(r, zero), _ops.not_equal(y, _ops.scalar_like(y, 0.0))),
+                            _ops.not_equal(_ops.less_than(r, zero), _ops.less_than(y, _ops.scalar_like(y, 0.0))))
+    return _ops.subtract(q, _ops.cast(step, q.dtype))
+
+
 def floor_divide(x, y, name=None):
+    if _is_int_operand(x) and _is_int_operand(y) and (isinstance(x, Tensor) or isinstance(y, Tensor)):
+        return _int_floor_divide(*_int_operands(x, y))
     xt = x if isinstance(x, Tensor) else y
     q = _ops.floor(divide(_ops.cast(x, convert_dtype("float64")) if isinstance(x, Tensor) and not x.dtype.is_floating_point else x,
                           y))
@@ -91,6 +131,11 @@ def floor_divide(x, y, name=None):
 
 
 def remainder(x, y, name=None):
+    if _is_int_operand(x) and _is_int_operand(y) and (isinstance(x, Tensor) or isinstance(y, Tensor)):
+        x, y = _int_operands(x, y)
+        r = _ops.subtract(x, _ops.multiply(_int_floor_divide(x, y), y))
+        # x % 0 is 0, as numpy gives (the quotient is 0, so r would be x).
+        return _ops.where(_ops.equal(y, _ops.scalar_like(y, 0.0)), _ops.zeros_like(r), r)
     return subtract(x, multiply(floor_divide(x, y), y))
 
 
@@ -437,7 +482,12 @@ def broadcast_tensors(input, name=None):  # noqa: A002
 def squeeze(x, axis=None, name=None):
     axes = _axes(axis)
     nd = len(x.shape)
-    axes = [a for a in axes if x.shape[a % nd] == 1] if axes else []
+    lo, hi = (-1, 0) if nd == 0 else (-nd, nd - 1)
+    for a in axes:
+        if not lo <= a <= hi:
+            raise ValueError(f"squeeze: axis {a} is out of range for a tensor of rank {nd} (expected {lo}..{hi})")
+    # Paddle leaves a named axis whose size is not 1 as it is.
+    axes = [a for a in axes if nd and x.shape[a % nd] == 1] if axes else []
     if axis is not None and not axes:
         return x
     return _ops.squeeze(x, axes)
@@ -525,6 +575,17 @@ def strided_slice(x, axes, starts, ends, strides, name=None):
     return _ops.slice(x, _axes(axes), _shape(starts), _shape(ends), _shape(strides))
 
 
+def _check_index_values(op, what, values, size, size_is):
+    """Raises ValueError for the first value outside [0, size), naming it and
+    its position, as the C++ ops do (Note [Index values] in core/src/ops/op_util.h)."""
+    values = np.asarray(values)
+    bad = np.argwhere((values < 0) | (values >= size))
+    if bad.size:
+        at = tuple(int(i) for i in bad[0])
+        raise ValueError(f"{op}: {what} {int(values[at])} at position {list(at)} of {what} tensor "
+                         f"{list(values.shape)} is out of range; expected 0 <= {what} < {size} ({size_is})")
+
+
 def _index_tensor(index, like):
     if not isinstance(index, Tensor):
         index = to_tensor(np.asarray(index, dtype=np.int64), place=like._device)
@@ -571,6 +632,8 @@ def take_along_axis(arr, indices, axis, broadcast=True):
     axis = int(axis) % len(arr.shape)
     idx = indices.numpy() if isinstance(indices, Tensor) else np.asarray(indices)
     shape = arr.shape
+    _check_index_values("take_along_axis", "index", idx, shape[axis],
+                        f"the size of axis {axis} of arr {list(shape)}")
     grid = np.indices(idx.shape)
     coords = [grid[d] for d in range(len(shape))]
     coords[axis] = idx

@@ -421,6 +421,39 @@ def test_save_load_round_trip_equals_eager(device, tmp_path):
     assert_close(oar.jit.load(str(tmp_path / "again"))(x), eager(net, x), rtol=1e-5, atol=1e-5)
 
 
+def test_a_loaded_layer_called_from_4_threads_gives_each_its_own_answer(device, tmp_path):
+    # Issue 19 item 5: the executor releases the GIL and once shared its run
+    # state between threads (a segfault). Calls are serialized now; batch
+    # sizes differ per thread so each call may re-plan the executor.
+    import threading
+
+    net = mlp()
+    net.eval()
+    path = str(tmp_path / "model")
+    oar.jit.save(net, path, input_spec=[InputSpec([None, 4], name="x")])
+    loaded = oar.jit.load(path)
+    inputs = [oar.to_tensor(rand(n, 4, seed=n)) for n in (1, 3, 5, 7)]
+    expected = [eager(net, x) for x in inputs]
+    failures = []
+
+    def work(t):
+        try:
+            for i in range(60):
+                k = (t + i) % len(inputs)
+                got = loaded(inputs[k]).numpy()
+                if got.shape != expected[k].shape or not np.allclose(got, expected[k], rtol=1e-5, atol=1e-5):
+                    failures.append(f"thread {t} call {i}: batch {inputs[k].shape[0]} gave a wrong answer")
+        except Exception as e:  # noqa: BLE001 - reported below
+            failures.append(f"thread {t}: {type(e).__name__}: {e}")
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert failures == []
+
+
 def test_save_a_to_static_layer_uses_its_spec_and_save_a_function(device, tmp_path):
     net = oar.jit.to_static(mlp(), input_spec=[InputSpec([None, 4])])
     oar.jit.save(net, str(tmp_path / "net"))

@@ -114,6 +114,7 @@ def embedding(x, weight, padding_idx=None, sparse=False, name=None):
 
 
 def one_hot(x, num_classes, name=None):
+    M._check_index_values("one_hot", "class", x.numpy(), int(num_classes), "num_classes")
     classes = _ops.arange(0.0, float(num_classes), 1.0, x.dtype)
     return M.cast(_ops.equal(_ops.unsqueeze(x, [-1]), classes), "float32")
 

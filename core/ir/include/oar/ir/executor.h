@@ -8,6 +8,7 @@
 /// devices with streams and events; results equal eager mode.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -27,6 +28,15 @@ struct ExecutorOptions {
   /// Print the instruction list when it is (re)built.
   bool print_schedule = false;
 };
+
+/// Note [Concurrent calls]: an Executor (and so a CompiledFunction, a
+/// Predictor's program, a layer from oar.jit.load) may be called from
+/// several threads at once, but the calls are serialized by a lock per
+/// executor: a run owns the executor's one arena and prebuilt launches.
+/// For parallel throughput give each thread its own executor (one
+/// Predictor per thread). parameters(), program() and the other accessors
+/// return references that another thread's run or set_parameters may change;
+/// read them from one thread at a time.
 
 /// One scheduled operation.
 struct Instruction {
@@ -62,6 +72,13 @@ class Executor {
   /// Same, with the random ops' (seed, offset) given: equal states give equal
   /// numbers (a recomputation of an earlier run).
   std::vector<Tensor> run(std::span<const Tensor> inputs, std::pair<uint64_t, uint64_t> random_state);
+  /// Binds `params` (as set_parameters) and runs, as one step under the
+  /// executor's lock (Note [Concurrent calls]): no other thread's
+  /// parameters can slip in between.
+  std::vector<Tensor> run_with(std::span<const Tensor> inputs, const ParamMap& params);
+  /// Same, with the random ops' (seed, offset) given.
+  std::vector<Tensor> run_with(std::span<const Tensor> inputs, const ParamMap& params,
+                               std::pair<uint64_t, uint64_t> random_state);
 
   /// The compiled program (after device decompositions).
   const Program& program() const;
