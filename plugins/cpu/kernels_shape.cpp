@@ -2,7 +2,9 @@
 // strided copy from a re-described input view, no intermediate copies),
 // gather and scatter_add along one axis.
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -218,6 +220,42 @@ OarStatus read_index(const OarKernelContext* ctx, const OarTensorView& index, in
   return OAR_OK;
 }
 
+// check_index (Note [Index values] in core/src/ops/op_util.h): copies the
+// index through; the first value outside [0, size) other than ignore_index
+// is an error in the words of the op that asked for the check.
+OarStatus check_index_kernel(const OarKernelContext* ctx) {
+  if (OarStatus s = arity(ctx, 1)) return s;
+  const OarTensorView& x = ctx->inputs[0];
+  const OarTensorView& y = ctx->outputs[0];
+  Attrs attrs(ctx);
+  const int64_t size = attrs.get_int("size");
+  const int64_t ignore = attrs.get_int("ignore_index", 0);
+  const bool has_ignore = attrs.get_bool("has_ignore", false);
+  if (!attrs.ok()) return attrs.status();
+  const char* op = "check_index";
+  const char* what = "index";
+  g_host->attr_string(ctx->attrs, "op", &op);
+  g_host->attr_string(ctx->attrs, "what", &what);
+  const int64_t n = oar_view_numel(&x);
+  const void* p = oar_view_ptr(&x);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t v = x.dtype == OAR_DTYPE_I32 ? static_cast<const int32_t*>(p)[i] : static_cast<const int64_t*>(p)[i];
+    if ((v >= 0 && v < size) || (has_ignore && v == ignore)) continue;
+    std::string shape = "[";
+    for (int32_t d = 0; d < x.ndim; ++d) shape += (d ? ", " : "") + std::to_string(x.shape[d]);
+    shape += "]";
+    char message[640];
+    std::snprintf(message, sizeof message,
+                  "%s: %s %lld at flat position %lld of %s tensor %s is out of range; expected 0 <= %s < %lld", op,
+                  what, static_cast<long long>(v), static_cast<long long>(i), what, shape.c_str(), what,
+                  static_cast<long long>(size));
+    g_host->set_error(g_host->host, OAR_ERROR_INVALID_ARGUMENT, message);
+    return OAR_ERROR_INVALID_ARGUMENT;
+  }
+  if (n > 0) std::memcpy(oar_view_ptr(&y), p, static_cast<size_t>(n) * oar_dtype_size(x.dtype));
+  return OAR_OK;
+}
+
 OarStatus gather_kernel(const OarKernelContext* ctx) {
   if (OarStatus s = arity(ctx, 2)) return s;
   const OarTensorView& x = ctx->inputs[0];
@@ -323,6 +361,7 @@ OarStatus scatter_add_kernel(const OarKernelContext* ctx) {
 }  // namespace
 
 void register_shape_kernels(Registrar& r) {
+  for (int32_t index : {OAR_DTYPE_I32, OAR_DTYPE_I64}) r.add("check_index", {index}, {index}, 0, &guarded<&check_index_kernel>);
   for (int32_t dt : kAllDtypes) {
     r.add("transpose", {dt}, {dt}, OAR_KERNEL_STRIDED, &guarded<&transpose_kernel>);
     r.add("broadcast_to", {dt}, {dt}, OAR_KERNEL_STRIDED, &guarded<&broadcast_to_kernel>);

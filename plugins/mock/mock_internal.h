@@ -212,6 +212,8 @@ bool attr_int(const Launch& l, const char* name, int64_t* value);
 bool attr_number(const Launch& l, const char* name, double* value);  // int or float
 bool attr_number_or(const Launch& l, const char* name, double fallback, double* value);
 bool attr_bool_or(const Launch& l, const char* name, bool fallback, bool* value);
+/// A string attribute, or `fallback` when missing (valid during the call).
+const char* attr_string_or(const Launch& l, const char* name, const char* fallback);
 /// An int array; `present` (optional) says whether it was given at all.
 bool attr_ints(const Launch& l, const char* name, std::vector<int64_t>* values,
                bool* present = nullptr);

@@ -133,6 +133,11 @@ bool attr_number_or(const Launch& l, const char* name, double fallback, double* 
   return attr_number(l, name, value);
 }
 
+const char* attr_string_or(const Launch& l, const char* name, const char* fallback) {
+  const char* value = nullptr;
+  return host().attr_string(l.ctx->attrs, name, &value) == OAR_OK && value ? value : fallback;
+}
+
 bool attr_bool_or(const Launch& l, const char* name, bool fallback, bool* value) {
   switch (host().attr_kind(l.ctx->attrs, name)) {
     case OAR_ATTR_MISSING:

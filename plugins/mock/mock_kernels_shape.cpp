@@ -226,6 +226,38 @@ bool check_indexed(const Launch& l, const View& x, const View& index, const char
   return false;
 }
 
+// check_index (Note [Index values] in core/src/ops/op_util.h): the index
+// passes through; the first value outside [0, size) other than ignore_index
+// is an error in the words of the op that asked for the check.
+OarStatus check_index_kernel(const OarKernelContext* ctx) {
+  Launch l;
+  if (OarStatus s = prepare(ctx, "check_index", 1, 1, &l)) return s;
+  const View x = l.in[0], y = l.out[0];
+  if (OarStatus s = same_dtype(l, x, y)) return s;
+  int64_t size = 0, ignore = 0;
+  bool has_ignore = false;
+  if (!attr_int(l, "size", &size) || !attr_int(l, "ignore_index", &ignore) ||
+      !attr_bool_or(l, "has_ignore", false, &has_ignore))
+    return OAR_ERROR_INVALID_ARGUMENT;
+  std::string op_name = attr_string_or(l, "op", "check_index"), what_name = attr_string_or(l, "what", "index");
+  return submit(l, [x, y, size, ignore, has_ignore, op_name, what_name](std::string& error) -> OarStatus {
+    OarStatus status = OAR_OK;
+    for_each_index(x.ndim, x.shape, [&](const int64_t* xi, int64_t flat) {
+      const char* p = x.at(xi);
+      const int64_t v = x.dtype == OAR_DTYPE_I32 ? I32::load(p) : I64::load(p);
+      if (status == OAR_OK && !((v >= 0 && v < size) || (has_ignore && v == ignore))) {
+        error = strf("%s: %s %lld at flat position %lld of %s tensor %s is out of range; expected 0 <= %s < %lld",
+                     op_name.c_str(), what_name.c_str(), static_cast<long long>(v), static_cast<long long>(flat),
+                     what_name.c_str(), shape_str(x.ndim, x.shape).c_str(), what_name.c_str(),
+                     static_cast<long long>(size));
+        status = OAR_ERROR_INVALID_ARGUMENT;
+      }
+      std::memcpy(y.at(xi), p, y.elsize());
+    });
+    return status;
+  });
+}
+
 OarStatus gather_kernel(const OarKernelContext* ctx) {
   Launch l;
   if (OarStatus s = prepare(ctx, "gather", 2, 1, &l)) return s;
@@ -299,6 +331,7 @@ OarStatus register_shape_kernels() {
     reg("concat", concat_kernel, {}, {dt});
     for (int32_t it : index_dtypes) reg("gather", gather_kernel, {dt, it}, {dt});
   }
+  for (int32_t it : index_dtypes) reg("check_index", check_index_kernel, {it}, {it});
   for (int32_t dt : kNumericDtypes)
     for (int32_t it : index_dtypes) reg("scatter_add", scatter_add_kernel, {dt, it, dt}, {dt});
   return st;

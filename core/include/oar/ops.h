@@ -161,6 +161,13 @@ Tensor mse_loss(const Tensor& input, const Tensor& label, const std::string& red
 Tensor dropout(const Tensor& x, double p = 0.5, bool training = true);
 /// Rows of `weight` [num, dim] selected by integer `ids`: ids.shape + [dim].
 Tensor embedding(const Tensor& ids, const Tensor& weight);
+/// `index` (int32/int64) unchanged, after checking every value lies in
+/// [0, size) or equals `ignore_index`: eagerly on the host, and in a traced
+/// program by the op check_index when it runs. The error names `op`, the
+/// value and its position: "one_hot: class 7 at position [1] of class tensor
+/// [3] is out of range; expected 0 <= class < 4 (num_classes)".
+Tensor check_index(const Tensor& index, int64_t size, const std::string& op, const std::string& what = "index",
+                   const std::string& size_is = "", std::optional<int64_t> ignore_index = std::nullopt);
 /// Attention over [batch, seq, heads, head_dim] (Paddle's layout):
 /// softmax(q k^T / sqrt(head_dim), with a causal mask if asked) v.
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,

@@ -1,4 +1,6 @@
-// Host checks of index values at eager ops (Note [Index values] in op_util.h).
+// Checks of index values: on the host at eager ops, by the check_index op in
+// programs (Note [Index values] in op_util.h).
+#include <array>
 #include <cstdint>
 
 #include "ops/op_util.h"
@@ -34,16 +36,50 @@ void check_values(const IndexCheck& c, const Tensor& index) {
   }
 }
 
+std::vector<TensorMeta> check_index_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs&) {
+  if (in[0].dtype != DType::i32 && in[0].dtype != DType::i64) {
+    throw Error(ErrorCode::invalid_argument, op.name + ": the index has dtype " + std::string(dtype_name(in[0].dtype)) +
+                                                 " but int32 or int64 is required");
+  }
+  return {in[0]};
+}
+
+// A device without a check_index kernel runs the program unchecked (the
+// values pass through), rather than not at all.
+std::vector<Tensor> check_index_decompose(std::span<const Tensor> in, const Attrs&) { return {in[0]}; }
+
 }  // namespace
 
-void check_index_values(const IndexCheck& check, const Tensor& index) {
-  if (!index.defined() || index.is_symbolic()) return;
+OAR_REGISTER_OPS(index_values) {
+  add_op({.name = "check_index", .kind = OpKind::primitive, .num_inputs = 1, .meta = check_index_meta,
+          .decompose = check_index_decompose, .attrs = {"size", "ignore_index", "has_ignore", "op", "what"}});
+}
+
+Tensor check_index_values(const IndexCheck& check, const Tensor& index) {
+  if (!index.defined()) return index;
+  if (index.is_symbolic()) {  // a trace: the check runs with the program
+    if (index.dtype() != DType::i32 && index.dtype() != DType::i64) return index;
+    std::array<Tensor, 1> in{index};
+    return apply1(OAR_OP("check_index"), in,
+                  Attrs{{"size", check.size},
+                        {"ignore_index", check.ignore.value_or(0)},
+                        {"has_ignore", check.ignore.has_value()},
+                        {"op", check.op},
+                        {"what", std::string(check.what)}});
+  }
   if (index.dtype() == DType::i64) {
     check_values<int64_t>(check, index);
   } else if (index.dtype() == DType::i32) {
     check_values<int32_t>(check, index);
   }
   // Other dtypes: the op's meta rule names the dtype it expects.
+  return index;
+}
+
+Tensor check_index(const Tensor& index, int64_t size, const std::string& op, const std::string& what,
+                   const std::string& size_is, std::optional<int64_t> ignore_index) {
+  return check_index_values({.op = op, .what = what.c_str(), .size = size, .size_is = size_is, .ignore = ignore_index},
+                            index);
 }
 
 }  // namespace oar

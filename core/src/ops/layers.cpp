@@ -91,12 +91,13 @@ Tensor dropout(const Tensor& x, double p, bool training) {
 }
 
 Tensor embedding(const Tensor& ids, const Tensor& weight) {
+  Tensor checked = ids;
   if (weight.dim() == 2) {  // else the meta rule names the shape
-    check_index_values({.op = "embedding", .what = "id", .size = weight.shape()[0],
-                        .size_is = "the number of rows of weight " + shape_str(weight.shape())},
-                       ids);
+    checked = check_index_values({.op = "embedding", .what = "id", .size = weight.shape()[0],
+                                  .size_is = "the number of rows of weight " + shape_str(weight.shape())},
+                                 ids);
   }
-  std::array<Tensor, 2> in{ids, weight};
+  std::array<Tensor, 2> in{checked, weight};
   return apply1(OAR_OP("embedding"), in);
 }
 

@@ -103,14 +103,15 @@ OAR_REGISTER_OPS(loss) {
 Tensor cross_entropy(const Tensor& logits, const Tensor& label, bool soft_label, int64_t axis,
                      const std::string& reduction, int64_t ignore_index) {
   const int64_t a = meta::normalize_axis("cross_entropy", axis, logits.dim());
+  Tensor checked = label;
   if (!soft_label && logits.dim() > 0) {  // Note [Index values] in op_util.h
-    check_index_values({.op = "cross_entropy", .what = "label", .size = logits.shape()[static_cast<size_t>(a)],
-                        .size_is = "the number of classes along axis " + std::to_string(a) + " of logits " +
-                                   shape_str(logits.shape()),
-                        .ignore = ignore_index},
-                       label);
+    checked = check_index_values({.op = "cross_entropy", .what = "label", .size = logits.shape()[static_cast<size_t>(a)],
+                                  .size_is = "the number of classes along axis " + std::to_string(a) + " of logits " +
+                                             shape_str(logits.shape()),
+                                  .ignore = ignore_index},
+                                 label);
   }
-  std::array<Tensor, 2> in{logits, soft_label ? cast(label, logits.dtype()) : label};
+  std::array<Tensor, 2> in{logits, soft_label ? cast(label, logits.dtype()) : checked};
   return apply1(OAR_OP("cross_entropy"), in,
                 Attrs{{"soft_label", soft_label},
                       {"axis", a},

@@ -47,8 +47,10 @@ std::vector<TensorMeta> same_as_float_input(const OpDef& op, std::span<const Ten
 /// value and its position, on every device (an asynchronous device's kernel
 /// could report it only at the next synchronize, and a decomposition such
 /// as cross_entropy's one-hot compare would give a plausible wrong answer).
-/// A symbolic tensor (a trace) is not checked here: gather and scatter_add
-/// kernels check their indices when the program runs.
+/// In a trace (a symbolic index) the check becomes the op `check_index`,
+/// which the program runs on the device before the index is used (cpu and
+/// mock kernels raise the same sentence, naming the op's user-facing name
+/// and the flat position); gather and scatter_add kernels also check theirs.
 struct IndexCheck {
   std::string op;                     ///< "gather"
   const char* what = "index";         ///< the value's name in the sentence: "index", "label"
@@ -57,8 +59,10 @@ struct IndexCheck {
   std::optional<int64_t> ignore = std::nullopt;  ///< a value allowed besides (ignore_index)
 };
 /// Throws oar::Error (invalid_argument) for the first value of `index`
-/// (i32 or i64) outside the range of `check`; no-op for symbolic tensors.
-void check_index_values(const IndexCheck& check, const Tensor& index);
+/// (i32 or i64) outside the range of `check` and returns `index`; for a
+/// symbolic tensor returns check_index(index), which the caller must use in
+/// place of `index` so the check stays in the program.
+Tensor check_index_values(const IndexCheck& check, const Tensor& index);
 
 /// Takes the next (seed, offset) of the global random generator (oar::seed).
 std::pair<uint64_t, uint64_t> next_random_state();

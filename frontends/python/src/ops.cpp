@@ -104,6 +104,8 @@ void bind_ops(py::module_& parent) {
   m.def("mse_loss", &oar::mse_loss, py::arg("input"), py::arg("label"), py::arg("reduction") = "mean");
   m.def("dropout", &oar::dropout, py::arg("x"), py::arg("p") = 0.5, py::arg("training") = true);
   m.def("embedding", &oar::embedding, py::arg("x"), py::arg("weight"));
+  m.def("check_index", &oar::check_index, py::arg("index"), py::arg("size"), py::arg("op"), py::arg("what") = "index",
+        py::arg("size_is") = "", py::arg("ignore_index") = py::none());
   m.def("scaled_dot_product_attention", &oar::scaled_dot_product_attention, py::arg("query"), py::arg("key"),
         py::arg("value"), py::arg("is_causal") = false);
   m.def("sum_to", &oar::sum_to, py::arg("x"), py::arg("shape"));

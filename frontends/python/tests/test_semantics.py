@@ -159,3 +159,24 @@ def test_squeeze_of_an_axis_out_of_range_is_an_error(device):
     assert oar.squeeze(x, 1).shape == [2]
     assert oar.squeeze(x, 0).shape == [2, 1]  # a named axis of size 2 stays, as in Paddle
     assert oar.squeeze(x, -1).shape == [2]
+
+
+def test_to_static_programs_check_labels_and_classes_when_they_run(device):
+    # Traced programs keep the check (the op check_index), so a bad label is an
+    # error, not a plausible loss; good values give the eager answer.
+    @oar.jit.to_static
+    def loss(logits, label):
+        return F.cross_entropy(logits, label, reduction="none")
+
+    @oar.jit.to_static
+    def encode(x):
+        return F.one_hot(x, 4) * 2.0
+
+    logits = oar.to_tensor(np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]], np.float32))
+    good = oar.to_tensor(np.array([2, 0], np.int64))
+    assert_close(loss(logits, good), F.cross_entropy(logits, good, reduction="none"))
+    with pytest.raises(ValueError, match=r"cross_entropy: label 3 at flat position 1 .* expected 0 <= label < 3"):
+        loss(logits, oar.to_tensor(np.array([0, 3], np.int64))).numpy()
+    assert_close(encode(oar.to_tensor(np.array([1, 3], np.int64))), [[0, 2, 0, 0], [0, 0, 0, 2]])
+    with pytest.raises(ValueError, match=r"one_hot: class 7 at flat position 0 .* expected 0 <= class < 4"):
+        encode(oar.to_tensor(np.array([7, 1], np.int64))).numpy()

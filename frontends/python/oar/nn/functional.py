@@ -114,7 +114,8 @@ def embedding(x, weight, padding_idx=None, sparse=False, name=None):
 
 
 def one_hot(x, num_classes, name=None):
-    M._check_index_values("one_hot", "class", x.numpy(), int(num_classes), "num_classes")
+    # Checked on the host eagerly, by the program when traced (Note [Index values]).
+    x = _ops.check_index(x, int(num_classes), "one_hot", "class", "num_classes")
     classes = _ops.arange(0.0, float(num_classes), 1.0, x.dtype)
     return M.cast(_ops.equal(_ops.unsqueeze(x, [-1]), classes), "float32")
 
