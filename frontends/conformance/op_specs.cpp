@@ -692,7 +692,8 @@ std::vector<OpSpec> build_specs() {
                                       {{2, 4, 9, 8}, {6, 2, 3, 2}, false, {2, 1}, {1, 0}, {1}, 2}};
                  if (tier != Tier::smoke)
                    cs.insert(cs.end(), {{{1, 2, 10, 10}, {3, 2, 3, 3}, true, {1}, {2}, {2}, 1},
-                                        {{1, 1, 1, 1}, {1, 1, 1, 1}, false, {1}, {0}, {1}, 1}});
+                                        {{1, 1, 1, 1}, {1, 1, 1, 1}, false, {1}, {0}, {1}, 1},
+                                        {{0, 3, 7, 7}, {4, 3, 3, 3}, true, {1}, {1}, {1}, 1}});  // empty batch
                  std::vector<OpCase> cases;
                  for (const auto& c : cs) {
                    OpCase oc{"x " + str(c.x) + " w " + str(c.w) + " stride " + str(c.stride) +
@@ -718,7 +719,10 @@ std::vector<OpSpec> build_specs() {
                    };
                    std::vector<C> cs = {{{1, 2, 6, 6}, {2}, {}, {0}, true},
                                         {{2, 3, 7, 5}, {3, 2}, {2, 1}, {1, 0}, true}};
-                   if (tier != Tier::smoke) cs.push_back({{1, 1, 5, 5}, {3}, {2}, {1}, false});
+                   if (tier != Tier::smoke) {
+                     cs.push_back({{1, 1, 5, 5}, {3}, {2}, {1}, false});
+                     cs.push_back({{0, 2, 6, 6}, {2}, {}, {0}, true});  // empty batch
+                   }
                    std::vector<OpCase> cases;
                    for (const auto& c : cs)
                      cases.push_back(case1(
@@ -815,12 +819,19 @@ std::vector<OpSpec> build_specs() {
          {random({2, 3, 5}, dt, -3, 3, seed)},
          [](const Inputs& in, const oar::Device&) {
            return oar::layer_norm(in[0], Tensor(), Tensor(), 1e-5, 1);
-         }}};
+         }},
+        {"x [0, 33] (no rows), weight, bias",
+         {random({0, 33}, dt, -3, 3, seed), random({33}, dt, 0.5, 1.5, seed),
+          random({33}, dt, -1, 1, seed)},
+         [](const Inputs& in, const oar::Device&) { return oar::layer_norm(in[0], in[1], in[2]); }}};
   }));
   s.push_back(composite("rms_norm", [](DType dt, Tier, uint32_t& seed) {
     return std::vector<OpCase>{
         {"x [4, 33], weight",
          {random({4, 33}, dt, -3, 3, seed), random({33}, dt, 0.5, 1.5, seed)},
+         [](const Inputs& in, const oar::Device&) { return oar::rms_norm(in[0], in[1]); }},
+        {"x [0, 33] (no rows), weight",
+         {random({0, 33}, dt, -3, 3, seed), random({33}, dt, 0.5, 1.5, seed)},
          [](const Inputs& in, const oar::Device&) { return oar::rms_norm(in[0], in[1]); }}};
   }));
   s.push_back(composite("linear", [](DType dt, Tier, uint32_t& seed) {
@@ -828,6 +839,9 @@ std::vector<OpSpec> build_specs() {
         {"x [5, 9], w [9, 4], b [4]",
          {random({5, 9}, dt, -1, 1, seed), random({9, 4}, dt, -1, 1, seed),
           random({4}, dt, -1, 1, seed)},
+         [](const Inputs& in, const oar::Device&) { return oar::linear(in[0], in[1], in[2]); }},
+        {"x [0, 9] (no rows), w [9, 4], b [4]",
+         {random({0, 9}, dt, -1, 1, seed), random({9, 4}, dt, -1, 1, seed), random({4}, dt, -1, 1, seed)},
          [](const Inputs& in, const oar::Device&) { return oar::linear(in[0], in[1], in[2]); }}};
   }));
   s.push_back(composite("mean", [](DType dt, Tier tier, uint32_t& seed) {
@@ -843,19 +857,29 @@ std::vector<OpSpec> build_specs() {
         case1("x [33, 17] axes [0] unbiased", random({33, 17}, dt, -2, 2, seed),
               [](const Tensor& x) { return oar::var(x, {0}); }),
         case1("x [4, 5, 6] all, biased", random({4, 5, 6}, dt, -2, 2, seed),
-              [](const Tensor& x) { return oar::var(x, {}, false); })};
+              [](const Tensor& x) { return oar::var(x, {}, false); }),
+        case1("x [0, 5] axes [0] (empty: nan)", random({0, 5}, dt, -2, 2, seed),
+              [](const Tensor& x) { return oar::var(x, {0}); })};
   }));
   s.push_back(composite("mse_loss", [](DType dt, Tier, uint32_t& seed) {
     return std::vector<OpCase>{
         {"[7, 3] mean",
          {random({7, 3}, dt, -2, 2, seed), random({7, 3}, dt, -2, 2, seed)},
-         [](const Inputs& in, const oar::Device&) { return oar::mse_loss(in[0], in[1]); }}};
+         [](const Inputs& in, const oar::Device&) { return oar::mse_loss(in[0], in[1]); }},
+        {"[0, 3] sum (empty)",
+         {random({0, 3}, dt, -2, 2, seed), random({0, 3}, dt, -2, 2, seed)},
+         [](const Inputs& in, const oar::Device&) { return oar::mse_loss(in[0], in[1], "sum"); }}};
   }));
   s.push_back(composite("cross_entropy", [](DType dt, Tier, uint32_t& seed) {
     return std::vector<OpCase>{
         {"logits [5, 7], labels i64 [5]",
          {random({5, 7}, dt, -3, 3, seed), indices(5, 7, DType::i64, seed)},
-         [](const Inputs& in, const oar::Device&) { return oar::cross_entropy(in[0], in[1]); }}};
+         [](const Inputs& in, const oar::Device&) { return oar::cross_entropy(in[0], in[1]); }},
+        {"logits [0, 7], labels i64 [0] (empty), reduction none",
+         {random({0, 7}, dt, -3, 3, seed), indices(0, 7, DType::i64, seed)},
+         [](const Inputs& in, const oar::Device&) {
+           return oar::cross_entropy(in[0], in[1], false, -1, "none");
+         }}};
   }));
   s.push_back(composite("embedding", [](DType dt, Tier, uint32_t& seed) {
     return std::vector<OpCase>{
