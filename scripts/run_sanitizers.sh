@@ -37,7 +37,9 @@ run_asan() {
   # freed by design, so leak checking is off; everything else aborts. A
   # malloc too big for the machine returns null (the conformance suite's
   # out-of-memory check asks for twice the memory) instead of aborting.
-  export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:strict_string_checks=1:allocator_may_return_null=1"
+  # A segfault stays a SIGSEGV (handle_segv=0): the plugin-probe tests check
+  # that a crashing plugin's probe process dies by that signal.
+  export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:strict_string_checks=1:allocator_may_return_null=1:handle_segv=0"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
   # The SDK test builds the template out of tree without sanitizers: skipped.
   (cd "$dir" && phase ctest --output-on-failure -j "$jobs" --timeout 1200 -E conformance_sdk_install_template)

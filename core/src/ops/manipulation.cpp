@@ -19,6 +19,7 @@ std::string ints_str(const std::vector<int64_t>& v) { return shape_str(v); }
 Shape resolve_reshape(const Shape& in, const Shape& spec) {
   Shape out = spec;
   int64_t infer = -1, known = 1;
+  bool has_zero = false, overflow = false;
   auto fail = [&] {
     return Error(ErrorCode::invalid_argument, "reshape: cannot reshape a tensor of shape " + shape_str(in) + " (" +
                                                   std::to_string(shape_numel(in)) + " elements) to " + shape_str(spec));
@@ -31,14 +32,24 @@ Shape resolve_reshape(const Shape& in, const Shape& spec) {
     } else if (out[i] < 0) {
       throw fail();
     } else {
-      known *= out[i];
+      has_zero = has_zero || out[i] == 0;
+      overflow = overflow || __builtin_mul_overflow(known, out[i], &known);  // UB before (UBSan)
     }
+  }
+  if (has_zero) {
+    known = 0;
+    overflow = false;
+  }
+  if (overflow) {  // more elements than fit in int64: infer_meta's shape check names it
+    if (infer >= 0) throw fail();
+    return out;
   }
   if (infer >= 0) {
     if (known == 0 || shape_numel(in) % known != 0) throw fail();
     out[static_cast<size_t>(infer)] = shape_numel(in) / known;
+  } else if (known != shape_numel(in)) {
+    throw fail();
   }
-  if (shape_numel(out) != shape_numel(in)) throw fail();
   return out;
 }
 

@@ -195,7 +195,8 @@ Finished finish_probe(RunningProbe& probe, const std::string& plugin, double tim
     }
     return {{false, "its probe process did not finish within " + seconds_text(timeout_s) +
                         " s (OAR_PLUGIN_PROBE_TIMEOUT) " + stage + "; it was killed"},
-            false};
+            false,
+            {}};
   }
   // Cached only when init ran (or died) after the probe listed the plugin's
   // libraries: a death inside dlopen, or a plugin that did not load there,

@@ -28,7 +28,9 @@ Shape contiguous_strides(const Shape& shape) {
   int64_t s = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = s;
-    s *= std::max<int64_t>(shape[i], 1);
+    // Only a tensor with no elements (a 0 dim beside huge ones) can overflow
+    // here; its strides are never used, so they saturate (UB before: UBSan).
+    if (__builtin_mul_overflow(s, std::max<int64_t>(shape[i], 1), &s)) s = INT64_MAX;
   }
   return strides;
 }
