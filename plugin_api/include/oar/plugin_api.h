@@ -113,6 +113,8 @@ typedef struct OarKernelContext {
   const OarTensorView* outputs; /* allocated by the host, shapes from the meta rule */
   OarAttrs_t attrs;             /* read with OarHostApi.attr_* */
   const char* op_name;
+  /* --- 1.1 --- */
+  const char* device_type;      /* the device type the kernel runs for */
 } OarKernelContext;
 
 /** A kernel. Returns OAR_OK or reports an error through set_error. */
@@ -151,6 +153,14 @@ typedef struct OarKernelDesc {
    *  device type another plugin provides; the owner's kernels may omit it
    *  (a 1.0 descriptor counts as priority 0). */
   int32_t priority;
+  /** Optional (NULL: accepts every problem its dtypes match). Called with
+   *  the launch's context before `fn` (data pointers may be NULL when the
+   *  host asks ahead of time, e.g. while building a static program); returns
+   *  nonzero when the kernel handles this problem (shapes, strides,
+   *  attributes). When it returns 0 the host tries the next implementation
+   *  in priority order, then the op's decomposition, then reports an error
+   *  naming the op, device and shapes. Must not launch work or set errors. */
+  int32_t (*accepts)(const OarKernelContext* ctx);
 } OarKernelDesc;
 
 /* ------------------------------------------------------------------ */
@@ -365,6 +375,16 @@ typedef struct OarHostApi {
   /** Read an environment-style option the host was configured with (the
    *  process environment by default); NULL when unset. */
   const char* (*get_option)(void* host, const char* name);
+
+  /* --- 1.1 --- */
+  /** Kernel scratch memory from the host's caching allocator for the
+   *  launch's device (ctx->device_type, ctx->device), ordered on
+   *  ctx->stream. Valid from inside a kernel call; the kernel frees it with
+   *  scratch_free before returning or, for work queued on the stream, the
+   *  host reuses it only after the stream reaches this point. Returns NULL
+   *  (and sets the error to OAR_ERROR_OUT_OF_MEMORY) when it cannot. */
+  void* (*scratch_alloc)(void* host, const OarKernelContext* ctx, uint64_t bytes);
+  void (*scratch_free)(void* host, const OarKernelContext* ctx, void* ptr);
 } OarHostApi;
 
 /** Information a plugin returns from init. */
