@@ -4,6 +4,7 @@
 #include <boost/container/small_vector.hpp>
 
 #include "dispatch/device_context.h"
+#include "dispatch/kernel_launch.h"
 #include "oar/autograd.h"
 #include "oar/builder.h"
 #include "oar/runtime.h"
@@ -29,10 +30,13 @@ struct DepthGuard {
   ~DepthGuard() { --t_depth; }
 };
 
-std::string dtype_list(std::span<const DType> dtypes) {
-  std::string out;
-  for (size_t i = 0; i < dtypes.size(); ++i) out += (i ? ", " : "") + std::string(dtype_name(dtypes[i]));
-  return out;
+// The one spot where an eager input becomes a kernel view: a contiguous
+// view (a copy kept alive in `kept` when the tensor is strided), leading 1s
+// padded up to `rank` for broadcasting ops.
+OarTensorView kernel_input_view(const Tensor& t, int rank, SmallVec<Tensor, 4>& kept) {
+  if (t.is_contiguous()) return make_view(t, rank);
+  kept.push_back(t.contiguous());
+  return make_view(kept.back(), rank);
 }
 
 // Reshape-like ops: the output shares the input's storage.
@@ -102,54 +106,44 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
   SmallVec<DType, 8> in_dtypes, out_dtypes;
   for (const auto& m : in_meta) in_dtypes.push_back(m.dtype);
   for (const auto& m : out_meta) out_dtypes.push_back(m.dtype);
-  const KernelEntry* kernel = backend.find_kernel(op.id, {in_dtypes.data(), in_dtypes.size()}, {out_dtypes.data(), out_dtypes.size()});
+  std::span<const DType> in_span{in_dtypes.data(), in_dtypes.size()};
+  std::span<const DType> out_span{out_dtypes.data(), out_dtypes.size()};
   // A fused kernel of a composite op without a VJP rule would end the tape:
   // differentiate its decomposition instead.
-  if (kernel && op.decompose && ((!op.vjp && needs_recording(inputs)) || t_prefer_decomposition)) kernel = nullptr;
+  if (op.decompose && ((!op.vjp && needs_recording(inputs)) || t_prefer_decomposition))
+    return op.decompose(inputs, attrs);
+  if (!backend.has_kernel(op.id)) {
+    if (op.decompose) return op.decompose(inputs, attrs);
+    throw no_kernel_error(backend, op.name, op.id, in_span, out_span, nullptr);
+  }
+
+  // The problem the kernels are asked about (Note [Kernel fall-through]):
+  // input views, and output views whose data is set once allocated.
+  int rank = op.layout == InputLayout::broadcast ? static_cast<int>(out_meta[0].shape.size()) : -1;
+  SmallVec<Tensor, 4> kept;  // contiguous copies the input views point into
+  SmallVec<OarTensorView, 6> views;
+  for (const auto& t : inputs) views.push_back(kernel_input_view(t, rank, kept));
+  for (const auto& m : out_meta) views.push_back(contiguous_view(m.shape, m.dtype));
+  OarKernelContext ctx = kernel_context(backend, dev.index, backend.slot(dev.index).stream, views.data(),
+                                        inputs.size(), out_meta.size(), attrs, op.name.c_str());
+  const KernelEntry* kernel = select_kernel(backend, op.id, in_span, out_span, &ctx);
   if (!kernel) {
     if (op.decompose) return op.decompose(inputs, attrs);
-    throw Error(ErrorCode::unsupported,
-                op.name + ": device type '" + dev.type + "' has no kernel for dtypes (" + dtype_list({in_dtypes.data(), in_dtypes.size()}) +
-                    ") -> (" + dtype_list({out_dtypes.data(), out_dtypes.size()}) + ")" +
-                    (backend.has_kernel(op.id) ? "; it has kernels for other dtypes" : ""));
+    throw no_kernel_error(backend, op.name, op.id, in_span, out_span, &ctx);
   }
 
   std::vector<Tensor> outputs;
   outputs.reserve(out_meta.size());
   bool any_elements = false;
-  for (const auto& m : out_meta) {
-    outputs.push_back(allocate_tensor(m.shape, m.dtype, dev));
-    any_elements = any_elements || shape_numel(m.shape) > 0;
+  for (size_t i = 0; i < out_meta.size(); ++i) {
+    outputs.push_back(allocate_tensor(out_meta[i].shape, out_meta[i].dtype, dev));
+    any_elements = any_elements || shape_numel(out_meta[i].shape) > 0;
+    const TensorImpl& impl = outputs.back().impl();
+    OarTensorView& view = views[inputs.size() + i];
+    view.data = impl.storage ? impl.storage->data() : nullptr;
+    view.byte_offset = impl.byte_offset;
   }
-  if (!any_elements) {
-    record_op(op, inputs, outputs, attrs);
-    return outputs;
-  }
-
-  int rank = op.layout == InputLayout::broadcast ? static_cast<int>(out_meta[0].shape.size()) : -1;
-  SmallVec<OarTensorView, 4> in_views;
-  SmallVec<OarTensorView, 2> out_views;
-  for (const auto& t : inputs) in_views.push_back(make_view(t.contiguous(), rank));
-  for (const auto& t : outputs) out_views.push_back(make_view(t));
-
-  OarKernelContext ctx{};
-  ctx.struct_size = sizeof ctx;
-  ctx.device = dev.index;
-  ctx.stream = backend.slot(dev.index).stream;
-  ctx.num_inputs = static_cast<int32_t>(in_views.size());
-  ctx.inputs = in_views.data();
-  ctx.num_outputs = static_cast<int32_t>(out_views.size());
-  ctx.outputs = out_views.data();
-  ctx.attrs = attrs_handle(attrs);
-  ctx.op_name = op.name.c_str();
-  host_clear_error();
-  OarStatus status = kernel->fn(&ctx);
-  if (status != OAR_OK) {
-    std::string message = host_take_error();
-    throw Error(static_cast<ErrorCode>(status),
-                message.empty() ? op.name + ": the " + dev.type + " kernel failed with status " + std::to_string(status)
-                                : message);
-  }
+  if (any_elements) launch_kernel(*kernel, ctx);
   record_op(op, inputs, outputs, attrs);
   return outputs;
 }

@@ -16,7 +16,8 @@
 //    plugin path; within one plugin in registration order. Every key is a
 //    property of the kernel, never of the load order, so the kernel that
 //    runs is the same whatever OAR_PLUGIN_PATH lists first. The first whose
-//    dtype signature matches runs (runtime.cpp, find_kernel).
+//    dtype signature matches and that does not decline the problem runs
+//    (Note [Kernel fall-through] in dispatch/kernel_launch.h).
 //  - Kernels are attached once all plugins have loaded, so a kernel-only
 //    plugin may come before its device's owner.
 //  - Every foreign kernel logs one info line naming the plugin, the op, the

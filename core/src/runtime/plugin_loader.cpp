@@ -102,6 +102,8 @@ OarStatus host_register_kernel(void* host, const char* device_type, const char* 
   entry.flags = d.flags;
   entry.fn = d.fn;
   entry.priority = d.priority;
+  // copy_versioned zeroes what a shorter (1.0) descriptor lacks: no accepts.
+  entry.accepts = d.accepts;
   txn->kernels.push_back({device_type, op_name, std::move(entry), has_priority});
   return OAR_OK;
 }

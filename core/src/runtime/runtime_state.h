@@ -29,6 +29,9 @@ struct KernelEntry {
   bool any_outputs = false;
   uint32_t flags = 0;
   OarKernelFn fn = nullptr;
+  /// OarKernelDesc.accepts (ABI 1.1; null: takes every problem its dtypes
+  /// match). Note [Kernel fall-through] in dispatch/kernel_launch.h.
+  int32_t (*accepts)(const OarKernelContext* ctx) = nullptr;
   std::string provider;   // path of the plugin that registered it
   int32_t priority = 0;   // OarKernelDesc.priority (0 without one)
   bool owner = false;     // registered by the plugin owning the device type
@@ -59,7 +62,9 @@ struct DeviceBackend {
   int count = 0;
   std::vector<DeviceSlot> slots;
   std::unordered_map<std::string, std::vector<KernelEntry>> kernels_by_name;
-  std::vector<std::vector<KernelEntry>> kernels_by_op;  // indexed by OpDef::id
+  /// Per OpDef::id the implementations in the order tried (Note [Kernel
+  /// overrides] in kernel_table.cpp): the list the fall-through walks.
+  std::vector<std::vector<KernelEntry>> kernels_by_op;
   bool shut_down = false;
 
   /// Throws oar::Error(status) with "<type>: <what> failed: <plugin's message>".
@@ -68,7 +73,8 @@ struct DeviceBackend {
   /// True when the device's memory is host memory (OAR_DEVICE_HOST_ADDRESSABLE);
   /// asked of the plugin once per device, then cached.
   bool host_addressable(int index);
-  /// The kernel for an op and dtypes, or nullptr.
+  /// The first kernel for an op and dtypes in the order tried, or nullptr
+  /// (without asking accepts: select_kernel in dispatch/kernel_launch.h does).
   const KernelEntry* find_kernel(int op_id, std::span<const DType> inputs,
                                  std::span<const DType> outputs) const;
   bool has_kernel(int op_id) const {
