@@ -1,46 +1,26 @@
-// The static-mode executor. Compiling resolves every operation's kernel
-// once (decomposing the composite ops the device has no kernel for);
-// planning, per input shapes, lays intermediates out in one arena and
-// prebuilds each instruction's kernel views and context; a run then only
-// patches the views of inputs, parameters and outputs and launches.
-//
-// Note [Executor streams]
-// Stream 0 is the device's compute stream (the one eager mode and tensor
-// reads use); extra streams are created when asked for and the device has
-// events. Each kernel goes to the stream of an operand's producer when that
-// producer is the latest op there (a chain stays on one stream), else to the
-// least recently used stream (independent branches spread out). A kernel
-// waits, through events, for the producers of its operands on other streams
-// and for every earlier op on other streams that read or wrote the arena
-// bytes it overwrites (found by walking the arena's occupancy, so a write
-// over a dead value's bytes is ordered too; these are the plan's
-// reuse_after). A run is fenced: the side streams first wait for stream 0,
-// and stream 0 finally waits for every side stream, so inputs, outputs and
-// freed blocks stay stream-ordered on stream 0 as the caching allocator
-// expects (Note [Stream-ordered reuse]).
-//
-// Note [Per-stream arena]
-// The planner shares bytes between values whose lifetimes, in block order,
-// do not overlap. Two branches traced one after the other would then share
-// bytes, and every write of the second would wait for the first: no
-// overlap at all. With several streams the executor lays the arena out
-// again with the planner's greedy-by-size rule, letting only values of the
-// same stream share bytes. The arena grows by at most the other streams'
-// peaks; the waits left are the real data dependencies (and a write over
-// bytes a consumer on another stream still reads).
+// The static-mode executor: binding and launch. Compiling resolves every
+// operation's kernel once, decomposing the composite ops the device has no
+// kernel for (resolve.cpp); planning, per input shapes, asks the kernels
+// whether they accept the shapes (Note [Kernel fall-through]), assigns
+// streams, lays intermediates out in one arena (memory_planner.cpp, kept
+// per stream by a may_share predicate) and schedules the events
+// (schedule.cpp), then prebuilds each instruction's kernel views and
+// context; a run then only patches the views of inputs, parameters and
+// outputs and launches through the launch function eager mode uses
+// (dispatch/kernel_launch.h).
 //
 // Note [Decomposing per input shapes]
 // Some decompositions need concrete sizes (relu's builds zeros of its
 // operand's shape), so they fail on a program with dynamic dims. Such a
 // program is compiled again for each new set of input shapes: its types
 // specialized to them (specialize_types), then decomposed. program() is
-// then the compilation of the last run's shapes.
+// then the compilation of the last run's shapes. The same recompilation
+// decomposes a composite op whose kernels all decline the planned shapes.
 #include "oar/ir/executor.h"
 #include "ops/op_util.h"
 
 #include <algorithm>
 #include <iostream>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -48,93 +28,11 @@
 #include <unordered_set>
 
 #include "dispatch/device_context.h"
-#include "oar/ir/pass.h"
+#include "oar/ir/schedule.h"
 #include "oar/ir/shape_inference.h"
+#include "resolve.h"
 
 namespace oar::ir {
-
-namespace {
-
-std::string dtype_list(const std::vector<DType>& dtypes) {
-  std::string out;
-  for (size_t i = 0; i < dtypes.size(); ++i)
-    out += (i ? ", " : "") + std::string(dtype_name(dtypes[i]));
-  return out;
-}
-
-std::vector<DType> operand_dtypes(const Operation& op) {
-  std::vector<DType> out;
-  for (const Value* v : op.operands()) out.push_back(v->type().dtype);
-  return out;
-}
-
-std::vector<DType> result_dtypes(const Operation& op) {
-  std::vector<DType> out;
-  for (const Value* v : op.results()) out.push_back(v->type().dtype);
-  return out;
-}
-
-const KernelEntry* find_kernel(const DeviceBackend& backend, const Operation& op) {
-  std::vector<DType> in = operand_dtypes(op), out = result_dtypes(op);
-  return backend.find_kernel(op.def().id, in, out);
-}
-
-// A kernel view of a contiguous tensor of `shape` (data filled in later);
-// `ndim` above the rank pads leading 1s exactly like make_view.
-OarTensorView contiguous_view(const Shape& shape, DType dtype, int ndim) {
-  int own = static_cast<int>(shape.size());
-  if (ndim < own) ndim = own;
-  OarTensorView v{};
-  v.struct_size = sizeof v;
-  v.dtype = static_cast<int32_t>(dtype);
-  v.ndim = ndim;
-  int pad = ndim - own;
-  Shape strides = contiguous_strides(shape);
-  for (int i = 0; i < pad; ++i) {
-    v.shape[i] = 1;
-    v.strides[i] = std::max<int64_t>(shape_numel(shape), 1);
-  }
-  for (int i = 0; i < own; ++i) {
-    v.shape[pad + i] = shape[static_cast<size_t>(i)];
-    v.strides[pad + i] = strides[static_cast<size_t>(i)];
-  }
-  return v;
-}
-
-// Byte ranges of the arena and the value last placed in each.
-class ArenaOccupancy {
- public:
-  // Marks [begin, end) as holding `value`; appends the values it displaces.
-  void occupy(int64_t begin, int64_t end, const Value* value,
-              std::vector<const Value*>& displaced) {
-    if (begin >= end) return;
-    split(begin);
-    split(end);
-    for (auto it = segments_.lower_bound(begin); it != segments_.end() && it->first < end;) {
-      displaced.push_back(it->second.value);
-      it = segments_.erase(it);
-    }
-    segments_[begin] = {end, value};
-  }
-
- private:
-  struct Segment {
-    int64_t end;
-    const Value* value;
-  };
-  void split(int64_t at) {
-    auto it = segments_.upper_bound(at);
-    if (it == segments_.begin()) return;
-    --it;
-    if (it->first < at && it->second.end > at) {
-      segments_[at] = {it->second.end, it->second.value};
-      it->second.end = at;
-    }
-  }
-  std::map<int64_t, Segment> segments_;  // begin -> segment
-};
-
-}  // namespace
 
 struct Executor::Impl {
   // One launch: the prebuilt kernel call of an instruction.
@@ -156,6 +54,8 @@ struct Executor::Impl {
   Program source;          // the caller's program (interface checks; recompiled per shapes)
   Program program;         // compiled: composite ops without kernels decomposed
   bool per_shape = false;  // Note [Decomposing per input shapes]
+  // Composite ops decomposed because their kernels declined the planned shapes.
+  std::set<std::string> forced;
   Device device;
   ExecutorOptions options;
   DeviceBackend* backend = nullptr;
@@ -199,8 +99,8 @@ struct Executor::Impl {
       per_shape = true;
       program = source.clone();
       for (const auto& op : program.block().ops()) {
-        if (op->def().kind == OpKind::primitive && !find_kernel(*backend, *op))
-          throw no_kernel_error(*op);
+        if (op->def().kind == OpKind::primitive && !kernel_for_dtypes(*backend, *op))
+          throw no_kernel_error(*backend, *op, nullptr);
       }
       kernels.clear();
     }
@@ -210,8 +110,7 @@ struct Executor::Impl {
   ~Impl() {
     if (backend->shut_down) return;
     const OarDeviceApi& api = backend->api;
-    for (size_t s = 1; s < streams.size(); ++s)
-      api.stream_synchronize(api.impl, device.index, streams[s]);
+    for (size_t s = 1; s < streams.size(); ++s) sync_stream(streams[s]);
     auto destroy = [&](OarEvent_t e) {
       if (e && api.event_destroy) api.event_destroy(api.impl, device.index, e);
     };
@@ -231,26 +130,10 @@ struct Executor::Impl {
     return false;
   }
 
-  Error no_kernel_error(const Operation& op) const {
-    return Error(ErrorCode::unsupported,
-                 op.name() + ": device type '" + device.type + "' has no kernel for dtypes (" +
-                     dtype_list(operand_dtypes(op)) + ") -> (" + dtype_list(result_dtypes(op)) +
-                     ")" +
-                     (backend->has_kernel(op.def().id) ? "; it has kernels for other dtypes" : ""));
-  }
-
   // Decomposes what the device cannot run and resolves every kernel of `program`.
   void compile() {
-    decompose_unsupported();
-    kernels.clear();
-    for (const auto& op : program.block().ops()) {
-      const KernelEntry* kernel = nullptr;
-      if (op->def().kind != OpKind::view) {
-        kernel = find_kernel(*backend, *op);
-        if (!kernel) throw no_kernel_error(*op);
-      }
-      kernels.push_back(kernel);
-    }
+    decompose_unsupported(program, *backend, forced);
+    kernels = resolve_kernels(program, *backend);
     random_ops.clear();
     for (const auto& op : program.block().ops()) {
       if (op->def().random && op->attrs().has("seed") && op->attrs().has("offset")) {
@@ -261,32 +144,34 @@ struct Executor::Impl {
     for (size_t i = 0; i < program.inputs().size(); ++i) input_index[program.inputs()[i]] = i;
   }
 
-  // Composite ops without a kernel for their dtypes run their decomposition
-  // (which may hold composite ops of its own: repeat).
-  void decompose_unsupported() {
-    std::set<std::string> names;
-    for (int round = 0; round < 16; ++round) {
-      size_t before = names.size();
-      for (const auto& op : program.block().ops()) {
-        if (op->def().kind == OpKind::composite && !find_kernel(*backend, *op))
-          names.insert(op->name());
-      }
-      if (names.size() == before) return;
-      PassManager manager;
-      manager.add(make_decomposition_pass(names));
-      manager.run(program);
+  // Compiles the source again for `input_shapes` (Note [Decomposing per
+  // input shapes]); a program with dynamic dims becomes specialized to them.
+  void recompile(const std::vector<Shape>& input_shapes) {
+    program = source.clone();
+    if (has_dynamic_dims(source)) {
+      per_shape = true;
+      specialize_types(program, input_shapes);
     }
+    compile();
   }
 
   void check(OarStatus status, const char* what) const {
     if (status != OAR_OK) backend->check(status, what);
   }
 
+  // Waits for one stream; a device without stream entries (the cpu: one
+  // in-order stream, Note [Executor streams]) waits for the whole device.
+  OarStatus sync_stream(OarStream_t stream) const {
+    const OarDeviceApi& api = backend->api;
+    return api.stream_synchronize ? api.stream_synchronize(api.impl, device.index, stream)
+                                  : api.synchronize_device(api.impl, device.index);
+  }
+
   void create_streams() {
     streams.push_back(backend->slot(device.index).stream);
     const OarDeviceApi& api = backend->api;
-    bool has_events =
-        api.stream_create && api.event_create && api.event_record && api.stream_wait_event;
+    bool has_events = api.stream_create && api.stream_destroy && api.event_create && api.event_destroy &&
+                      api.event_record && api.stream_wait_event;
     if (options.num_streams <= 1 || !has_events) return;
     host_clear_error();
     check(api.event_create(api.impl, device.index, &start_event), "event_create");
@@ -314,8 +199,7 @@ struct Executor::Impl {
   void synchronize_streams() {
     for (size_t s = 0; s < streams.size(); ++s) {
       host_clear_error();
-      check(backend->api.stream_synchronize(backend->api.impl, device.index, streams[s]),
-            "stream_synchronize");
+      check(sync_stream(streams[s]), "stream_synchronize");
     }
   }
 
@@ -343,13 +227,35 @@ struct Executor::Impl {
     if (planned) synchronize_streams();  // the old arena may still be in use
     planned = false;
     if (per_shape) {
-      program = source.clone();
-      specialize_types(program, input_shapes);
-      compile();
+      forced.clear();
+      recompile(input_shapes);
     }
+    // Note [Kernel fall-through]: a composite op whose kernels all decline
+    // these shapes is decomposed and the program laid out again.
+    for (int attempt = 0;; ++attempt) {
+      std::set<std::string> declined = lay_out(input_shapes);
+      if (declined.empty()) break;
+      size_t before = forced.size();
+      forced.insert(declined.begin(), declined.end());
+      if (forced.size() == before || attempt >= 16) {
+        throw Error(ErrorCode::internal, "executor: decomposing " + *declined.begin() +
+                                             " did not remove it from the program");
+      }
+      recompile(input_shapes);
+    }
+    planned_shapes = input_shapes;
+    planned = true;
+    if (options.print_schedule) std::cerr << schedule_text() << memory_summary(plan) << "\n";
+  }
+
+  // Plans memory and streams, builds the launches and schedules them.
+  // Returns the composite ops whose kernels all declined their shapes
+  // (nothing is launchable then); throws for such a primitive.
+  std::set<std::string> lay_out(const std::vector<Shape>& input_shapes) {
+    const Block& block = program.block();
     shapes = infer_shapes(program, input_shapes);
-    plan = plan_memory(program, shapes);
-    if (streams.size() > 1) separate_streams_in_arena();
+    std::vector<int> stream_of = assign_streams(block, static_cast<int>(streams.size()));
+    plan = plan_memory(program, shapes, 64, same_stream_sharing(block, stream_of));
     arena = Tensor();
     if (plan.arena_bytes > 0) arena = allocate_tensor({plan.arena_bytes}, DType::u8, device);
 
@@ -365,10 +271,9 @@ struct Executor::Impl {
     };
 
     // A view of `value` for a kernel: arena memory is fixed now, the rest is
-    // patched on every run.
+    // patched on every run (NULL data until then).
     auto add_view = [&](Launch& launch, size_t launch_index, const Value* value, int ndim) {
-      const Shape& shape = shapes.at(value);
-      OarTensorView view = contiguous_view(shape, value->type().dtype, ndim);
+      OarTensorView view = contiguous_view(shapes.at(value), value->type().dtype, ndim);
       const Value* root = root_of(value);
       const BufferAssignment& b = buffer(root);
       if (b.placement == Placement::arena) {
@@ -381,32 +286,40 @@ struct Executor::Impl {
       launch.views.push_back(view);
     };
 
-    for (size_t i = 0; i < program.block().size(); ++i) {
-      const Operation& op = program.block().op(i);
-      if (!kernels[i]) {  // view ops: aliases, no kernel
+    std::set<std::string> declined;
+    std::vector<int> launched;
+    int i = -1;
+    for (const auto& op_ptr : block.ops()) {
+      ++i;
+      const Operation& op = *op_ptr;
+      if (!kernels[static_cast<size_t>(i)]) {  // view ops: aliases, no kernel
         if (buffer(op.result(0)).placement != Placement::alias) {
           throw Error(ErrorCode::internal,
-                      "executor: the memory plan does not alias the result of view op " +
-                          op.name() + " (block position " + std::to_string(i) + ")");
+                      "executor: the memory plan does not alias the result of view op " + op.name() +
+                          " (block position " + std::to_string(i) + ")");
         }
         continue;
       }
       bool any_elements = false;
-      for (const Value* r : op.results())
-        any_elements = any_elements || shape_numel(shapes.at(r)) > 0;
+      for (const Value* r : op.results()) any_elements = any_elements || shape_numel(shapes.at(r)) > 0;
       if (!any_elements) continue;
       size_t index = launches.size();
       Launch launch;
       launch.op = &op;
-      launch.kernel = kernels[i];
-      int rank = op.def().layout == InputLayout::broadcast
-                     ? static_cast<int>(shapes.at(op.result(0)).size())
-                     : -1;
+      int rank = op.def().layout == InputLayout::broadcast ? static_cast<int>(shapes.at(op.result(0)).size()) : -1;
       for (const Value* v : op.operands()) add_view(launch, index, v, rank);
       for (const Value* v : op.results()) add_view(launch, index, v, -1);
+      // Ask the kernels about this problem once (data may be NULL).
+      OarKernelContext problem = context_of(op, launch.views, streams[0]);
+      launch.kernel = select_kernel(*backend, op.def().id, operand_dtypes(op), result_dtypes(op), &problem);
+      if (!launch.kernel) {
+        if (!op.def().decompose) throw no_kernel_error(*backend, op, &problem);
+        declined.insert(op.name());
+      }
       launches.push_back(std::move(launch));
-      instructions.push_back({static_cast<int>(i), 0, {}});
+      launched.push_back(i);
     }
+    if (!declined.empty()) return declined;
     for (const auto& [value, b] : plan.buffers) {
       if (b.placement == Placement::output) fresh_values.push_back(value);
     }
@@ -414,226 +327,30 @@ struct Executor::Impl {
     std::sort(fresh_values.begin(), fresh_values.end(),
               [](const Value* a, const Value* b) { return a->id() < b->id(); });
     fresh_index.clear();
-    for (size_t i = 0; i < fresh_values.size(); ++i) fresh_index[fresh_values[i]] = i;
+    for (size_t k = 0; k < fresh_values.size(); ++k) fresh_index[fresh_values[k]] = k;
     for (const NamedValue& out : program.outputs()) need_root(root_of(out.value));
     for (const NamedValue& up : program.updates()) need_root(root_of(up.value));
 
-    schedule();
-    for (size_t i = 0; i < launches.size(); ++i) {
-      Launch& l = launches[i];
-      const Operation& op = *l.op;
-      l.ctx.struct_size = sizeof l.ctx;
-      l.ctx.device = device.index;
-      l.ctx.stream = streams[static_cast<size_t>(instructions[i].stream)];
-      l.ctx.num_inputs = static_cast<int32_t>(op.operands().size());
-      l.ctx.inputs = l.views.data();
-      l.ctx.num_outputs = static_cast<int32_t>(op.results().size());
-      l.ctx.outputs = l.views.data() + op.operands().size();
-      l.ctx.attrs = attrs_handle(op.attrs());
-      l.ctx.op_name = op.name().c_str();
-    }
-    planned_shapes = input_shapes;
-    planned = true;
-    if (options.print_schedule) std::cerr << schedule_text() << memory_summary(plan) << "\n";
-  }
-
-  // The stream of each block op (Note [Executor streams]); a view op takes
-  // its operand's (-1 for a view of an input, parameter or constant).
-  std::vector<int> assign_streams() const {
-    const Block& block = program.block();
-    int num = static_cast<int>(streams.size());
-    std::vector<int> stream_of(block.size(), -1);
-    std::vector<int> last_on_stream(static_cast<size_t>(num), -1);
-    std::unordered_map<const Value*, int> producer;  // the op that wrote the memory of a result
-    auto producer_of = [&](const Value* v) {
-      auto it = producer.find(v);
-      return it == producer.end() ? -1 : it->second;
-    };
-    for (size_t i = 0; i < block.size(); ++i) {
-      const Operation& op = block.op(i);
-      if (op.def().kind == OpKind::view) {
-        int p = op.operands().empty() ? -1 : producer_of(op.operand(0));
-        for (const Value* r : op.results()) producer[r] = p;
-        stream_of[i] = p < 0 ? -1 : stream_of[static_cast<size_t>(p)];
-        continue;
-      }
-      int stream = -1;
-      for (const Value* v : op.operands()) {
-        int p = producer_of(v);
-        if (p < 0) continue;
-        int ps = stream_of[static_cast<size_t>(p)];
-        if (last_on_stream[static_cast<size_t>(ps)] == p) {
-          stream = ps;
-          break;
-        }
-      }
-      if (stream < 0) {  // the least recently used stream
-        stream = 0;
-        for (int t = 1; t < num; ++t) {
-          if (last_on_stream[static_cast<size_t>(t)] < last_on_stream[static_cast<size_t>(stream)])
-            stream = t;
-        }
-      }
-      stream_of[i] = stream;
-      last_on_stream[static_cast<size_t>(stream)] = static_cast<int>(i);
-      for (const Value* r : op.results()) producer[r] = static_cast<int>(i);
-    }
-    return stream_of;
-  }
-
-  // Note [Per-stream arena]
-  void separate_streams_in_arena() {
-    std::vector<int> stream_of = assign_streams();
-    struct Buffer {
-      const Value* value;
-      int64_t size;
-      int start, end, stream;
-      int64_t offset = 0;
-    };
-    constexpr int64_t kAlignment = 64;
-    std::vector<Buffer> buffers;
-    std::unordered_map<const Value*, size_t> index;
-    const Block& block = program.block();
-    for (size_t i = 0; i < block.size(); ++i) {
-      for (const Value* r : block.op(i).results()) {
-        const BufferAssignment& b = buffer(r);
-        if (b.placement != Placement::arena || b.bytes == 0) continue;
-        index[r] = buffers.size();
-        int64_t size = (b.bytes + kAlignment - 1) / kAlignment * kAlignment;
-        buffers.push_back(
-            {r, size, static_cast<int>(i), static_cast<int>(i), std::max(stream_of[i], 0)});
-      }
-    }
-    for (size_t i = 0; i < block.size(); ++i) {
-      for (const Value* v : block.op(i).operands()) {
-        auto it = index.find(root_of(v));
-        if (it != index.end())
-          buffers[it->second].end = std::max(buffers[it->second].end, static_cast<int>(i));
-      }
-    }
-    // Largest first, each into the tightest gap among the buffers it may not share bytes with.
-    std::vector<Buffer*> order;
-    for (Buffer& b : buffers) order.push_back(&b);
-    std::stable_sort(order.begin(), order.end(), [](const Buffer* a, const Buffer* b) {
-      return a->size != b->size ? a->size > b->size : a->start < b->start;
-    });
-    std::vector<const Buffer*> placed, conflicts;
-    plan.arena_bytes = 0;
-    for (Buffer* b : order) {
-      conflicts.clear();
-      for (const Buffer* p : placed) {
-        if (p->stream != b->stream || (p->start <= b->end && b->start <= p->end))
-          conflicts.push_back(p);
-      }
-      std::sort(conflicts.begin(), conflicts.end(),
-                [](const Buffer* x, const Buffer* y) { return x->offset < y->offset; });
-      int64_t top = 0, best = -1, best_gap = 0;
-      for (const Buffer* p : conflicts) {
-        int64_t gap = p->offset - top;
-        if (gap >= b->size && (best < 0 || gap < best_gap)) best = top, best_gap = gap;
-        top = std::max(top, p->offset + p->size);
-      }
-      b->offset = best >= 0 ? best : top;
-      placed.push_back(b);
-      plan.buffers.at(b->value).offset = b->offset;
-      plan.arena_bytes = std::max(plan.arena_bytes, b->offset + b->size);
-    }
-  }
-
-  // Note [Executor streams].
-  void schedule() {
-    size_t n = launches.size();
-    int num = static_cast<int>(streams.size());
-    streams_used = 1;
-    if (num == 1 || n == 0) return;
-
-    // The launch writing each root value's memory.
-    std::unordered_map<const Value*, int> writer;
-    for (size_t i = 0; i < n; ++i) {
-      for (const Value* r : launches[i].op->results()) writer[r] = static_cast<int>(i);
-    }
-    auto writer_of = [&](const Value* v) {
-      auto it = writer.find(root_of(v));
-      return it == writer.end() ? -1 : it->second;
-    };
-
-    std::vector<int> stream_of_op = assign_streams();
-    // The arena was laid out again (separate_streams_in_arena): so is reuse_after.
-    plan.reuse_after.assign(program.block().size(), {});
-    // known[s][t]: the latest launch on stream t that work queued next on s is ordered after.
-    std::vector<std::vector<int>> known(static_cast<size_t>(num),
-                                        std::vector<int>(static_cast<size_t>(num), -1));
-    std::vector<std::vector<int>> known_at(n);
-    std::unordered_map<const Value*, std::vector<int>>
-        accessors;  // arena roots: writer and readers so far
-    ArenaOccupancy occupancy;
-    std::vector<bool> waited_on(n, false);
-
-    for (size_t i = 0; i < n; ++i) {
-      const Operation& op = *launches[i].op;
-      std::vector<int> deps;
-      int stream = stream_of_op[static_cast<size_t>(instructions[i].op_index)];
-      for (const Value* v : op.operands()) {
-        int p = writer_of(v);
-        if (p >= 0) deps.push_back(p);
-      }
-      // Earlier readers and writers of the arena bytes this launch overwrites.
-      for (const Value* v : op.operands()) {
-        const Value* root = root_of(v);
-        if (buffer(root).placement == Placement::arena)
-          accessors[root].push_back(static_cast<int>(i));
-      }
-      for (const Value* r : op.results()) {
-        const BufferAssignment& b = buffer(r);
-        if (b.placement != Placement::arena) continue;
-        std::vector<const Value*> displaced;
-        occupancy.occupy(b.offset, b.offset + b.bytes, r, displaced);
-        std::vector<int>& reuse_after =
-            plan.reuse_after[static_cast<size_t>(instructions[i].op_index)];
-        for (const Value* old : displaced) {
-          for (int a : accessors[old]) {
-            deps.push_back(a);
-            reuse_after.push_back(instructions[static_cast<size_t>(a)].op_index);
-          }
-        }
-        std::sort(reuse_after.begin(), reuse_after.end());
-        reuse_after.erase(std::unique(reuse_after.begin(), reuse_after.end()), reuse_after.end());
-        accessors[r].push_back(static_cast<int>(i));
-      }
-
-      // Wait for the latest dependency on each other stream not yet ordered.
-      std::vector<int> latest(static_cast<size_t>(num), -1);
-      for (int d : deps) {
-        if (d == static_cast<int>(i)) continue;
-        size_t ds = static_cast<size_t>(instructions[static_cast<size_t>(d)].stream);
-        latest[ds] = std::max(latest[ds], d);
-      }
-      std::vector<int>& k = known[static_cast<size_t>(stream)];
-      for (int t = 0; t < num; ++t) {
-        int d = latest[static_cast<size_t>(t)];
-        if (t == stream || d <= k[static_cast<size_t>(t)]) continue;
-        instructions[i].wait_for.push_back(d);
-        waited_on[static_cast<size_t>(d)] = true;
-        const std::vector<int>& kd = known_at[static_cast<size_t>(d)];
-        for (int u = 0; u < num; ++u)
-          k[static_cast<size_t>(u)] =
-              std::max(k[static_cast<size_t>(u)], kd[static_cast<size_t>(u)]);
-      }
-      std::sort(instructions[i].wait_for.begin(), instructions[i].wait_for.end());
-      k[static_cast<size_t>(stream)] = static_cast<int>(i);
-      known_at[i] = k;
-      instructions[i].stream = stream;
-      streams_used = std::max(streams_used, stream + 1);
-    }
-
+    // Note [Executor streams]
+    Schedule sched = schedule_block(block, plan, launched, stream_of, static_cast<int>(streams.size()));
+    instructions = std::move(sched.instructions);
+    streams_used = sched.streams_used;
+    if (streams.size() > 1 && !launched.empty()) plan.reuse_after = std::move(sched.reuse_after);
     size_t next_event = 0;
-    for (size_t i = 0; i < n; ++i) {
-      if (waited_on[i]) launches[i].record = pooled_event(next_event++);
+    for (size_t k = 0; k < launches.size(); ++k) {
+      Launch& l = launches[k];
+      l.ctx = context_of(*l.op, l.views, streams[static_cast<size_t>(instructions[k].stream)]);
+      l.record = sched.recorded[k] ? pooled_event(next_event++) : nullptr;
     }
-    for (size_t i = 0; i < n; ++i) {
-      for (int d : instructions[i].wait_for)
-        launches[i].waits.push_back(launches[static_cast<size_t>(d)].record);
+    for (size_t k = 0; k < launches.size(); ++k) {
+      for (int d : instructions[k].wait_for) launches[k].waits.push_back(launches[static_cast<size_t>(d)].record);
     }
+    return {};
+  }
+
+  OarKernelContext context_of(const Operation& op, std::vector<OarTensorView>& views, OarStream_t stream) const {
+    return kernel_context(*backend, device.index, stream, views.data(), op.operands().size(),
+                          op.results().size(), op.attrs(), op.name().c_str());
   }
 
   // The tensor of a root value during a run.
@@ -715,15 +432,7 @@ struct Executor::Impl {
       host_clear_error();
       check(api.stream_wait_event(api.impl, device.index, l.ctx.stream, e), "stream_wait_event");
     }
-    host_clear_error();
-    OarStatus status = l.kernel->fn(&l.ctx);
-    if (status != OAR_OK) {
-      std::string message = host_take_error();
-      throw Error(static_cast<ErrorCode>(status),
-                  message.empty() ? l.op->name() + ": the " + device.type +
-                                        " kernel failed with status " + std::to_string(status)
-                                  : message);
-    }
+    launch_kernel(*l.kernel, l.ctx);
     if (l.record) {
       host_clear_error();
       check(api.event_record(api.impl, device.index, l.record, l.ctx.stream), "event_record");
@@ -823,9 +532,7 @@ struct Executor::Impl {
       fence(false);
     } catch (...) {
       // Leave no queued work reading memory the caller may free.
-      const OarDeviceApi& api = backend->api;
-      for (size_t s = 0; s < streams.size() && fenced; ++s)
-        api.stream_synchronize(api.impl, device.index, streams[s]);
+      for (size_t s = 0; s < streams.size() && fenced; ++s) sync_stream(streams[s]);
       host_clear_error();
       std::fill(root_tensors.begin(), root_tensors.end(), Tensor());
       throw;

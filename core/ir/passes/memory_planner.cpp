@@ -9,7 +9,9 @@
 // Inference" (2020), which lands close to the lower bound max over time of
 // the live bytes on typical networks. Lifetimes are inclusive op-index
 // intervals [producer, last reader], so an op's result never shares bytes
-// with its own operands (kernels are not assumed to work in place).
+// with its own operands (kernels are not assumed to work in place). A
+// may_share predicate adds conflicts: a buffer it refuses to pair with an
+// already placed one is kept off that one's bytes whatever the lifetimes.
 #include "oar/ir/memory_planner.h"
 
 #include <algorithm>
@@ -39,7 +41,7 @@ struct Interval {
 };
 
 // Note [Offset assignment]
-void assign_offsets(std::vector<Interval>& buffers) {
+void assign_offsets(std::vector<Interval>& buffers, const MayShare& may_share) {
   std::vector<size_t> order(buffers.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -53,7 +55,8 @@ void assign_offsets(std::vector<Interval>& buffers) {
     if (b.size == 0) continue;
     overlapping.clear();
     for (const Interval* p : placed) {
-      if (p->start <= b.end && b.start <= p->end) overlapping.push_back(p);
+      if ((p->start <= b.end && b.start <= p->end) || (may_share && !may_share(p->value, b.value)))
+        overlapping.push_back(p);
     }
     std::sort(overlapping.begin(), overlapping.end(),
               [](const Interval* x, const Interval* y) { return x->offset < y->offset; });
@@ -85,7 +88,8 @@ std::string value_label(const Value* v, const std::unordered_map<const Operation
 }  // namespace
 
 MemoryPlan plan_memory(const Program& program,
-                       const std::unordered_map<const Value*, Shape>& shapes, int64_t alignment) {
+                       const std::unordered_map<const Value*, Shape>& shapes, int64_t alignment,
+                       const MayShare& may_share) {
   OAR_CHECK_ARG(alignment > 0,
                 "plan_memory: alignment must be positive but is " + std::to_string(alignment));
   const Block& block = program.block();
@@ -161,7 +165,7 @@ MemoryPlan plan_memory(const Program& program,
       intervals.push_back(interval);
     }
   }
-  assign_offsets(intervals);
+  assign_offsets(intervals, may_share);
   for (const Interval& b : intervals) {
     plan.buffers.at(b.value).offset = b.offset;
     if (b.size > 0) plan.arena_bytes = std::max(plan.arena_bytes, b.offset + b.size);

@@ -1,8 +1,10 @@
 /// \file executor.h
-/// The scheduler and executor of static mode. Compiling a program for a
-/// device decomposes the composite ops the device has no kernel for,
-/// resolves every operation's kernel, and (per input shapes) plans memory
-/// and turns the block into an instruction list: kernel, prebuilt tensor
+/// The executor of static mode. Compiling a program for a device
+/// decomposes the composite ops the device has no kernel for and resolves
+/// every operation's kernel; per input shapes it asks the kernels whether
+/// they accept the shapes (a declining kernel falls through to the next
+/// implementation, then to the decomposition), plans memory and turns the
+/// block into an instruction list (schedule.h): kernel, prebuilt tensor
 /// views into the arena, stream, and the events to wait for. Independent
 /// branches may run on separate streams (ExecutorOptions::num_streams) on
 /// devices with streams and events; results equal eager mode.
@@ -18,12 +20,14 @@
 #include "oar/device.h"
 #include "oar/ir/memory_planner.h"
 #include "oar/ir/program.h"
+#include "oar/ir/schedule.h"
 
 namespace oar::ir {
 
 struct ExecutorOptions {
   /// Streams to spread independent operations over (1: the device's
-  /// compute stream only). Devices without events use one stream.
+  /// compute stream only). Devices without streams and events (their
+  /// table's entries NULL) use one in-order stream.
   int num_streams = 1;
   /// Print the instruction list when it is (re)built.
   bool print_schedule = false;
@@ -37,13 +41,6 @@ struct ExecutorOptions {
 /// Predictor per thread). parameters(), program() and the other accessors
 /// return references that another thread's run or set_parameters may change;
 /// read them from one thread at a time.
-
-/// One scheduled operation.
-struct Instruction {
-  int op_index = 0;                 ///< position in the program's block
-  int stream = 0;                   ///< index into the executor's streams
-  std::vector<int> wait_for;        ///< instructions (on other streams) to wait for
-};
 
 class Executor {
  public:

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <unordered_map>
@@ -46,10 +47,18 @@ struct MemoryPlan {
   std::unordered_map<const Value*, int> last_use;
 };
 
+/// Whether two arena values (results of non-view ops) may share bytes
+/// when their lifetimes do not overlap; symmetric.
+using MayShare = std::function<bool(const Value* a, const Value* b)>;
+
 /// Plans the memory of `program` for concrete `shapes` (from
-/// infer_shapes). Offsets are aligned to `alignment` bytes.
+/// infer_shapes). Offsets are aligned to `alignment` bytes. With
+/// `may_share`, values it refuses never share bytes even when their
+/// lifetimes are disjoint (the executor keeps streams apart: Note
+/// [Per-stream arena] in core/ir/exec/schedule.cpp); null lets every pair
+/// share.
 MemoryPlan plan_memory(const Program& program, const std::unordered_map<const Value*, Shape>& shapes,
-                       int64_t alignment = 64);
+                       int64_t alignment = 64, const MayShare& may_share = nullptr);
 
 /// "memory plan: peak 1.2 MiB (arena), naive 3.4 MiB, outputs 16 KiB (reuse saves 65%)".
 std::string memory_summary(const MemoryPlan& plan);
