@@ -392,3 +392,41 @@ TEST_CASE("memory summary and the memory planning pass") {
   CHECK(dos.str() ==
         "memory plan: needs concrete input shapes (input 'tokens' has type f32[-1, 8])\n");
 }
+
+TEST_CASE("a may_share predicate keeps refused pairs off each other's bytes") {
+  // Two chains of four 1 KiB values, one after the other in block order.
+  Program p;
+  Value* x = p.add_input("x", f32({256}));
+  std::unordered_map<const Value*, int> chain_of;
+  Value* ends[2] = {nullptr, nullptr};
+  for (int c = 0; c < 2; ++c) {
+    Value* v = x;
+    for (int i = 0; i < 4; ++i) {
+      v = emit(p, i % 2 ? "exp" : "neg", {v});
+      chain_of[v] = c;
+    }
+    ends[c] = v;
+  }
+  p.add_output(emit(p, "add", {ends[0], ends[1]}));
+  oar::ir::verify(p);
+  auto shapes = oar::ir::infer_shapes(p, oar::ir::static_input_shapes(p));
+  MemoryPlan shared = oar::ir::plan_memory(p, shapes);
+  // Unrestricted, the second chain reuses the first's dead bytes: 3 buffers
+  // (the first chain's end lives until the join).
+  CHECK(shared.arena_bytes == 3 * 1024);
+  oar::ir::MayShare same_chain = [&](const Value* a, const Value* b) { return chain_of.at(a) == chain_of.at(b); };
+  MemoryPlan apart = oar::ir::plan_memory(p, shapes, 64, same_chain);
+  check_plan(p, apart, 64);
+  // Each chain reuses only its own bytes: two buffers per chain.
+  CHECK(apart.arena_bytes == 4 * 1024);
+  for (const auto& [a, ba] : apart.buffers) {
+    for (const auto& [b, bb] : apart.buffers) {
+      if (a == b || ba.placement != Placement::arena || bb.placement != Placement::arena) continue;
+      if (chain_of.at(a) == chain_of.at(b)) continue;
+      bool overlap = ba.offset < bb.offset + bb.bytes && bb.offset < ba.offset + ba.bytes;
+      CHECK_FALSE(overlap);
+    }
+  }
+  oar::ir::MayShare never = [](const Value*, const Value*) { return false; };
+  CHECK(oar::ir::plan_memory(p, shapes, 64, never).arena_bytes == shared.naive_bytes);
+}
