@@ -1,5 +1,6 @@
 // The eager dispatcher: meta rule, kernel selection (or decomposition),
-// output allocation and the kernel launch on the device's compute stream.
+// output allocation and the kernel launch on the device's compute stream,
+// through the launch functions static mode uses too (kernel_launch.h).
 #include <array>
 #include <boost/container/small_vector.hpp>
 
@@ -29,15 +30,6 @@ struct DepthGuard {
   }
   ~DepthGuard() { --t_depth; }
 };
-
-// The one spot where an eager input becomes a kernel view: a contiguous
-// view (a copy kept alive in `kept` when the tensor is strided), leading 1s
-// padded up to `rank` for broadcasting ops.
-OarTensorView kernel_input_view(const Tensor& t, int rank, SmallVec<Tensor, 4>& kept) {
-  if (t.is_contiguous()) return make_view(t, rank);
-  kept.push_back(t.contiguous());
-  return make_view(kept.back(), rank);
-}
 
 // Reshape-like ops: the output shares the input's storage.
 Tensor apply_view(const Tensor& x, const TensorMeta& meta) {
@@ -120,9 +112,9 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
   // The problem the kernels are asked about (Note [Kernel fall-through]):
   // input views, and output views whose data is set once allocated.
   int rank = op.layout == InputLayout::broadcast ? static_cast<int>(out_meta[0].shape.size()) : -1;
-  SmallVec<Tensor, 4> kept;  // contiguous copies the input views point into
+  SmallVec<Tensor, 4> copies(inputs.size());  // contiguous copies of strided inputs
   SmallVec<OarTensorView, 6> views;
-  for (const auto& t : inputs) views.push_back(kernel_input_view(t, rank, kept));
+  for (size_t i = 0; i < inputs.size(); ++i) views.push_back(kernel_input_view(inputs[i], rank, copies[i]));
   for (const auto& m : out_meta) views.push_back(contiguous_view(m.shape, m.dtype));
   OarKernelContext ctx = kernel_context(backend, dev.index, backend.slot(dev.index).stream, views.data(),
                                         inputs.size(), out_meta.size(), attrs, op.name.c_str());

@@ -2,6 +2,8 @@
 // fall-through] in kernel_launch.h).
 #include "dispatch/kernel_launch.h"
 
+#include "dispatch/device_context.h"
+
 #include <algorithm>
 #include <cstdint>
 
@@ -34,6 +36,17 @@ OarTensorView contiguous_view(const Shape& shape, DType dtype, int ndim) {
     v.strides[i] = std::max<int64_t>(shape_numel(shape), 1);
   }
   return v;
+}
+
+// Note [Kernel input views]
+// Every eager kernel input passes through kernel_input_view, and every
+// static-mode operand is planned contiguous (contiguous_view), so a kernel
+// sees dense row-major inputs. Handing strided views to kernels flagged
+// OAR_KERNEL_STRIDED (ABI 1.1 strides) changes this one function.
+OarTensorView kernel_input_view(const Tensor& t, int rank, Tensor& copy) {
+  if (t.is_contiguous()) return make_view(t, rank);
+  copy = t.contiguous();
+  return make_view(copy, rank);
 }
 
 OarKernelContext kernel_context(const DeviceBackend& backend, int device, OarStream_t stream,

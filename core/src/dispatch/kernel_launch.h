@@ -22,6 +22,7 @@
 #include <string>
 
 #include "oar/op.h"
+#include "oar/tensor.h"
 #include "oar/error.h"
 #include "runtime/runtime_state.h"
 
@@ -34,6 +35,12 @@ std::string dtype_list(std::span<const DType> dtypes);
 /// data and byte_offset before launching); `ndim` above the rank pads
 /// leading 1s exactly like make_view.
 OarTensorView contiguous_view(const Shape& shape, DType dtype, int ndim = -1);
+
+/// The one spot where an eager input becomes a kernel view (Note [Kernel
+/// input views] in kernel_launch.cpp): a contiguous view, leading 1s
+/// padded up to `rank` for broadcasting ops (-1: none). A strided tensor
+/// is copied into `copy`, which must outlive the launch.
+OarTensorView kernel_input_view(const Tensor& t, int rank, Tensor& copy);
 
 /// The context of one launch on `device` of `backend` on `stream`:
 /// `views` holds the inputs, then the outputs. `attrs` and `op_name` must
