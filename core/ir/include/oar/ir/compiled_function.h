@@ -66,6 +66,7 @@ struct TraceKey {
   std::vector<bool> mode;
   /// The device the trace runs on.
   Device device;
+  /// Equal arguments id, modes and device.
   bool operator==(const TraceKey&) const = default;
 };
 
@@ -114,6 +115,7 @@ class TraceCache {
   size_t size() const { return entries_.size(); }
   /// Traces inserted so far (every cache miss traces once).
   size_t trace_count() const { return traces_; }
+  /// The most traces held at once.
   size_t capacity() const { return capacity_; }
 
  private:
