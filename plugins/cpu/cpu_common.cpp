@@ -1,5 +1,5 @@
-// Shared helpers of the CPU plugin: errors, attributes, the strided
-// iterator (Note [Strided iteration] in cpu_common.h), registration.
+// Shared helpers of the CPU plugin: errors of the device table and the
+// strided iterator (Note [Strided iteration] in cpu_common.h).
 #include "cpu_common.h"
 #include "cpu_vec_math.h"
 
@@ -9,59 +9,20 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
-#include <exception>
-#include <new>
+#include <string>
 
 namespace oar_cpu {
 
 const OarHostApi* g_host = nullptr;
 int g_num_threads = 1;
 
-namespace {
-
-OarStatus vfail(const char* op, OarStatus code, const char* fmt, va_list args) {
-  char body[512];
-  std::vsnprintf(body, sizeof body, fmt, args);
-  char message[640];
-  if (op != nullptr) {
-    std::snprintf(message, sizeof message, "%s: %s", op, body);
-  } else {
-    std::snprintf(message, sizeof message, "cpu plugin: %s", body);
-  }
-  if (g_host != nullptr && g_host->set_error != nullptr)
-    g_host->set_error(g_host->host, code, message);
-  return code;
-}
-
-}  // namespace
-
-OarStatus fail(const OarKernelContext* ctx, OarStatus code, const char* fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  const char* op = ctx != nullptr && ctx->op_name != nullptr ? ctx->op_name : "cpu kernel";
-  OarStatus s = vfail(op, code, fmt, args);
-  va_end(args);
-  return s;
-}
-
 OarStatus fail_plain(OarStatus code, const char* fmt, ...) {
+  char body[512];
   va_list args;
   va_start(args, fmt);
-  OarStatus s = vfail(nullptr, code, fmt, args);
+  std::vsnprintf(body, sizeof body, fmt, args);
   va_end(args);
-  return s;
-}
-
-OarStatus on_exception(const OarKernelContext* ctx) noexcept {
-  try {
-    throw;
-  } catch (const std::bad_alloc&) {
-    return fail(ctx, OAR_ERROR_OUT_OF_MEMORY, "out of host memory for temporary buffers");
-  } catch (const std::exception& e) {
-    return fail(ctx, OAR_ERROR_INTERNAL, "internal error: %s", e.what());
-  } catch (...) {
-    return fail(ctx, OAR_ERROR_INTERNAL, "unknown internal error");
-  }
+  return op::fail(code, std::string("cpu plugin: ") + body);
 }
 
 void apply_num_threads_to_this_thread() {
@@ -70,59 +31,6 @@ void apply_num_threads_to_this_thread() {
     omp_set_num_threads(g_num_threads);
     applied = g_num_threads;
   }
-}
-
-// ---------------------------------------------------------- attributes ---
-
-void Attrs::missing(const char* name, const char* kind) {
-  if (status_ == OAR_OK) {
-    status_ = fail(ctx_, OAR_ERROR_INVALID_ARGUMENT,
-                   "attribute '%s' (%s) is missing or of another kind", name, kind);
-  }
-}
-
-bool Attrs::has(const char* name) const {
-  return g_host->attr_kind(ctx_->attrs, name) != OAR_ATTR_MISSING;
-}
-
-int64_t Attrs::get_int(const char* name) {
-  int64_t v = 0;
-  if (status_ == OAR_OK && g_host->attr_int(ctx_->attrs, name, &v) != OAR_OK) missing(name, "int");
-  return v;
-}
-
-int64_t Attrs::get_int(const char* name, int64_t fallback) {
-  return has(name) ? get_int(name) : fallback;
-}
-
-double Attrs::get_float(const char* name) {
-  double v = 0;
-  if (status_ != OAR_OK) return v;
-  if (g_host->attr_float(ctx_->attrs, name, &v) == OAR_OK) return v;
-  int64_t i = 0;  // an integral value given as an int attribute is accepted
-  if (g_host->attr_int(ctx_->attrs, name, &i) == OAR_OK) return static_cast<double>(i);
-  missing(name, "float");
-  return v;
-}
-
-bool Attrs::get_bool(const char* name, bool fallback) {
-  if (status_ != OAR_OK || !has(name)) return fallback;
-  int32_t v = 0;
-  if (g_host->attr_bool(ctx_->attrs, name, &v) != OAR_OK) {
-    missing(name, "bool");
-    return fallback;
-  }
-  return v != 0;
-}
-
-const int64_t* Attrs::get_ints(const char* name, int64_t* count) {
-  const int64_t* values = nullptr;
-  *count = 0;
-  if (status_ == OAR_OK && g_host->attr_int_array(ctx_->attrs, name, &values, count) != OAR_OK) {
-    missing(name, "int array");
-    *count = 0;
-  }
-  return values;
 }
 
 // ------------------------------------------------------------ iterator ---
@@ -312,39 +220,6 @@ void set_contiguous_strides(OarTensorView* v) {
     v->strides[d] = s;
     s *= v->shape[d];
   }
-}
-
-// -------------------------------------------------------- registration ---
-
-void Registrar::add(const char* op, std::initializer_list<int32_t> ins,
-                    std::initializer_list<int32_t> outs, uint32_t flags, OarKernelFn fn) {
-  int32_t in_dtypes[8];
-  int32_t ni = 0;
-  for (int32_t d : ins) in_dtypes[ni++] = d;
-  add_desc(op, in_dtypes, ni, outs, flags, fn);
-}
-
-void Registrar::add_any_inputs(const char* op, std::initializer_list<int32_t> outs, uint32_t flags,
-                               OarKernelFn fn) {
-  add_desc(op, nullptr, 0, outs, flags, fn);
-}
-
-void Registrar::add_desc(const char* op, const int32_t* ins, int32_t ni,
-                         std::initializer_list<int32_t> outs, uint32_t flags, OarKernelFn fn) {
-  if (status != OAR_OK) return;
-  int32_t out_dtypes[8];
-  int32_t no = 0;
-  for (int32_t d : outs) out_dtypes[no++] = d;
-  OarKernelDesc desc;
-  std::memset(&desc, 0, sizeof desc);
-  desc.struct_size = OAR_STRUCT_SIZE(OarKernelDesc, fn);
-  desc.num_input_dtypes = ni;
-  desc.input_dtypes = ins;
-  desc.num_output_dtypes = no;
-  desc.output_dtypes = out_dtypes;
-  desc.flags = flags;
-  desc.fn = fn;
-  status = g_host->register_kernel(g_host->host, "cpu", op, &desc);
 }
 
 namespace {

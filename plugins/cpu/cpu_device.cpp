@@ -330,27 +330,8 @@ int choose_num_threads(const OarHostApi* host) {
 extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host,
                                                        OarPluginInfo* info) {
   using namespace oar_cpu;
-  if (host == nullptr) return OAR_ERROR_INVALID_ARGUMENT;
-  if (host->abi_major != OAR_ABI_VERSION_MAJOR) {
-    char message[160];
-    std::snprintf(message, sizeof message,
-                  "cpu plugin: incompatible plugin ABI major version (plugin: %d, host: %d)",
-                  OAR_ABI_VERSION_MAJOR, host->abi_major);
-    if (host->struct_size >= OAR_STRUCT_SIZE(OarHostApi, set_error) && host->set_error != nullptr) {
-      host->set_error(host->host, OAR_ERROR_UNSUPPORTED, message);
-    }
-    return OAR_ERROR_UNSUPPORTED;
-  }
+  if (OarStatus s = op::accept_host(host, info, "oar-cpu")) return s;
   g_host = host;
-  if (info != nullptr) {
-    if (info->struct_size >= OAR_STRUCT_SIZE(OarPluginInfo, abi_major)) {
-      info->abi_major = OAR_ABI_VERSION_MAJOR;
-    }
-    if (info->struct_size >= OAR_STRUCT_SIZE(OarPluginInfo, abi_minor)) {
-      info->abi_minor = OAR_ABI_VERSION_MINOR;
-    }
-    if (info->struct_size >= OAR_STRUCT_SIZE(OarPluginInfo, name)) info->name = "oar-cpu";
-  }
   g_num_threads = choose_num_threads(host);
   omp_set_num_threads(g_num_threads);
 
@@ -365,9 +346,7 @@ extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host,
     }
   }
 
-  OarDeviceApi api;
-  std::memset(&api, 0, sizeof api);
-  api.struct_size = OAR_STRUCT_SIZE(OarDeviceApi, shutdown);
+  OarDeviceApi api = op::make_struct<OarDeviceApi>();
   api.device_type = "cpu";
   api.plugin_version = kPluginVersion;
   api.priority = 0;
@@ -401,7 +380,7 @@ extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host,
   api.shutdown = shutdown;
   if (OarStatus s = host->register_device(host->host, &api)) return s;
 
-  Registrar r;
+  op::KernelTable r(host, "cpu");
   register_elementwise_kernels(r);
   register_cast_kernels(r);
   register_reduce_kernels(r);
@@ -409,7 +388,7 @@ extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host,
   register_matmul_kernels(r);
   register_fused_kernels(r);
   register_conv_kernels(r);
-  if (r.status != OAR_OK) return r.status;
+  if (r.status() != OAR_OK) return r.status();
 
   if (host->log != nullptr) {
     char message[320];

@@ -13,11 +13,11 @@ void cast_row(void*, char* const* p, const int64_t* s, int64_t n) {
   D* y = reinterpret_cast<D*>(p[0]);
   const S* x = reinterpret_cast<const S*>(p[1]);
   if (s[0] == sizeof(D) && s[1] == sizeof(S)) {
-    for (int64_t i = 0; i < n; ++i) y[i] = to<D>(Num<S>::load(x[i]));
+    for (int64_t i = 0; i < n; ++i) y[i] = cast_to<D>(Num<S>::load(x[i]));
   } else {
     const int64_t sy = s[0] / static_cast<int64_t>(sizeof(D));
     const int64_t sx = s[1] / static_cast<int64_t>(sizeof(S));
-    for (int64_t i = 0; i < n; ++i) y[i * sy] = to<D>(Num<S>::load(x[i * sx]));
+    for (int64_t i = 0; i < n; ++i) y[i * sy] = cast_to<D>(Num<S>::load(x[i * sx]));
   }
 }
 
@@ -113,7 +113,7 @@ OarStatus arange_kernel(const OarKernelContext* ctx) {
     using T = decltype(tag);
     T* out = static_cast<T*>(oar_view_ptr(&y));
     parallel_range(n, kParallelMin, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) out[i] = to<T>(start + static_cast<double>(i) * step);
+      for (int64_t i = b; i < e; ++i) out[i] = cast_to<T>(start + static_cast<double>(i) * step);
     });
   });
   return OAR_OK;
@@ -138,7 +138,7 @@ OarStatus random_kernel(const OarKernelContext* ctx) {
       const uint64_t u = static_cast<uint64_t>(i);
       const double v = kNormal ? a + b * oar_normal_at(seed, offset, u)
                                : a + (b - a) * oar_uniform_at(seed, offset, u);
-      out[i] = to<T>(v);
+      out[i] = cast_to<T>(v);
     }
   });
   return OAR_OK;
@@ -146,20 +146,20 @@ OarStatus random_kernel(const OarKernelContext* ctx) {
 
 }  // namespace
 
-void register_cast_kernels(Registrar& r) {
+void register_cast_kernels(op::KernelTable& r) {
   for (int32_t src : kAllDtypes) {
     for (int32_t dst : kAllDtypes) {
-      r.add("cast", {src}, {dst}, OAR_KERNEL_STRIDED, &guarded<&cast_kernel>);
+      r.add("cast", {src}, {dst}, &guarded<&cast_kernel>, OAR_KERNEL_STRIDED);
     }
   }
   for (int32_t dt : kAllDtypes) {
-    r.add("copy", {dt}, {dt}, OAR_KERNEL_STRIDED, &guarded<&copy_kernel>);
-    r.add("full", {}, {dt}, 0, &guarded<&full_kernel>);
+    r.add("copy", {dt}, {dt}, &guarded<&copy_kernel>, OAR_KERNEL_STRIDED);
+    r.add("full", {}, {dt}, &guarded<&full_kernel>);
   }
-  for (int32_t dt : kNumericDtypes) r.add("arange", {}, {dt}, 0, &guarded<&arange_kernel>);
+  for (int32_t dt : kNumericDtypes) r.add("arange", {}, {dt}, &guarded<&arange_kernel>);
   for (int32_t dt : kFloatDtypes) {
-    r.add("uniform", {}, {dt}, 0, &guarded<&random_kernel<false>>);
-    r.add("normal", {}, {dt}, 0, &guarded<&random_kernel<true>>);
+    r.add("uniform", {}, {dt}, &guarded<&random_kernel<false>>);
+    r.add("normal", {}, {dt}, &guarded<&random_kernel<true>>);
   }
 }
 

@@ -38,7 +38,9 @@ struct Geometry {
 
 bool read_pair(const OarKernelContext* ctx, Attrs& attrs, const char* name, int64_t* a, int64_t* b) {
   int64_t n = 0;
-  const int64_t* v = attrs.get_ints(name, &n);
+  const std::vector<int64_t> v_list = attrs.get_ints(name);
+  const int64_t* v = v_list.data();
+  n = static_cast<int64_t>(v_list.size());
   if (!attrs.ok()) return false;
   if (n != 2) return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "attribute %s must have 2 entries", name), false;
   *a = v[0];
@@ -305,7 +307,7 @@ void conv_forward_loop(const Geometry& g, const T* x, const T* w, T* y) {
                 if (g.inside(h, v))
                   acc += ld(x, ((n * g.C + c0 + ic) * g.H + h) * g.W + v) * ld(w, ((oc * cin + ic) * g.kh + i) * g.kw + j);
               }
-          y[((n * g.Cout + oc) * g.Ho + oh) * g.Wo + ow] = to<T>(acc);
+          y[((n * g.Cout + oc) * g.Ho + oh) * g.Wo + ow] = cast_to<T>(acc);
         }
     }
 }
@@ -331,7 +333,7 @@ void conv_backward_data_loop(const Geometry& g, const T* dy, const T* w, T* dx) 
                        ld(w, ((oc * cin + c - group * cin) * g.kh + i) * g.kw + j);
               }
             }
-          dx[((n * g.C + c) * g.H + h) * g.W + v] = to<T>(acc);
+          dx[((n * g.C + c) * g.H + h) * g.W + v] = cast_to<T>(acc);
         }
     }
 }
@@ -353,7 +355,7 @@ void conv_backward_weights_loop(const Geometry& g, const T* x, const T* dy, T* d
                 if (g.inside(h, v))
                   acc += ld(dy, ((n * g.Cout + oc) * g.Ho + oh) * g.Wo + ow) * ld(x, ((n * g.C + c) * g.H + h) * g.W + v);
               }
-          dw[((oc * cin + ic) * g.kh + i) * g.kw + j] = to<T>(acc);
+          dw[((oc * cin + ic) * g.kh + i) * g.kw + j] = cast_to<T>(acc);
         }
     }
 }
@@ -402,7 +404,7 @@ void pool_forward_loop(const Geometry& g, const T* x, T* y) {
           const int64_t count = window_count(g, oh, ow);
           out = count ? acc / static_cast<double>(count) : 0.0;
         }
-        y[(p * g.Ho + oh) * g.Wo + ow] = to<T>(out);
+        y[(p * g.Ho + oh) * g.Wo + ow] = cast_to<T>(out);
       }
   }
 }
@@ -434,7 +436,7 @@ void pool_backward_loop(const Geometry& g, const T* x, const T* dy, T* dx) {
           }
         }
       T* out = dx + p * g.H * g.W;
-      for (int64_t i = 0; i < g.H * g.W; ++i) out[i] = to<T>(acc[static_cast<size_t>(i)]);
+      for (int64_t i = 0; i < g.H * g.W; ++i) out[i] = cast_to<T>(acc[static_cast<size_t>(i)]);
     }
   }
 }
@@ -532,15 +534,15 @@ OarStatus pool_grad_kernel(const OarKernelContext* ctx) {
 
 }  // namespace
 
-void register_conv_kernels(Registrar& r) {
+void register_conv_kernels(op::KernelTable& r) {
   for (int32_t d : kFloatDtypes) {
-    r.add("conv2d", {d, d}, {d}, 0, &guarded<&conv2d_kernel>);
-    r.add("conv2d_grad_input", {d, d}, {d}, 0, &guarded<&conv2d_grad_input_kernel>);
-    r.add("conv2d_grad_weight", {d, d}, {d}, 0, &guarded<&conv2d_grad_weight_kernel>);
-    r.add("max_pool2d", {d}, {d}, 0, &guarded<&pool_kernel<true>>);
-    r.add("avg_pool2d", {d}, {d}, 0, &guarded<&pool_kernel<false>>);
-    r.add("max_pool2d_grad", {d, d}, {d}, 0, &guarded<&pool_grad_kernel<true>>);
-    r.add("avg_pool2d_grad", {d}, {d}, 0, &guarded<&pool_grad_kernel<false>>);
+    r.add("conv2d", {d, d}, {d}, &guarded<&conv2d_kernel>);
+    r.add("conv2d_grad_input", {d, d}, {d}, &guarded<&conv2d_grad_input_kernel>);
+    r.add("conv2d_grad_weight", {d, d}, {d}, &guarded<&conv2d_grad_weight_kernel>);
+    r.add("max_pool2d", {d}, {d}, &guarded<&pool_kernel<true>>);
+    r.add("avg_pool2d", {d}, {d}, &guarded<&pool_kernel<false>>);
+    r.add("max_pool2d_grad", {d, d}, {d}, &guarded<&pool_grad_kernel<true>>);
+    r.add("avg_pool2d_grad", {d}, {d}, &guarded<&pool_grad_kernel<false>>);
   }
 }
 

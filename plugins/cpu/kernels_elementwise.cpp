@@ -240,12 +240,12 @@ void unary_row(void*, char* const* p, const int64_t* s, int64_t n) {
     } else if constexpr (kCloned<T, R, Op>) {
       unary_contig<T, Op>(y, x, n);
     } else {
-      for (int64_t i = 0; i < n; ++i) y[i] = to<R>(Op::f(N::load(x[i])));
+      for (int64_t i = 0; i < n; ++i) y[i] = cast_to<R>(Op::f(N::load(x[i])));
     }
   } else {
     const int64_t sy = s[0] / static_cast<int64_t>(sizeof(R));
     const int64_t sx = s[1] / static_cast<int64_t>(sizeof(T));
-    for (int64_t i = 0; i < n; ++i) y[i * sy] = to<R>(Op::f(N::load(x[i * sx])));
+    for (int64_t i = 0; i < n; ++i) y[i * sy] = cast_to<R>(Op::f(N::load(x[i * sx])));
   }
 }
 
@@ -262,7 +262,7 @@ void binary_row(void*, char* const* p, const int64_t* s, int64_t n) {
       if constexpr (kFast) {
         binary_contig<T, Op>(y, a, b, n);
       } else {
-        for (int64_t i = 0; i < n; ++i) y[i] = to<R>(Op::f(N::load(a[i]), N::load(b[i])));
+        for (int64_t i = 0; i < n; ++i) y[i] = cast_to<R>(Op::f(N::load(a[i]), N::load(b[i])));
       }
       return;
     }
@@ -271,7 +271,7 @@ void binary_row(void*, char* const* p, const int64_t* s, int64_t n) {
         binary_scalar_a<T, Op>(y, *a, b, n);
       } else {
         const auto av = N::load(*a);
-        for (int64_t i = 0; i < n; ++i) y[i] = to<R>(Op::f(av, N::load(b[i])));
+        for (int64_t i = 0; i < n; ++i) y[i] = cast_to<R>(Op::f(av, N::load(b[i])));
       }
       return;
     }
@@ -280,7 +280,7 @@ void binary_row(void*, char* const* p, const int64_t* s, int64_t n) {
         binary_scalar_b<T, Op>(y, a, *b, n);
       } else {
         const auto bv = N::load(*b);
-        for (int64_t i = 0; i < n; ++i) y[i] = to<R>(Op::f(N::load(a[i]), bv));
+        for (int64_t i = 0; i < n; ++i) y[i] = cast_to<R>(Op::f(N::load(a[i]), bv));
       }
       return;
     }
@@ -288,7 +288,7 @@ void binary_row(void*, char* const* p, const int64_t* s, int64_t n) {
   const int64_t sy = s[0] / static_cast<int64_t>(sizeof(R));
   const int64_t sa = s[1] / kT;
   const int64_t sb = s[2] / kT;
-  for (int64_t i = 0; i < n; ++i) y[i * sy] = to<R>(Op::f(N::load(a[i * sa]), N::load(b[i * sb])));
+  for (int64_t i = 0; i < n; ++i) y[i * sy] = cast_to<R>(Op::f(N::load(a[i * sa]), N::load(b[i * sb])));
 }
 
 template <class T>
@@ -400,11 +400,10 @@ OarStatus where_kernel(const OarKernelContext* ctx) {
 }
 
 template <class Op, bool kBoolOut = false>
-void add_unary(Registrar& r, const char* name) {
+void add_unary(op::KernelTable& r, const char* name) {
   constexpr uint32_t flags = OAR_KERNEL_STRIDED | (kBoolOut ? 0u : uint32_t{OAR_KERNEL_INPLACE});
   auto one = [&](int32_t dt) {
-    r.add(name, {dt}, {kBoolOut ? int32_t{OAR_DTYPE_BOOL} : dt}, flags,
-          &guarded<&unary_kernel<Op, kBoolOut>>);
+    r.add(name, {dt}, {kBoolOut ? int32_t{OAR_DTYPE_BOOL} : dt}, &guarded<&unary_kernel<Op, kBoolOut>>, flags);
   };
   if constexpr (Op::kFamily == kFloatOnly) {
     for (int32_t dt : kFloatDtypes) one(dt);
@@ -416,11 +415,10 @@ void add_unary(Registrar& r, const char* name) {
 }
 
 template <class Op, bool kBoolOut = false>
-void add_binary(Registrar& r, const char* name) {
+void add_binary(op::KernelTable& r, const char* name) {
   constexpr uint32_t flags = OAR_KERNEL_STRIDED | (kBoolOut ? 0u : uint32_t{OAR_KERNEL_INPLACE});
   auto one = [&](int32_t dt) {
-    r.add(name, {dt, dt}, {kBoolOut ? int32_t{OAR_DTYPE_BOOL} : dt}, flags,
-          &guarded<&binary_kernel<Op, kBoolOut>>);
+    r.add(name, {dt, dt}, {kBoolOut ? int32_t{OAR_DTYPE_BOOL} : dt}, &guarded<&binary_kernel<Op, kBoolOut>>, flags);
   };
   if constexpr (Op::kFamily == kFloatOnly) {
     for (int32_t dt : kFloatDtypes) one(dt);
@@ -433,7 +431,7 @@ void add_binary(Registrar& r, const char* name) {
 
 }  // namespace
 
-void register_elementwise_kernels(Registrar& r) {
+void register_elementwise_kernels(op::KernelTable& r) {
   add_unary<Neg>(r, "neg");
   add_unary<Abs>(r, "abs");
   add_unary<Sign>(r, "sign");
@@ -466,7 +464,7 @@ void register_elementwise_kernels(Registrar& r) {
   add_binary<LogicalOr, true>(r, "logical_or");
 
   for (int32_t dt : kAllDtypes) {
-    r.add("where", {OAR_DTYPE_BOOL, dt, dt}, {dt}, OAR_KERNEL_STRIDED, &guarded<&where_kernel>);
+    r.add("where", {OAR_DTYPE_BOOL, dt, dt}, {dt}, &guarded<&where_kernel>, OAR_KERNEL_STRIDED);
   }
 }
 

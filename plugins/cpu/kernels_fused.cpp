@@ -273,30 +273,30 @@ OarStatus layer_norm_onednn_kernel(const OarKernelContext* ctx) {
 }
 
 template <class T>
-void register_for(Registrar& r, int32_t dt) {
+void register_for(op::KernelTable& r, int32_t dt) {
   if constexpr (std::is_same_v<T, float>) {
-    r.add("softmax", {dt}, {dt}, 0, guarded<softmax_onednn_kernel<false>>);
+    r.add("softmax", {dt}, {dt}, guarded<softmax_onednn_kernel<false>>);
     // oneDNN's logsoftmax is off by ~30 ulp (bench/RESULTS.md); the loop
     // (softmax_row_f32) is within a few ulp and, vectorized, faster too.
     // For softmax oneDNN stays faster than that loop (12-15 vs 15-16 ms at
     // 4096x4096, 1 thread).
-    r.add("log_softmax", {dt}, {dt}, 0, guarded<softmax_kernel<T, true>>);
-    r.add("layer_norm", {dt, dt, dt}, {dt}, 0, guarded<layer_norm_onednn_kernel>);
+    r.add("log_softmax", {dt}, {dt}, guarded<softmax_kernel<T, true>>);
+    r.add("layer_norm", {dt, dt, dt}, {dt}, guarded<layer_norm_onednn_kernel>);
   } else {
-    r.add("softmax", {dt}, {dt}, 0, guarded<softmax_kernel<T, false>>);
-    r.add("log_softmax", {dt}, {dt}, 0, guarded<softmax_kernel<T, true>>);
-    r.add("layer_norm", {dt, dt, dt}, {dt}, 0, guarded<norm_kernel<T, false>>);
+    r.add("softmax", {dt}, {dt}, guarded<softmax_kernel<T, false>>);
+    r.add("log_softmax", {dt}, {dt}, guarded<softmax_kernel<T, true>>);
+    r.add("layer_norm", {dt, dt, dt}, {dt}, guarded<norm_kernel<T, false>>);
   }
-  r.add("relu", {dt}, {dt}, 0, guarded<activation_kernel<T, Act::relu>>);
-  r.add("sigmoid", {dt}, {dt}, 0, guarded<activation_kernel<T, Act::sigmoid>>);
-  r.add("silu", {dt}, {dt}, 0, guarded<activation_kernel<T, Act::silu>>);
-  r.add("gelu", {dt}, {dt}, 0, guarded<activation_kernel<T, Act::gelu>>);
-  r.add("rms_norm", {dt, dt}, {dt}, 0, guarded<norm_kernel<T, true>>);
+  r.add("relu", {dt}, {dt}, guarded<activation_kernel<T, Act::relu>>);
+  r.add("sigmoid", {dt}, {dt}, guarded<activation_kernel<T, Act::sigmoid>>);
+  r.add("silu", {dt}, {dt}, guarded<activation_kernel<T, Act::silu>>);
+  r.add("gelu", {dt}, {dt}, guarded<activation_kernel<T, Act::gelu>>);
+  r.add("rms_norm", {dt, dt}, {dt}, guarded<norm_kernel<T, true>>);
 }
 
 }  // namespace
 
-void register_fused_kernels(Registrar& r) {
+void register_fused_kernels(op::KernelTable& r) {
   register_for<float>(r, OAR_DTYPE_F32);
   register_for<double>(r, OAR_DTYPE_F64);
 }

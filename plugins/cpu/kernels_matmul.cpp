@@ -149,7 +149,7 @@ void matmul_via_f32(const OarTensorView& a, const OarTensorView& b, const OarTen
   T* out = static_cast<T*>(oar_view_ptr(&y));
   const float* src = y_buf.data();
 #pragma omp parallel for num_threads(g_num_threads) schedule(static) if (n >= kParallelMin)
-  for (int64_t i = 0; i < n; ++i) out[i] = to<T>(src[i]);
+  for (int64_t i = 0; i < n; ++i) out[i] = cast_to<T>(src[i]);
 }
 
 /// Element offset of batch `bi` (row-major over y's batch dims) in `v`,
@@ -287,8 +287,8 @@ OarStatus matmul_kernel(const OarKernelContext* ctx) {
 
 }  // namespace
 
-void register_matmul_kernels(Registrar& r) {
-  for (int32_t dt : kNumericDtypes) r.add("matmul", {dt, dt}, {dt}, 0, &guarded<&matmul_kernel>);
+void register_matmul_kernels(op::KernelTable& r) {
+  for (int32_t dt : kNumericDtypes) r.add("matmul", {dt, dt}, {dt}, &guarded<&matmul_kernel>);
 }
 
 }  // namespace oar_cpu

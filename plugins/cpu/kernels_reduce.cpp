@@ -189,7 +189,7 @@ void reduce_inner(const RedPlan& p, const T* x, typename RedTypes<T, kOp>::Out* 
       const T* base = x + p.kept_offset(o);
       Acc acc = Op::template identity<Acc>();
       for (int64_t k = 0; k < pieces; ++k) acc = Op::f(acc, piece(base, k));
-      y[o] = to<typename Ty::Out>(acc);
+      y[o] = cast_to<typename Ty::Out>(acc);
     }
     return;
   }
@@ -201,7 +201,7 @@ void reduce_inner(const RedPlan& p, const T* x, typename RedTypes<T, kOp>::Out* 
     for (int64_t k = 0; k < pieces; ++k) partial[static_cast<size_t>(k)] = piece(base, k);
     Acc acc = Op::template identity<Acc>();
     for (int64_t k = 0; k < pieces; ++k) acc = Op::f(acc, partial[static_cast<size_t>(k)]);
-    y[o] = to<typename Ty::Out>(acc);
+    y[o] = cast_to<typename Ty::Out>(acc);
   }
 }
 
@@ -275,7 +275,7 @@ void reduce_outer(const RedPlan& p, const T* x, typename RedTypes<T, kOp>::Out* 
         block(base, rb, w, blk);
         for (int64_t b = 0; b < w; ++b) acc[b] = Op::f(acc[b], static_cast<Acc>(blk[b]));
       }
-      for (int64_t b = 0; b < w; ++b) y[o * B + c0 + b] = to<typename Ty::Out>(acc[b]);
+      for (int64_t b = 0; b < w; ++b) y[o * B + c0 + b] = cast_to<typename Ty::Out>(acc[b]);
     }
     return;
   }
@@ -295,7 +295,7 @@ void reduce_outer(const RedPlan& p, const T* x, typename RedTypes<T, kOp>::Out* 
       for (int64_t rb = 0; rb < row_blocks; ++rb) {
         acc = Op::f(acc, static_cast<Acc>(partial[static_cast<size_t>(rb * w + b)]));
       }
-      y[o * B + c0 + b] = to<typename Ty::Out>(acc);
+      y[o * B + c0 + b] = cast_to<typename Ty::Out>(acc);
     }
   }
 }
@@ -311,7 +311,9 @@ OarStatus reduce_kernel(const OarKernelContext* ctx) {
   bool reduced[OAR_MAX_NDIM] = {};
   int64_t count = 0;
   const bool present = attrs.has("axes");
-  const int64_t* axes = present ? attrs.get_ints("axes", &count) : nullptr;
+  const std::vector<int64_t> axes_list = attrs.get_ints("axes", {});
+  const int64_t* axes = axes_list.data();
+  count = static_cast<int64_t>(axes_list.size());
   if (!attrs.ok()) return attrs.status();
   for (int64_t i = 0; i < count; ++i) {
     const int64_t a = axes[i] < 0 ? axes[i] + x.ndim : axes[i];
@@ -341,7 +343,7 @@ OarStatus reduce_kernel(const OarKernelContext* ctx) {
     const int64_t n_out = oar_view_numel(&y);
     if (n_out == 0) return;
     if (oar_view_numel(&x) == 0) {  // empty reduction: sum 0, prod 1
-      const Out v = to<Out>(Combine<kOp>::template identity<typename Ty::Acc>());
+      const Out v = cast_to<Out>(Combine<kOp>::template identity<typename Ty::Acc>());
       std::fill(out, out + n_out, v);
       return;
     }
@@ -439,16 +441,16 @@ OarStatus arg_kernel(const OarKernelContext* ctx) {
 
 }  // namespace
 
-void register_reduce_kernels(Registrar& r) {
+void register_reduce_kernels(op::KernelTable& r) {
   for (int32_t dt : kAllDtypes) {
     const bool is_float = visit_float(dt, [](auto) {});
     const int32_t arith_out = is_float ? dt : int32_t{OAR_DTYPE_I64};
-    r.add("sum", {dt}, {arith_out}, 0, &guarded<&reduce_kernel<RedOp::kSum>>);
-    r.add("prod", {dt}, {arith_out}, 0, &guarded<&reduce_kernel<RedOp::kProd>>);
-    r.add("max", {dt}, {dt}, 0, &guarded<&reduce_kernel<RedOp::kMax>>);
-    r.add("min", {dt}, {dt}, 0, &guarded<&reduce_kernel<RedOp::kMin>>);
-    r.add("argmax", {dt}, {OAR_DTYPE_I64}, 0, &guarded<&arg_kernel<true>>);
-    r.add("argmin", {dt}, {OAR_DTYPE_I64}, 0, &guarded<&arg_kernel<false>>);
+    r.add("sum", {dt}, {arith_out}, &guarded<&reduce_kernel<RedOp::kSum>>);
+    r.add("prod", {dt}, {arith_out}, &guarded<&reduce_kernel<RedOp::kProd>>);
+    r.add("max", {dt}, {dt}, &guarded<&reduce_kernel<RedOp::kMax>>);
+    r.add("min", {dt}, {dt}, &guarded<&reduce_kernel<RedOp::kMin>>);
+    r.add("argmax", {dt}, {OAR_DTYPE_I64}, &guarded<&arg_kernel<true>>);
+    r.add("argmin", {dt}, {OAR_DTYPE_I64}, &guarded<&arg_kernel<false>>);
   }
 }
 

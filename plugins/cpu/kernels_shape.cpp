@@ -38,7 +38,9 @@ OarStatus transpose_kernel(const OarKernelContext* ctx) {
   const OarTensorView& y = ctx->outputs[0];
   Attrs attrs(ctx);
   int64_t n = 0;
-  const int64_t* perm = attrs.get_ints("perm", &n);
+  const std::vector<int64_t> perm_list = attrs.get_ints("perm");
+  const int64_t* perm = perm_list.data();
+  n = static_cast<int64_t>(perm_list.size());
   if (!attrs.ok()) return attrs.status();
   bool seen[OAR_MAX_NDIM] = {};
   if (n != x.ndim || y.ndim != x.ndim) {
@@ -69,8 +71,12 @@ OarStatus slice_kernel(const OarKernelContext* ctx) {
   const OarTensorView& y = ctx->outputs[0];
   Attrs attrs(ctx);
   int64_t ns = 0, nt = 0;
-  const int64_t* starts = attrs.get_ints("starts", &ns);
-  const int64_t* steps = attrs.get_ints("steps", &nt);
+  const std::vector<int64_t> starts_list = attrs.get_ints("starts");
+  const int64_t* starts = starts_list.data();
+  ns = static_cast<int64_t>(starts_list.size());
+  const std::vector<int64_t> steps_list = attrs.get_ints("steps");
+  const int64_t* steps = steps_list.data();
+  nt = static_cast<int64_t>(steps_list.size());
   if (!attrs.ok()) return attrs.status();
   if (ns != x.ndim || nt != x.ndim || y.ndim != x.ndim) {
     return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "starts/steps have %lld/%lld entries for rank %d",
@@ -144,7 +150,9 @@ OarStatus pad_kernel(const OarKernelContext* ctx) {
   const OarTensorView& y = ctx->outputs[0];
   Attrs attrs(ctx);
   int64_t n = 0;
-  const int64_t* pads = attrs.get_ints("pads", &n);
+  const std::vector<int64_t> pads_list = attrs.get_ints("pads");
+  const int64_t* pads = pads_list.data();
+  n = static_cast<int64_t>(pads_list.size());
   if (!attrs.ok()) return attrs.status();
   if (n != 2 * x.ndim || y.ndim != x.ndim) {
     return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "pads has %lld entries for rank %d",
@@ -297,7 +305,7 @@ OarStatus gather_kernel(const OarKernelContext* ctx) {
 template <class T>
 T add_values(T a, T b) {
   if constexpr (kIsHalf<T> || std::is_floating_point_v<T>) {
-    return to<T>(Num<T>::load(a) + Num<T>::load(b));
+    return cast_to<T>(Num<T>::load(a) + Num<T>::load(b));
   } else {
     using U = std::make_unsigned_t<T>;
     return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
@@ -360,18 +368,17 @@ OarStatus scatter_add_kernel(const OarKernelContext* ctx) {
 
 }  // namespace
 
-void register_shape_kernels(Registrar& r) {
-  for (int32_t index : {OAR_DTYPE_I32, OAR_DTYPE_I64}) r.add("check_index", {index}, {index}, 0, &guarded<&check_index_kernel>);
+void register_shape_kernels(op::KernelTable& r) {
+  for (int32_t index : {OAR_DTYPE_I32, OAR_DTYPE_I64}) r.add("check_index", {index}, {index}, &guarded<&check_index_kernel>);
   for (int32_t dt : kAllDtypes) {
-    r.add("transpose", {dt}, {dt}, OAR_KERNEL_STRIDED, &guarded<&transpose_kernel>);
-    r.add("broadcast_to", {dt}, {dt}, OAR_KERNEL_STRIDED, &guarded<&broadcast_to_kernel>);
-    r.add("slice", {dt}, {dt}, OAR_KERNEL_STRIDED, &guarded<&slice_kernel>);
-    r.add("pad", {dt}, {dt}, OAR_KERNEL_STRIDED, &guarded<&pad_kernel>);
+    r.add("transpose", {dt}, {dt}, &guarded<&transpose_kernel>, OAR_KERNEL_STRIDED);
+    r.add("broadcast_to", {dt}, {dt}, &guarded<&broadcast_to_kernel>, OAR_KERNEL_STRIDED);
+    r.add("slice", {dt}, {dt}, &guarded<&slice_kernel>, OAR_KERNEL_STRIDED);
+    r.add("pad", {dt}, {dt}, &guarded<&pad_kernel>, OAR_KERNEL_STRIDED);
     for (int32_t index : {OAR_DTYPE_I32, OAR_DTYPE_I64}) {
-      r.add("gather", {dt, index}, {dt}, 0, &guarded<&gather_kernel>);
+      r.add("gather", {dt, index}, {dt}, &guarded<&gather_kernel>);
       if (dt != OAR_DTYPE_BOOL) {
-        r.add("scatter_add", {dt, index, dt}, {dt}, OAR_KERNEL_INPLACE,
-              &guarded<&scatter_add_kernel>);
+        r.add("scatter_add", {dt, index, dt}, {dt}, &guarded<&scatter_add_kernel>, OAR_KERNEL_INPLACE);
       }
     }
   }
@@ -379,7 +386,7 @@ void register_shape_kernels(Registrar& r) {
   // dtypes); the output dtype selects the registration and the kernel checks
   // that every input has it.
   for (int32_t dt : kAllDtypes)
-    r.add_any_inputs("concat", {dt}, OAR_KERNEL_STRIDED, &guarded<&concat_kernel>);
+    r.add_any_inputs("concat", {dt}, &guarded<&concat_kernel>, OAR_KERNEL_STRIDED);
 }
 
 }  // namespace oar_cpu

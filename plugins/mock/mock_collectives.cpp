@@ -67,12 +67,12 @@ std::shared_ptr<Comm> find_comm(OarComm_t handle, const char* what) {
   auto it = g_comms.find(reinterpret_cast<Comm*>(handle));
   if (it != g_comms.end()) return it->second;
   fail(OAR_ERROR_INVALID_ARGUMENT,
-       strf("%s: %p is not a live mock communicator", what, static_cast<void*>(handle)));
+       format("%s: %p is not a live mock communicator", what, static_cast<void*>(handle)));
   return nullptr;
 }
 
 std::string describe(const Comm& c, const char* op, uint64_t seq) {
-  return strf("mock: %s #%llu on comm %.8s (rank %d of %d)", op,
+  return format("mock: %s #%llu on comm %.8s (rank %d of %d)", op,
               static_cast<unsigned long long>(seq), c.uid.c_str(), c.rank, c.nranks);
 }
 
@@ -82,7 +82,7 @@ OarStatus fetch(Comm& c, const std::string& key, Clock::time_point deadline, Blo
   for (;;) {
     if (c.aborted) {
       error =
-          strf("mock: comm %.8s was aborted while waiting for '%s'", c.uid.c_str(), key.c_str());
+          format("mock: comm %.8s was aborted while waiting for '%s'", c.uid.c_str(), key.c_str());
       return OAR_ERROR_DEVICE;
     }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -96,7 +96,7 @@ OarStatus fetch(Comm& c, const std::string& key, Clock::time_point deadline, Blo
       return OAR_OK;
     }
     if (st != OAR_ERROR_TIMEOUT) {
-      error = strf("mock: the host store failed to read '%s' (status %d)", key.c_str(), st);
+      error = format("mock: the host store failed to read '%s' (status %d)", key.c_str(), st);
       return st;
     }
     if (Clock::now() >= deadline) return OAR_ERROR_TIMEOUT;
@@ -106,12 +106,12 @@ OarStatus fetch(Comm& c, const std::string& key, Clock::time_point deadline, Blo
 OarStatus publish(Comm& c, const std::string& key, const Blob& blob, std::string& error) {
   OarStatus st = host().store_set(c.store, key.c_str(), blob.data(), blob.size());
   if (st != OAR_OK)
-    error = strf("mock: the host store failed to write '%s' (status %d)", key.c_str(), st);
+    error = format("mock: the host store failed to write '%s' (status %d)", key.c_str(), st);
   return st;
 }
 
 std::string coll_key(const Comm& c, uint64_t seq, int32_t rank) {
-  return strf("mock/%s/%llu/%d", c.uid.c_str(), static_cast<unsigned long long>(seq), rank);
+  return format("mock/%s/%llu/%d", c.uid.c_str(), static_cast<unsigned long long>(seq), rank);
 }
 
 // One rendezvous: publish `mine` (when this rank is a publisher), read the
@@ -149,7 +149,7 @@ OarStatus exchange(Comm& c, Coll op, uint64_t seq, const Blob* mine, uint64_t pa
           missing += ", " + std::to_string(from[j]);
       }
       error = describe(c, coll_name(op), seq) +
-              strf(" timed out after %lld ms: rank(s) %s did not arrive",
+              format(" timed out after %lld ms: rank(s) %s did not arrive",
                    static_cast<long long>(c.timeout_ms), missing.c_str());
       return OAR_ERROR_TIMEOUT;
     }
@@ -158,7 +158,7 @@ OarStatus exchange(Comm& c, Coll op, uint64_t seq, const Blob* mine, uint64_t pa
     if (framed.size() >= sizeof code) std::memcpy(&code, framed.data(), sizeof code);
     if (code != static_cast<int32_t>(op)) {
       error = describe(c, coll_name(op), seq) +
-              strf(
+              format(
                   ": rank %d issued %s as its collective #%llu; ranks must issue collectives in "
                   "the same order",
                   r, code >= 0 && code <= 5 ? coll_name(static_cast<Coll>(code)) : "something else",
@@ -167,7 +167,7 @@ OarStatus exchange(Comm& c, Coll op, uint64_t seq, const Blob* mine, uint64_t pa
     }
     if (framed.size() - sizeof code != payload_bytes) {
       error = describe(c, coll_name(op), seq) +
-              strf(
+              format(
                   ": rank %d contributed %zu bytes but %llu were expected (ranks disagree on "
                   "count or dtype)",
                   r, framed.size() - sizeof code, static_cast<unsigned long long>(payload_bytes));
@@ -178,7 +178,7 @@ OarStatus exchange(Comm& c, Coll op, uint64_t seq, const Blob* mine, uint64_t pa
   // Cleanup: the last rank done reading empties the published keys.
   int64_t done = 0;
   std::string done_key =
-      strf("mock/%s/%llu/done", c.uid.c_str(), static_cast<unsigned long long>(seq));
+      format("mock/%s/%llu/done", c.uid.c_str(), static_cast<unsigned long long>(seq));
   if (host().store_add(c.store, done_key.c_str(), 1, &done) == OAR_OK && done == c.nranks)
     for (int32_t p : publishers) host().store_set(c.store, coll_key(c, seq, p).c_str(), "", 0);
   return OAR_OK;
@@ -195,7 +195,7 @@ std::vector<int32_t> all_ranks(const Comm& c) {
 void reduce_into(int32_t dtype, int32_t op, const std::vector<const char*>& srcs, uint64_t count,
                  char* dst) {
   visit_all(dtype, [&](auto t) {
-    using T = decltype(t);
+    using T = Element<decltype(t)>;
     using A = typename T::A;
     using C = typename T::C;
     const size_t es = sizeof(typename T::S);
@@ -240,7 +240,7 @@ OarStatus begin(const char* what, OarComm_t handle, int32_t dtype, OarStream_t s
   if (!call->comm) return OAR_ERROR_INVALID_ARGUMENT;
   call->es = oar_dtype_size(dtype);
   if (call->es == 0)
-    return fail(OAR_ERROR_INVALID_ARGUMENT, strf("%s: unknown dtype %d", what, dtype));
+    return fail(OAR_ERROR_INVALID_ARGUMENT, format("%s: unknown dtype %d", what, dtype));
   call->stream = find_stream(call->comm->device, stream, what);
   if (!call->stream) return OAR_ERROR_INVALID_ARGUMENT;
   if (is_collective) {
@@ -260,7 +260,7 @@ char* buffer(const Call& call, const void* ptr, uint64_t bytes, const char* what
 
 OarStatus check_reduce_op(const char* what, int32_t op) {
   if (op >= OAR_REDUCE_SUM && op <= OAR_REDUCE_MIN) return OAR_OK;
-  return fail(OAR_ERROR_INVALID_ARGUMENT, strf("%s: unknown reduce op %d", what, op));
+  return fail(OAR_ERROR_INVALID_ARGUMENT, format("%s: unknown reduce op %d", what, op));
 }
 
 // ------------------------------------------------------------------------
@@ -275,7 +275,7 @@ OarStatus comm_unique_id_size(void*, uint64_t* size) {
 
 OarStatus comm_unique_id(void*, void* id, uint64_t size) {
   if (!id || size < kUniqueIdBytes)
-    return fail(OAR_ERROR_INVALID_ARGUMENT, strf("comm_unique_id: needs a buffer of %llu bytes",
+    return fail(OAR_ERROR_INVALID_ARGUMENT, format("comm_unique_id: needs a buffer of %llu bytes",
                                                  static_cast<unsigned long long>(kUniqueIdBytes)));
   std::random_device rd;
   auto* bytes = static_cast<unsigned char*>(id);
@@ -288,12 +288,12 @@ OarStatus comm_init(void*, const void* unique_id, uint64_t id_size, int32_t nran
   if (!comm || !unique_id || id_size != kUniqueIdBytes)
     return fail(
         OAR_ERROR_INVALID_ARGUMENT,
-        strf("comm_init: needs a %llu-byte unique id and a comm out-pointer (got %llu bytes)",
+        format("comm_init: needs a %llu-byte unique id and a comm out-pointer (got %llu bytes)",
              static_cast<unsigned long long>(kUniqueIdBytes),
              static_cast<unsigned long long>(id_size)));
   if (nranks < 1 || rank < 0 || rank >= nranks)
     return fail(OAR_ERROR_INVALID_ARGUMENT,
-                strf("comm_init: rank %d is outside a communicator of %d ranks", rank, nranks));
+                format("comm_init: rank %d is outside a communicator of %d ranks", rank, nranks));
   if (!check_device(device, "comm_init")) return OAR_ERROR_INVALID_ARGUMENT;
   const OarHostApi& h = host();
   if (!store || h.struct_size < OAR_STRUCT_SIZE(OarHostApi, store_free) || !h.store_set ||
@@ -414,7 +414,7 @@ OarStatus broadcast(void*, void* buf, uint64_t count, int32_t dtype, int32_t roo
   Call call;
   if (OarStatus s = begin("broadcast", comm, dtype, stream, &call)) return s;
   if (root < 0 || root >= call.comm->nranks)
-    return fail(OAR_ERROR_INVALID_ARGUMENT, strf("broadcast: root %d is outside a communicator of "
+    return fail(OAR_ERROR_INVALID_ARGUMENT, format("broadcast: root %d is outside a communicator of "
                                                  "%d ranks",
                                                  root, call.comm->nranks));
   uint64_t bytes = count * call.es;
@@ -474,7 +474,7 @@ OarStatus barrier(void*, OarComm_t comm, OarStream_t stream) {
 }
 
 std::string p2p_key(const Comm& c, int32_t src, int32_t dst, uint64_t n) {
-  return strf("mock/%s/p2p/%d-%d/%llu", c.uid.c_str(), src, dst,
+  return format("mock/%s/p2p/%d-%d/%llu", c.uid.c_str(), src, dst,
               static_cast<unsigned long long>(n));
 }
 
@@ -485,7 +485,7 @@ OarStatus send(void*, const void* buf, uint64_t count, int32_t dtype, int32_t pe
   Comm& c = *call.comm;
   if (peer < 0 || peer >= c.nranks)
     return fail(OAR_ERROR_INVALID_ARGUMENT,
-                strf("send: peer %d is outside a communicator of %d ranks", peer, c.nranks));
+                format("send: peer %d is outside a communicator of %d ranks", peer, c.nranks));
   uint64_t bytes = count * call.es;
   const char* src = buffer(call, buf, bytes, "send");
   if (!src) return OAR_ERROR_INVALID_ARGUMENT;
@@ -508,7 +508,7 @@ OarStatus recv(void*, void* buf, uint64_t count, int32_t dtype, int32_t peer, Oa
   Comm& c = *call.comm;
   if (peer < 0 || peer >= c.nranks)
     return fail(OAR_ERROR_INVALID_ARGUMENT,
-                strf("recv: peer %d is outside a communicator of %d ranks", peer, c.nranks));
+                format("recv: peer %d is outside a communicator of %d ranks", peer, c.nranks));
   uint64_t bytes = count * call.es;
   char* dst = buffer(call, buf, bytes, "recv");
   if (!dst) return OAR_ERROR_INVALID_ARGUMENT;
@@ -524,14 +524,14 @@ OarStatus recv(void*, void* buf, uint64_t count, int32_t dtype, int32_t peer, Oa
     auto deadline = Clock::now() + std::chrono::milliseconds(c.timeout_ms);
     OarStatus st = fetch(c, key, deadline, &blob, error);
     if (st == OAR_ERROR_TIMEOUT)
-      error = strf(
+      error = format(
           "mock: recv #%llu from rank %d on comm %.8s (rank %d of %d) timed out after "
           "%lld ms: rank %d did not arrive (no matching send)",
           static_cast<unsigned long long>(n), peer, c.uid.c_str(), c.rank, c.nranks,
           static_cast<long long>(c.timeout_ms), peer);
     if (st != OAR_OK) return st;
     if (blob.size() != bytes) {
-      error = strf("mock: recv from rank %d got %zu bytes but %llu were expected", peer,
+      error = format("mock: recv from rank %d got %zu bytes but %llu were expected", peer,
                    blob.size(), static_cast<unsigned long long>(bytes));
       return OAR_ERROR_INVALID_ARGUMENT;
     }

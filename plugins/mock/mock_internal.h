@@ -29,8 +29,7 @@
 #include <thread>
 #include <vector>
 
-#include "oar/plugin_api.h"
-#include "oar/plugin_util.h"
+#include "oar/plugin.hpp"  // the SDK layer: errors, dtypes, attributes, kernel table
 
 namespace oar_mock {
 
@@ -40,17 +39,21 @@ constexpr uint64_t kPointerTag = 0xA000000000000000ull;
 constexpr unsigned char kPoisonByte = 0xCD;
 
 // ------------------------------------------------------------------------
-// Errors and formatting
+// Errors, formatting, dtypes: the SDK's (sdk/include/oar/plugin.hpp)
 // ------------------------------------------------------------------------
 
-/// printf into a std::string.
-std::string strf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-/// Reports `message` through the host's set_error and returns `code`.
-OarStatus fail(OarStatus code, const std::string& message);
-/// "f32", "i64", ... ("dtype 42" when unknown).
-const char* dtype_name(int32_t dtype);
-/// "[2, 3]".
-std::string shape_str(int32_t ndim, const int64_t* shape);
+namespace op = oar::plugin;
+using op::dtype_name;
+using op::Element;
+using op::fail;
+using op::kAllDtypes;
+using op::kFloatDtypes;
+using op::kNumericDtypes;
+using op::format;
+using op::shape_str;
+using op::visit_all;
+using op::visit_float;
+using op::visit_numeric;
 
 // ------------------------------------------------------------------------
 // Streams and events
@@ -206,23 +209,6 @@ OarStatus prepare(const OarKernelContext* ctx, const char* op, int32_t num_input
 /// Enqueues `body` (run on the stream's worker) for a prepared launch.
 OarStatus submit(const Launch& launch, Task body);
 
-/// Attribute readers. The `_or` forms return `fallback` when the attribute
-/// is missing; the others report an error naming the op and attribute.
-bool attr_int(const Launch& l, const char* name, int64_t* value);
-bool attr_number(const Launch& l, const char* name, double* value);  // int or float
-bool attr_number_or(const Launch& l, const char* name, double fallback, double* value);
-bool attr_bool_or(const Launch& l, const char* name, bool fallback, bool* value);
-/// A string attribute, or `fallback` when missing (valid during the call).
-const char* attr_string_or(const Launch& l, const char* name, const char* fallback);
-/// An int array; `present` (optional) says whether it was given at all.
-bool attr_ints(const Launch& l, const char* name, std::vector<int64_t>* values,
-               bool* present = nullptr);
-
-/// One element of `dtype` holding attribute `name` (int or float; an int is
-/// stored exactly), or `*fallback` when missing and fallback is not null.
-bool attr_element(const Launch& l, const char* name, int32_t dtype, const double* fallback,
-                  std::vector<unsigned char>* bytes);
-
 /// Shape equality of two views, with a sentence naming `op` on mismatch.
 bool check_same_shape(const char* op, const char* a_name, const View& a, const char* b_name,
                       const View& b);
@@ -230,50 +216,11 @@ bool check_same_shape(const char* op, const char* a_name, const View& a, const c
 bool check_broadcastable(const char* op, const char* in_name, const View& in, const View& out);
 OarStatus bad_dtype(const char* op, const char* arg, int32_t dtype, const char* allowed);
 
-// Dtype traits: S is the storage type, C the compute type (f16/bf16 compute
-// in f32, integers in i64 with two's complement wrap on store), A the
-// accumulator of sums and products (f64 for floats, i64 for integers).
-template <int32_t D, typename S_, typename C_, typename A_, bool kFloat>
-struct DtypeTraits {
-  using S = S_;
-  using C = C_;
-  using A = A_;
-  static constexpr int32_t dtype = D;
-  static constexpr bool is_float = kFloat;
-  static C load(const void* p) {
-    S s;
-    std::memcpy(&s, p, sizeof(S));
-    if constexpr (D == OAR_DTYPE_F16)
-      return oar_f16_to_f32(s);
-    else if constexpr (D == OAR_DTYPE_BF16)
-      return oar_bf16_to_f32(s);
-    else if constexpr (D == OAR_DTYPE_BOOL)
-      return s != 0;
-    else
-      return static_cast<C>(s);
-  }
-  static void store(void* p, C v) {
-    S s;
-    if constexpr (D == OAR_DTYPE_F16)
-      s = oar_f32_to_f16(v);
-    else if constexpr (D == OAR_DTYPE_BF16)
-      s = oar_f32_to_bf16(v);
-    else if constexpr (D == OAR_DTYPE_BOOL)
-      s = v != 0;
-    else
-      s = static_cast<S>(v);  // integers wrap (C++20 modular conversion)
-    std::memcpy(p, &s, sizeof(S));
-  }
-};
-using F32 = DtypeTraits<OAR_DTYPE_F32, float, float, double, true>;
-using F64 = DtypeTraits<OAR_DTYPE_F64, double, double, double, true>;
-using F16 = DtypeTraits<OAR_DTYPE_F16, uint16_t, float, double, true>;
-using BF16 = DtypeTraits<OAR_DTYPE_BF16, uint16_t, float, double, true>;
-using I8 = DtypeTraits<OAR_DTYPE_I8, int8_t, int64_t, int64_t, false>;
-using U8 = DtypeTraits<OAR_DTYPE_U8, uint8_t, int64_t, int64_t, false>;
-using I32 = DtypeTraits<OAR_DTYPE_I32, int32_t, int64_t, int64_t, false>;
-using I64 = DtypeTraits<OAR_DTYPE_I64, int64_t, int64_t, int64_t, false>;
-using Bool = DtypeTraits<OAR_DTYPE_BOOL, uint8_t, int64_t, int64_t, false>;
+// Element traits of the dtypes the mock names directly (op::Element: S the
+// storage type, C the compute type, A the accumulator).
+using I32 = Element<int32_t>;
+using I64 = Element<int64_t>;
+using Bool = Element<bool>;
 
 /// Integer arithmetic with two's complement wrap, never undefined.
 inline int64_t wrap_add(int64_t a, int64_t b) {
@@ -286,76 +233,11 @@ inline int64_t wrap_mul(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
 }
 
-// Dtype visitors: call f(Traits{}) for the traits of `dtype`; return false
-// when the dtype is outside the family.
-template <typename F>
-bool visit_float(int32_t dtype, F&& f) {
-  switch (dtype) {
-    case OAR_DTYPE_F32:
-      f(F32{});
-      return true;
-    case OAR_DTYPE_F64:
-      f(F64{});
-      return true;
-    case OAR_DTYPE_F16:
-      f(F16{});
-      return true;
-    case OAR_DTYPE_BF16:
-      f(BF16{});
-      return true;
-    default:
-      return false;
-  }
-}
-template <typename F>
-bool visit_numeric(int32_t dtype, F&& f) {  // floats and integers, not bool
-  switch (dtype) {
-    case OAR_DTYPE_I8:
-      f(I8{});
-      return true;
-    case OAR_DTYPE_U8:
-      f(U8{});
-      return true;
-    case OAR_DTYPE_I32:
-      f(I32{});
-      return true;
-    case OAR_DTYPE_I64:
-      f(I64{});
-      return true;
-    default:
-      return visit_float(dtype, f);
-  }
-}
-template <typename F>
-bool visit_all(int32_t dtype, F&& f) {
-  if (dtype == OAR_DTYPE_BOOL) {
-    f(Bool{});
-    return true;
-  }
-  return visit_numeric(dtype, f);
-}
-
-/// Dtype families used in registration tables.
-extern const std::vector<int32_t> kFloatDtypes;    // f32 f64 f16 bf16
-extern const std::vector<int32_t> kNumericDtypes;  // floats + i8 u8 i32 i64
-extern const std::vector<int32_t> kAllDtypes;      // numeric + bool
-
-/// Stores `value` into one element of `dtype` with cast semantics (floats
-/// round to nearest even through f32 for f16/bf16; integers truncate toward
-/// zero and saturate, NaN -> 0; bool is value != 0).
-void store_double(int32_t dtype, void* p, double value);
-/// Stores an exact integer into one element (integers wrap).
-void store_int(int32_t dtype, void* p, int64_t value);
-
-/// Registers `fn` for op `op` with one concrete dtype signature.
-OarStatus register_kernel(const char* op, OarKernelFn fn, std::vector<int32_t> inputs,
-                          std::vector<int32_t> outputs);
-
 // Registration of each kernel family (mock_kernels_*.cpp).
-OarStatus register_elementwise_kernels();
-OarStatus register_reduce_kernels();
-OarStatus register_shape_kernels();
-OarStatus register_conv_kernels();
+void register_elementwise_kernels(op::KernelTable& t);
+void register_reduce_kernels(op::KernelTable& t);
+void register_shape_kernels(op::KernelTable& t);
+void register_conv_kernels(op::KernelTable& t);
 
 // Collective entries of the device table (mock_collectives.cpp).
 void fill_collectives(OarDeviceApi* api);

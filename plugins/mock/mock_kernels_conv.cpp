@@ -20,10 +20,11 @@ struct Geometry {
 };
 
 bool read_pair(const Launch& l, const char* name, int64_t* a, int64_t* b) {
-  std::vector<int64_t> v;
-  if (!attr_ints(l, name, &v)) return false;
+  op::Attrs attrs(l.ctx);
+  const std::vector<int64_t> v = attrs.get_ints(name);
+  if (!attrs.ok()) return false;
   if (v.size() != 2) {
-    fail(OAR_ERROR_INVALID_ARGUMENT, strf("%s: attribute %s must have 2 entries", l.op, name));
+    fail(OAR_ERROR_INVALID_ARGUMENT, format("%s: attribute %s must have 2 entries", l.op, name));
     return false;
   }
   *a = v[0];
@@ -34,7 +35,7 @@ bool read_pair(const Launch& l, const char* name, int64_t* a, int64_t* b) {
 bool check_4d(const char* op, const char* name, const View& v) {
   if (v.ndim == 4) return true;
   fail(OAR_ERROR_INVALID_ARGUMENT,
-       strf("%s: %s must be 4-D (NCHW) but has shape %s", op, name, shape_str(v.ndim, v.shape).c_str()));
+       format("%s: %s must be 4-D (NCHW) but has shape %s", op, name, shape_str(v.ndim, v.shape).c_str()));
   return false;
 }
 
@@ -43,8 +44,11 @@ bool check_4d(const char* op, const char* name, const View& v) {
 bool conv_geometry(const Launch& l, const View& x, const View& w, const View& y, Geometry* g) {
   if (!check_4d(l.op, "x", x) || !check_4d(l.op, "weight", w) || !check_4d(l.op, "y", y)) return false;
   if (!read_pair(l, "strides", &g->sh, &g->sw) || !read_pair(l, "paddings", &g->ph, &g->pw) ||
-      !read_pair(l, "dilations", &g->dh, &g->dw) || !attr_int(l, "groups", &g->groups))
+      !read_pair(l, "dilations", &g->dh, &g->dw))
     return false;
+  op::Attrs attrs(l.ctx);
+  g->groups = attrs.get_int("groups");
+  if (!attrs.ok()) return false;
   g->N = x.shape[0], g->C = x.shape[1], g->H = x.shape[2], g->W = x.shape[3];
   g->Cout = w.shape[0], g->kh = w.shape[2], g->kw = w.shape[3];
   g->Ho = y.shape[2], g->Wo = y.shape[3];
@@ -54,7 +58,7 @@ bool conv_geometry(const Launch& l, const View& x, const View& w, const View& y,
             g->Wo == (g->W + 2 * g->pw - g->dw * (g->kw - 1) - 1) / g->sw + 1;
   if (!ok)
     fail(OAR_ERROR_INVALID_ARGUMENT,
-         strf("%s: x %s, weight %s and y %s do not fit the attributes (groups %lld)", l.op,
+         format("%s: x %s, weight %s and y %s do not fit the attributes (groups %lld)", l.op,
               shape_str(x.ndim, x.shape).c_str(), shape_str(w.ndim, w.shape).c_str(),
               shape_str(y.ndim, y.shape).c_str(), static_cast<long long>(g->groups)));
   return ok;
@@ -72,7 +76,7 @@ bool pool_geometry(const Launch& l, const View& x, const View& y, Geometry* g) {
             g->Wo == (g->W + 2 * g->pw - g->kw) / g->sw + 1;
   if (!ok)
     fail(OAR_ERROR_INVALID_ARGUMENT,
-         strf("%s: x %s and y %s do not fit the window attributes", l.op, shape_str(x.ndim, x.shape).c_str(),
+         format("%s: x %s and y %s do not fit the window attributes", l.op, shape_str(x.ndim, x.shape).c_str(),
               shape_str(y.ndim, y.shape).c_str()));
   return ok;
 }
@@ -100,7 +104,7 @@ OarStatus conv2d_kernel(const OarKernelContext* ctx) {
   if (!same_float_dtype(l) || !conv_geometry(l, x, w, y, &g)) return OAR_ERROR_INVALID_ARGUMENT;
   return submit(l, [x, w, y, g](std::string&) -> OarStatus {
     visit_float(y.dtype, [&](auto t) {
-      using T = decltype(t);
+      using T = Element<decltype(t)>;
       const int64_t cin = g.C / g.groups, cout = g.Cout / g.groups;
       for_each_index(4, y.shape, [&](const int64_t* o, int64_t) {
         const int64_t n = o[0], oc = o[1], base = (oc / cout) * cin;
@@ -128,7 +132,7 @@ OarStatus conv2d_grad_input_kernel(const OarKernelContext* ctx) {
   if (!same_float_dtype(l) || !conv_geometry(l, dx, w, gy, &g)) return OAR_ERROR_INVALID_ARGUMENT;
   return submit(l, [gy, w, dx, g](std::string&) -> OarStatus {
     visit_float(dx.dtype, [&](auto t) {
-      using T = decltype(t);
+      using T = Element<decltype(t)>;
       const int64_t cin = g.C / g.groups, cout = g.Cout / g.groups;
       // dx[n, c, h, v] = sum of gy[n, oc, oh, ow] * w[oc, c % cin, i, j] over
       // the (oc, i, j) whose window position (oh, ow) lands on (h, v).
@@ -162,7 +166,7 @@ OarStatus conv2d_grad_weight_kernel(const OarKernelContext* ctx) {
   if (!same_float_dtype(l) || !conv_geometry(l, x, dw, gy, &g)) return OAR_ERROR_INVALID_ARGUMENT;
   return submit(l, [x, gy, dw, g](std::string&) -> OarStatus {
     visit_float(dw.dtype, [&](auto t) {
-      using T = decltype(t);
+      using T = Element<decltype(t)>;
       const int64_t cin = g.C / g.groups, cout = g.Cout / g.groups;
       for_each_index(4, dw.shape, [&](const int64_t* p, int64_t) {
         const int64_t oc = p[0], c = (oc / cout) * cin + p[1];
@@ -214,12 +218,13 @@ OarStatus pool_kernel(const OarKernelContext* ctx) {
   if (OarStatus s = prepare(ctx, kMax ? "max_pool2d" : "avg_pool2d", 1, 1, &l)) return s;
   const View x = l.in[0], y = l.out[0];
   Geometry g;
-  bool exclusive = true;
-  if (!same_float_dtype(l) || !pool_geometry(l, x, y, &g) || !attr_bool_or(l, "exclusive", true, &exclusive))
-    return OAR_ERROR_INVALID_ARGUMENT;
+  if (!same_float_dtype(l) || !pool_geometry(l, x, y, &g)) return OAR_ERROR_INVALID_ARGUMENT;
+  op::Attrs attrs(l.ctx);
+  const bool exclusive = attrs.get_bool("exclusive", true);
+  if (!attrs.ok()) return attrs.status();
   return submit(l, [x, y, g, exclusive](std::string&) -> OarStatus {
     visit_float(y.dtype, [&](auto t) {
-      using T = decltype(t);
+      using T = Element<decltype(t)>;
       for_each_index(4, y.shape, [&](const int64_t* o, int64_t) {
         if constexpr (kMax) {
           int64_t h, v;
@@ -251,7 +256,7 @@ OarStatus max_pool_grad_kernel(const OarKernelContext* ctx) {
     return OAR_ERROR_INVALID_ARGUMENT;
   return submit(l, [x, gy, dx, g](std::string&) -> OarStatus {
     visit_float(dx.dtype, [&](auto t) {
-      using T = decltype(t);
+      using T = Element<decltype(t)>;
       // Accumulate in f64 per element of dx, then round once.
       std::vector<double> acc(static_cast<size_t>(dx.numel()), 0.0);
       for_each_index(4, gy.shape, [&](const int64_t* o, int64_t) {
@@ -273,12 +278,13 @@ OarStatus avg_pool_grad_kernel(const OarKernelContext* ctx) {
   if (OarStatus s = prepare(ctx, "avg_pool2d_grad", 1, 1, &l)) return s;
   const View gy = l.in[0], dx = l.out[0];
   Geometry g;
-  bool exclusive = true;
-  if (!same_float_dtype(l) || !pool_geometry(l, dx, gy, &g) || !attr_bool_or(l, "exclusive", true, &exclusive))
-    return OAR_ERROR_INVALID_ARGUMENT;
+  if (!same_float_dtype(l) || !pool_geometry(l, dx, gy, &g)) return OAR_ERROR_INVALID_ARGUMENT;
+  op::Attrs attrs(l.ctx);
+  const bool exclusive = attrs.get_bool("exclusive", true);
+  if (!attrs.ok()) return attrs.status();
   return submit(l, [gy, dx, g, exclusive](std::string&) -> OarStatus {
     visit_float(dx.dtype, [&](auto t) {
-      using T = decltype(t);
+      using T = Element<decltype(t)>;
       std::vector<double> acc(static_cast<size_t>(dx.numel()), 0.0);
       for_each_index(4, gy.shape, [&](const int64_t* o, int64_t) {
         const int64_t count = window_count(g, o[2], o[3], exclusive);
@@ -300,21 +306,16 @@ OarStatus avg_pool_grad_kernel(const OarKernelContext* ctx) {
 
 }  // namespace
 
-OarStatus register_conv_kernels() {
-  OarStatus st = OAR_OK;
-  auto reg = [&](const char* op, OarKernelFn fn, std::vector<int32_t> in, std::vector<int32_t> out) {
-    if (st == OAR_OK) st = register_kernel(op, fn, std::move(in), std::move(out));
-  };
+void register_conv_kernels(op::KernelTable& t) {
   for (int32_t dt : kFloatDtypes) {
-    reg("conv2d", conv2d_kernel, {dt, dt}, {dt});
-    reg("conv2d_grad_input", conv2d_grad_input_kernel, {dt, dt}, {dt});
-    reg("conv2d_grad_weight", conv2d_grad_weight_kernel, {dt, dt}, {dt});
-    reg("max_pool2d", pool_kernel<true>, {dt}, {dt});
-    reg("avg_pool2d", pool_kernel<false>, {dt}, {dt});
-    reg("max_pool2d_grad", max_pool_grad_kernel, {dt, dt}, {dt});
-    reg("avg_pool2d_grad", avg_pool_grad_kernel, {dt}, {dt});
+    t.add("conv2d", {dt, dt}, {dt}, conv2d_kernel);
+    t.add("conv2d_grad_input", {dt, dt}, {dt}, conv2d_grad_input_kernel);
+    t.add("conv2d_grad_weight", {dt, dt}, {dt}, conv2d_grad_weight_kernel);
+    t.add("max_pool2d", {dt}, {dt}, pool_kernel<true>);
+    t.add("avg_pool2d", {dt}, {dt}, pool_kernel<false>);
+    t.add("max_pool2d_grad", {dt, dt}, {dt}, max_pool_grad_kernel);
+    t.add("avg_pool2d_grad", {dt}, {dt}, avg_pool_grad_kernel);
   }
-  return st;
 }
 
 }  // namespace oar_mock

@@ -78,7 +78,7 @@ OarStatus unary_kernel(const OarKernelContext* ctx) {
     return bad_dtype(l.op, "x", x.dtype, float_only ? "float dtypes" : "numeric dtypes");
   return submit(l, [x, y](std::string&) -> OarStatus {
     visit_numeric(x.dtype, [&](auto t) {
-      using T = decltype(t);
+      using T = Element<decltype(t)>;
       for_each_index(y.ndim, y.shape, [&](const int64_t* i, int64_t) {
         T::store(y.at(i), unary_value<T>(OP, T::load(x.at(i))));
       });
@@ -95,7 +95,7 @@ OarStatus logical_not_kernel(const OarKernelContext* ctx) {
   if (!check_same_shape(l.op, "x", x, "y", y)) return OAR_ERROR_INVALID_ARGUMENT;
   return submit(l, [x, y](std::string&) -> OarStatus {
     visit_all(x.dtype, [&](auto t) {
-      using T = decltype(t);
+      using T = Element<decltype(t)>;
       for_each_index(y.ndim, y.shape, [&](const int64_t* i, int64_t) {
         Bool::store(y.at(i), T::load(x.at(i)) == 0);
       });
@@ -186,11 +186,11 @@ OarStatus check_binary(const Launch& l, int32_t out_dtype) {
   const View &a = l.in[0], &b = l.in[1], &y = l.out[0];
   if (a.dtype != b.dtype)
     return fail(OAR_ERROR_INVALID_ARGUMENT,
-                strf("%s: a has dtype %s but b has dtype %s; the host casts both to one dtype "
+                format("%s: a has dtype %s but b has dtype %s; the host casts both to one dtype "
                      "first",
                      l.op, dtype_name(a.dtype), dtype_name(b.dtype)));
   if (y.dtype != out_dtype)
-    return fail(OAR_ERROR_INVALID_ARGUMENT, strf("%s: the output has dtype %s, expected %s", l.op,
+    return fail(OAR_ERROR_INVALID_ARGUMENT, format("%s: the output has dtype %s, expected %s", l.op,
                                                  dtype_name(y.dtype), dtype_name(out_dtype)));
   if (!check_broadcastable(l.op, "a", a, y) || !check_broadcastable(l.op, "b", b, y))
     return OAR_ERROR_INVALID_ARGUMENT;
@@ -208,7 +208,7 @@ OarStatus binary_kernel(const OarKernelContext* ctx) {
     return bad_dtype(l.op, "a", a.dtype, OP == Binary::Pow ? "float dtypes" : "numeric dtypes");
   return submit(l, [a, b, y](std::string&) -> OarStatus {
     visit_numeric(a.dtype, [&](auto t) {
-      using T = decltype(t);
+      using T = Element<decltype(t)>;
       for_each_index(y.ndim, y.shape, [&](const int64_t* i, int64_t) {
         T::store(y.at(i), binary_value<T>(OP, T::load(a.at(i)), T::load(b.at(i))));
       });
@@ -225,7 +225,7 @@ OarStatus compare_kernel(const OarKernelContext* ctx) {
   const View a = l.in[0], b = l.in[1], y = l.out[0];
   return submit(l, [a, b, y](std::string&) -> OarStatus {
     visit_all(a.dtype, [&](auto t) {
-      using T = decltype(t);
+      using T = Element<decltype(t)>;
       for_each_index(y.ndim, y.shape, [&](const int64_t* i, int64_t) {
         Bool::store(y.at(i), compare_value<T>(OP, T::load(a.at(i)), T::load(b.at(i))));
       });
@@ -241,7 +241,7 @@ OarStatus where_kernel(const OarKernelContext* ctx) {
   if (cond.dtype != OAR_DTYPE_BOOL) return bad_dtype(l.op, "cond", cond.dtype, "bool");
   if (x.dtype != y.dtype || out.dtype != x.dtype)
     return fail(OAR_ERROR_INVALID_ARGUMENT,
-                strf("where: x, y and the output must share a dtype but are %s, %s and %s",
+                format("where: x, y and the output must share a dtype but are %s, %s and %s",
                      dtype_name(x.dtype), dtype_name(y.dtype), dtype_name(out.dtype)));
   if (!check_broadcastable(l.op, "cond", cond, out) || !check_broadcastable(l.op, "x", x, out) ||
       !check_broadcastable(l.op, "y", y, out))
@@ -261,7 +261,7 @@ OarStatus where_kernel(const OarKernelContext* ctx) {
 
 // cast: float -> int truncates toward zero and saturates (NaN -> 0);
 // int -> narrower int wraps; anything -> bool is x != 0; f64 -> f16/bf16
-// rounds through f32 (as store_double does).
+// rounds through f32 (Note [Cast contract] in oar/plugin.hpp).
 OarStatus cast_kernel(const OarKernelContext* ctx) {
   Launch l;
   if (OarStatus s = prepare(ctx, "cast", 1, 1, &l)) return s;
@@ -269,13 +269,13 @@ OarStatus cast_kernel(const OarKernelContext* ctx) {
   if (!check_same_shape(l.op, "x", x, "y", y)) return OAR_ERROR_INVALID_ARGUMENT;
   return submit(l, [x, y](std::string&) -> OarStatus {
     visit_all(x.dtype, [&](auto t) {
-      using T = decltype(t);
+      using T = Element<decltype(t)>;
       for_each_index(y.ndim, y.shape, [&](const int64_t* i, int64_t) {
         auto v = T::load(x.at(i));
         if constexpr (T::is_float)
-          store_double(y.dtype, y.at(i), static_cast<double>(v));
+          op::store_as(y.dtype, y.at(i), static_cast<double>(v));
         else
-          store_int(y.dtype, y.at(i), v);
+          op::store_as(y.dtype, y.at(i), v);
       });
     });
     return OAR_OK;
@@ -304,8 +304,9 @@ OarStatus full_kernel(const OarKernelContext* ctx) {
   Launch l;
   if (OarStatus s = prepare(ctx, "full", 0, 1, &l)) return s;
   const View y = l.out[0];
-  std::vector<unsigned char> bytes;
-  if (!attr_element(l, "value", y.dtype, nullptr, &bytes)) return OAR_ERROR_INVALID_ARGUMENT;
+  std::vector<unsigned char> bytes(y.elsize());
+  op::Attrs attrs(l.ctx);
+  if (!attrs.element_into("value", y.dtype, nullptr, bytes.data())) return attrs.status();
   return submit(l, [y, bytes](std::string&) -> OarStatus {
     for_each_index(y.ndim, y.shape, [&](const int64_t* i, int64_t) {
       std::memcpy(y.at(i), bytes.data(), bytes.size());
@@ -319,15 +320,15 @@ OarStatus arange_kernel(const OarKernelContext* ctx) {
   if (OarStatus s = prepare(ctx, "arange", 0, 1, &l)) return s;
   const View y = l.out[0];
   if (y.ndim != 1)
-    return fail(OAR_ERROR_INVALID_ARGUMENT, strf("arange: the output must be 1-D but has shape %s",
+    return fail(OAR_ERROR_INVALID_ARGUMENT, format("arange: the output must be 1-D but has shape %s",
                                                  shape_str(y.ndim, y.shape).c_str()));
   if (y.dtype == OAR_DTYPE_BOOL) return bad_dtype(l.op, "the output", y.dtype, "numeric dtypes");
-  double start = 0, step = 1;
-  if (!attr_number(l, "start", &start) || !attr_number_or(l, "step", 1.0, &step))
-    return OAR_ERROR_INVALID_ARGUMENT;
+  op::Attrs attrs(l.ctx);
+  const double start = attrs.get_float("start"), step = attrs.get_float("step", 1.0);
+  if (!attrs.ok()) return attrs.status();
   return submit(l, [y, start, step](std::string&) -> OarStatus {
     for_each_index(y.ndim, y.shape, [&](const int64_t* i, int64_t n) {
-      store_double(y.dtype, y.at(i), start + static_cast<double>(n) * step);
+      op::store_as(y.dtype, y.at(i), start + static_cast<double>(n) * step);
     });
     return OAR_OK;
   });
@@ -343,19 +344,18 @@ OarStatus random_kernel(const OarKernelContext* ctx) {
   const View y = l.out[0];
   if (!visit_float(y.dtype, [](auto) {}))
     return bad_dtype(op, "the output", y.dtype, "float dtypes");
-  int64_t seed = 0, offset = 0;
-  double a = 0, b = 1;
-  if (!attr_int(l, "seed", &seed) || !attr_int(l, "offset", &offset) ||
-      !attr_number_or(l, kNormal ? "mean" : "low", 0.0, &a) ||
-      !attr_number_or(l, kNormal ? "std" : "high", 1.0, &b))
-    return OAR_ERROR_INVALID_ARGUMENT;
+  op::Attrs attrs(l.ctx);
+  const int64_t seed = attrs.get_int("seed"), offset = attrs.get_int("offset");
+  const double a = attrs.get_float(kNormal ? "mean" : "low", 0.0);
+  const double b = attrs.get_float(kNormal ? "std" : "high", 1.0);
+  if (!attrs.ok()) return attrs.status();
   auto useed = static_cast<uint64_t>(seed), uoffset = static_cast<uint64_t>(offset);
   return submit(l, [y, useed, uoffset, a, b](std::string&) -> OarStatus {
     for_each_index(y.ndim, y.shape, [&](const int64_t* i, int64_t n) {
       auto un = static_cast<uint64_t>(n);
       double v = kNormal ? a + b * oar_normal_at(useed, uoffset, un)
                          : a + (b - a) * oar_uniform_at(useed, uoffset, un);
-      store_double(y.dtype, y.at(i), v);
+      op::store_as(y.dtype, y.at(i), v);
     });
     return OAR_OK;
   });
@@ -363,12 +363,7 @@ OarStatus random_kernel(const OarKernelContext* ctx) {
 
 }  // namespace
 
-OarStatus register_elementwise_kernels() {
-  OarStatus st = OAR_OK;
-  auto reg = [&](const char* op, OarKernelFn fn, std::vector<int32_t> in,
-                 std::vector<int32_t> out) {
-    if (st == OAR_OK) st = register_kernel(op, fn, std::move(in), std::move(out));
-  };
+void register_elementwise_kernels(op::KernelTable& t) {
   struct UnaryEntry {
     const char* name;
     OarKernelFn fn;
@@ -384,8 +379,9 @@ OarStatus register_elementwise_kernels() {
       {"ceil", unary_kernel<Unary::Ceil>, true},
   };
   for (const auto& u : unary)
-    for (int32_t dt : u.float_only ? kFloatDtypes : kNumericDtypes) reg(u.name, u.fn, {dt}, {dt});
-  for (int32_t dt : kAllDtypes) reg("logical_not", logical_not_kernel, {dt}, {OAR_DTYPE_BOOL});
+    for (int32_t dt : kNumericDtypes)
+      if (!u.float_only || visit_float(dt, [](auto) {})) t.add(u.name, {dt}, {dt}, u.fn);
+  for (int32_t dt : kAllDtypes) t.add("logical_not", {dt}, {OAR_DTYPE_BOOL}, logical_not_kernel);
 
   const std::pair<const char*, OarKernelFn> binary[] = {
       {"add", binary_kernel<Binary::Add>},         {"sub", binary_kernel<Binary::Sub>},
@@ -393,8 +389,8 @@ OarStatus register_elementwise_kernels() {
       {"maximum", binary_kernel<Binary::Maximum>}, {"minimum", binary_kernel<Binary::Minimum>},
   };
   for (const auto& [name, fn] : binary)
-    for (int32_t dt : kNumericDtypes) reg(name, fn, {dt, dt}, {dt});
-  for (int32_t dt : kFloatDtypes) reg("pow", binary_kernel<Binary::Pow>, {dt, dt}, {dt});
+    for (int32_t dt : kNumericDtypes) t.add(name, {dt, dt}, {dt}, fn);
+  for (int32_t dt : kFloatDtypes) t.add("pow", {dt, dt}, {dt}, binary_kernel<Binary::Pow>);
 
   const std::pair<const char*, OarKernelFn> compare[] = {
       {"equal", compare_kernel<Compare::Equal>},
@@ -407,20 +403,19 @@ OarStatus register_elementwise_kernels() {
       {"logical_or", compare_kernel<Compare::Or>},
   };
   for (const auto& [name, fn] : compare)
-    for (int32_t dt : kAllDtypes) reg(name, fn, {dt, dt}, {OAR_DTYPE_BOOL});
+    for (int32_t dt : kAllDtypes) t.add(name, {dt, dt}, {OAR_DTYPE_BOOL}, fn);
 
   for (int32_t dt : kAllDtypes) {
-    reg("where", where_kernel, {OAR_DTYPE_BOOL, dt, dt}, {dt});
-    reg("copy", copy_kernel, {dt}, {dt});
-    reg("full", full_kernel, {}, {dt});
-    for (int32_t to : kAllDtypes) reg("cast", cast_kernel, {dt}, {to});
+    t.add("where", {OAR_DTYPE_BOOL, dt, dt}, {dt}, where_kernel);
+    t.add("copy", {dt}, {dt}, copy_kernel);
+    t.add("full", {}, {dt}, full_kernel);
+    for (int32_t to : kAllDtypes) t.add("cast", {dt}, {to}, cast_kernel);
   }
-  for (int32_t dt : kNumericDtypes) reg("arange", arange_kernel, {}, {dt});
+  for (int32_t dt : kNumericDtypes) t.add("arange", {}, {dt}, arange_kernel);
   for (int32_t dt : kFloatDtypes) {
-    reg("uniform", random_kernel<false>, {}, {dt});
-    reg("normal", random_kernel<true>, {}, {dt});
+    t.add("uniform", {}, {dt}, random_kernel<false>);
+    t.add("normal", {}, {dt}, random_kernel<true>);
   }
-  return st;
 }
 
 }  // namespace oar_mock

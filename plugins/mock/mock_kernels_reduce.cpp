@@ -20,9 +20,10 @@ const char* const kReduceNames[] = {"sum", "prod", "max", "min"};
 // the input's shape, and every dim otherwise (the two agree on the values
 // whenever both shapes fit).
 bool reduced_dims(const Launch& l, const View& x, const View& y, bool mask[OAR_MAX_NDIM]) {
-  std::vector<int64_t> axes;
-  bool present = false;
-  if (!attr_ints(l, "axes", &axes, &present)) return false;
+  op::Attrs attrs(l.ctx);
+  const bool present = attrs.has("axes");
+  const std::vector<int64_t> axes = attrs.get_ints("axes", {});
+  if (!attrs.ok()) return false;
   bool same_shape = x.ndim == y.ndim;
   for (int32_t d = 0; same_shape && d < x.ndim; ++d) same_shape = x.shape[d] == y.shape[d];
   for (int32_t d = 0; d < OAR_MAX_NDIM; ++d) mask[d] = !present || (axes.empty() && !same_shape);
@@ -30,7 +31,7 @@ bool reduced_dims(const Launch& l, const View& x, const View& y, bool mask[OAR_M
     int64_t a = axis < 0 ? axis + x.ndim : axis;
     if (a < 0 || a >= x.ndim || mask[a]) {
       fail(OAR_ERROR_INVALID_ARGUMENT,
-           strf("%s: axis %lld is out of range or repeated for an input of shape %s", l.op,
+           format("%s: axis %lld is out of range or repeated for an input of shape %s", l.op,
                 static_cast<long long>(axis), shape_str(x.ndim, x.shape).c_str()));
       return false;
     }
@@ -55,7 +56,7 @@ bool reduced_output(const Launch& l, const View& x, const View& y, const bool* m
   for (int32_t d = 0; ok && d < n; ++d) ok = y.shape[d] == expected[d];
   if (!ok) {
     fail(OAR_ERROR_INVALID_ARGUMENT,
-         strf("%s: reducing shape %s (keepdim=%s) gives %s but the output has shape %s", l.op,
+         format("%s: reducing shape %s (keepdim=%s) gives %s but the output has shape %s", l.op,
               shape_str(x.ndim, x.shape).c_str(), keepdim ? "true" : "false",
               shape_str(n, expected).c_str(), shape_str(y.ndim, y.shape).c_str()));
     return false;
@@ -70,17 +71,19 @@ OarStatus reduce_kernel(const OarKernelContext* ctx) {
   Launch l;
   if (OarStatus s = prepare(ctx, kReduceNames[static_cast<int>(OP)], 1, 1, &l)) return s;
   const View x = l.in[0], y = l.out[0];
-  bool mask[OAR_MAX_NDIM], keepdim = false;
+  bool mask[OAR_MAX_NDIM];
   View y_keep;
-  if (!reduced_dims(l, x, y, mask) || !attr_bool_or(l, "keepdim", false, &keepdim) ||
-      !reduced_output(l, x, y, mask, keepdim, &y_keep))
+  if (!reduced_dims(l, x, y, mask)) return OAR_ERROR_INVALID_ARGUMENT;
+  op::Attrs attrs(l.ctx);
+  const bool keepdim = attrs.get_bool("keepdim", false);
+  if (!attrs.ok() || !reduced_output(l, x, y, mask, keepdim, &y_keep))
     return OAR_ERROR_INVALID_ARGUMENT;
   bool is_float = visit_float(x.dtype, [](auto) {});
   bool sum_like = OP == Reduce::Sum || OP == Reduce::Prod;
   int32_t want = sum_like && !is_float ? OAR_DTYPE_I64 : x.dtype;
   if (y.dtype != want)
     return fail(OAR_ERROR_INVALID_ARGUMENT,
-                strf("%s: an input of dtype %s needs an output of dtype %s, not %s", l.op,
+                format("%s: an input of dtype %s needs an output of dtype %s, not %s", l.op,
                      dtype_name(x.dtype), dtype_name(want), dtype_name(y.dtype)));
   int64_t outer[OAR_MAX_NDIM], inner[OAR_MAX_NDIM];
   int64_t inner_count = 1;
@@ -91,13 +94,13 @@ OarStatus reduce_kernel(const OarKernelContext* ctx) {
   }
   if (!sum_like && inner_count == 0 && y.numel() > 0)
     return fail(OAR_ERROR_INVALID_ARGUMENT,
-                strf("%s: the reduced dims of shape %s are empty; %s has no identity", l.op,
+                format("%s: the reduced dims of shape %s are empty; %s has no identity", l.op,
                      shape_str(x.ndim, x.shape).c_str(), l.op));
   std::vector<int64_t> outer_shape(outer, outer + x.ndim), inner_shape(inner, inner + x.ndim);
   return submit(l, [x, y_keep, outer_shape, inner_shape](std::string&) -> OarStatus {
     int32_t nd = x.ndim;
     visit_all(x.dtype, [&](auto t) {
-      using T = decltype(t);
+      using T = Element<decltype(t)>;
       using A = typename T::A;
       using C = typename T::C;
       for_each_index(nd, outer_shape.data(), [&](const int64_t* o, int64_t) {
@@ -148,15 +151,15 @@ OarStatus arg_kernel(const OarKernelContext* ctx) {
   Launch l;
   if (OarStatus s = prepare(ctx, kMax ? "argmax" : "argmin", 1, 1, &l)) return s;
   const View x = l.in[0], y = l.out[0];
-  int64_t axis = 0;
-  bool keepdim = false;
-  if (!attr_int(l, "axis", &axis) || !attr_bool_or(l, "keepdim", false, &keepdim))
-    return OAR_ERROR_INVALID_ARGUMENT;
+  op::Attrs attrs(l.ctx);
+  int64_t axis = attrs.get_int("axis");
+  const bool keepdim = attrs.get_bool("keepdim", false);
+  if (!attrs.ok()) return attrs.status();
   if (y.dtype != OAR_DTYPE_I64) return bad_dtype(l.op, "the output", y.dtype, "i64");
   if (axis < 0) axis += x.ndim;
   if (x.ndim > 0 && (axis < 0 || axis >= x.ndim))
     return fail(OAR_ERROR_INVALID_ARGUMENT,
-                strf("%s: axis %lld is out of range for an input of shape %s", l.op,
+                format("%s: axis %lld is out of range for an input of shape %s", l.op,
                      static_cast<long long>(axis), shape_str(x.ndim, x.shape).c_str()));
   bool mask[OAR_MAX_NDIM] = {};
   if (x.ndim > 0) mask[axis] = true;
@@ -165,11 +168,11 @@ OarStatus arg_kernel(const OarKernelContext* ctx) {
   int64_t extent = x.ndim > 0 ? x.shape[axis] : 1;
   if (extent == 0 && y.numel() > 0)
     return fail(OAR_ERROR_INVALID_ARGUMENT,
-                strf("%s: axis %lld of shape %s is empty", l.op, static_cast<long long>(axis),
+                format("%s: axis %lld of shape %s is empty", l.op, static_cast<long long>(axis),
                      shape_str(x.ndim, x.shape).c_str()));
   return submit(l, [x, y_keep, axis, extent](std::string&) -> OarStatus {
     visit_all(x.dtype, [&](auto t) {
-      using T = decltype(t);
+      using T = Element<decltype(t)>;
       using C = typename T::C;
       for_each_index(y_keep.ndim, y_keep.shape, [&](const int64_t* o, int64_t) {
         int64_t index[OAR_MAX_NDIM];
@@ -203,26 +206,26 @@ OarStatus matmul_kernel(const OarKernelContext* ctx) {
   Launch l;
   if (OarStatus s = prepare(ctx, "matmul", 2, 1, &l)) return s;
   const View a = l.in[0], b = l.in[1], y = l.out[0];
-  bool ta = false, tb = false;
-  if (!attr_bool_or(l, "transpose_a", false, &ta) || !attr_bool_or(l, "transpose_b", false, &tb))
-    return OAR_ERROR_INVALID_ARGUMENT;
+  op::Attrs attrs(l.ctx);
+  const bool ta = attrs.get_bool("transpose_a", false), tb = attrs.get_bool("transpose_b", false);
+  if (!attrs.ok()) return attrs.status();
   if (a.dtype != b.dtype || y.dtype != a.dtype)
     return fail(OAR_ERROR_INVALID_ARGUMENT,
-                strf("matmul: a, b and the output must share a dtype but are %s, %s and %s",
+                format("matmul: a, b and the output must share a dtype but are %s, %s and %s",
                      dtype_name(a.dtype), dtype_name(b.dtype), dtype_name(y.dtype)));
   if (!visit_numeric(a.dtype, [](auto) {}))
     return bad_dtype("matmul", "a", a.dtype, "numeric dtypes");
   int32_t nd = y.ndim;
   if (nd < 2 || a.ndim != nd || b.ndim != nd)
     return fail(OAR_ERROR_INVALID_ARGUMENT,
-                strf("matmul: a %s, b %s and the output %s must have one rank >= 2",
+                format("matmul: a %s, b %s and the output %s must have one rank >= 2",
                      shape_str(a.ndim, a.shape).c_str(), shape_str(b.ndim, b.shape).c_str(),
                      shape_str(y.ndim, y.shape).c_str()));
   int64_t m = a.shape[nd - (ta ? 1 : 2)], k = a.shape[nd - (ta ? 2 : 1)];
   int64_t kb = b.shape[nd - (tb ? 1 : 2)], n = b.shape[nd - (tb ? 2 : 1)];
   if (k != kb)
     return fail(OAR_ERROR_INVALID_ARGUMENT,
-                strf("matmul: a has shape %s but b has shape %s (transpose_a=%d, transpose_b=%d); "
+                format("matmul: a has shape %s but b has shape %s (transpose_a=%d, transpose_b=%d); "
                      "the contracted dims %lld and %lld differ",
                      shape_str(a.ndim, a.shape).c_str(), shape_str(b.ndim, b.shape).c_str(), ta, tb,
                      static_cast<long long>(k), static_cast<long long>(kb)));
@@ -232,13 +235,13 @@ OarStatus matmul_kernel(const OarKernelContext* ctx) {
          (b.shape[d] == y.shape[d] || b.shape[d] == 1);
   if (!ok)
     return fail(OAR_ERROR_INVALID_ARGUMENT,
-                strf("matmul: a %s and b %s do not give the output shape %s",
+                format("matmul: a %s and b %s do not give the output shape %s",
                      shape_str(a.ndim, a.shape).c_str(), shape_str(b.ndim, b.shape).c_str(),
                      shape_str(y.ndim, y.shape).c_str()));
   return submit(l, [a, b, y, ta, tb, k](std::string&) -> OarStatus {
     int32_t nd = y.ndim;
     visit_numeric(a.dtype, [&](auto t) {
-      using T = decltype(t);
+      using T = Element<decltype(t)>;
       using A = typename T::A;
       // y[..., i, j] = sum_p op(a)[..., i, p] * op(b)[..., p, j]
       for_each_index(nd, y.shape, [&](const int64_t* yi, int64_t) {
@@ -266,24 +269,18 @@ OarStatus matmul_kernel(const OarKernelContext* ctx) {
 
 }  // namespace
 
-OarStatus register_reduce_kernels() {
-  OarStatus st = OAR_OK;
-  auto reg = [&](const char* op, OarKernelFn fn, std::vector<int32_t> in,
-                 std::vector<int32_t> out) {
-    if (st == OAR_OK) st = register_kernel(op, fn, std::move(in), std::move(out));
-  };
+void register_reduce_kernels(op::KernelTable& t) {
   for (int32_t dt : kAllDtypes) {
     bool is_float = visit_float(dt, [](auto) {});
     int32_t wide = is_float ? dt : OAR_DTYPE_I64;
-    reg("sum", reduce_kernel<Reduce::Sum>, {dt}, {wide});
-    reg("prod", reduce_kernel<Reduce::Prod>, {dt}, {wide});
-    reg("max", reduce_kernel<Reduce::Max>, {dt}, {dt});
-    reg("min", reduce_kernel<Reduce::Min>, {dt}, {dt});
-    reg("argmax", arg_kernel<true>, {dt}, {OAR_DTYPE_I64});
-    reg("argmin", arg_kernel<false>, {dt}, {OAR_DTYPE_I64});
+    t.add("sum", {dt}, {wide}, reduce_kernel<Reduce::Sum>);
+    t.add("prod", {dt}, {wide}, reduce_kernel<Reduce::Prod>);
+    t.add("max", {dt}, {dt}, reduce_kernel<Reduce::Max>);
+    t.add("min", {dt}, {dt}, reduce_kernel<Reduce::Min>);
+    t.add("argmax", {dt}, {OAR_DTYPE_I64}, arg_kernel<true>);
+    t.add("argmin", {dt}, {OAR_DTYPE_I64}, arg_kernel<false>);
   }
-  for (int32_t dt : kNumericDtypes) reg("matmul", matmul_kernel, {dt, dt}, {dt});
-  return st;
+  for (int32_t dt : kNumericDtypes) t.add("matmul", {dt, dt}, {dt}, matmul_kernel);
 }
 
 }  // namespace oar_mock

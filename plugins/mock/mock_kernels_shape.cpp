@@ -9,15 +9,17 @@ namespace {
 OarStatus same_dtype(const Launch& l, const View& x, const View& y) {
   if (x.dtype == y.dtype) return OAR_OK;
   return fail(OAR_ERROR_INVALID_ARGUMENT,
-              strf("%s: the input has dtype %s but the output has dtype %s", l.op,
+              format("%s: the input has dtype %s but the output has dtype %s", l.op,
                    dtype_name(x.dtype), dtype_name(y.dtype)));
 }
 
 // Reads an int array attribute that must hold one entry per dim.
 bool per_dim_ints(const Launch& l, const char* name, int64_t count, std::vector<int64_t>* values) {
-  if (!attr_ints(l, name, values)) return false;
+  op::Attrs attrs(l.ctx);
+  *values = attrs.get_ints(name);
+  if (!attrs.ok()) return false;
   if (static_cast<int64_t>(values->size()) == count) return true;
-  fail(OAR_ERROR_INVALID_ARGUMENT, strf("%s: attribute '%s' has %zu entries but %lld are needed",
+  fail(OAR_ERROR_INVALID_ARGUMENT, format("%s: attribute '%s' has %zu entries but %lld are needed",
                                         l.op, name, values->size(), static_cast<long long>(count)));
   return false;
 }
@@ -37,7 +39,7 @@ OarStatus transpose_kernel(const OarKernelContext* ctx) {
   }
   if (!ok)
     return fail(OAR_ERROR_INVALID_ARGUMENT,
-                strf("transpose: perm %s is not a permutation taking shape %s to the output "
+                format("transpose: perm %s is not a permutation taking shape %s to the output "
                      "shape %s",
                      shape_str(static_cast<int32_t>(perm.size()), perm.data()).c_str(),
                      shape_str(x.ndim, x.shape).c_str(), shape_str(y.ndim, y.shape).c_str()));
@@ -74,14 +76,14 @@ OarStatus slice_kernel(const OarKernelContext* ctx) {
     return OAR_ERROR_INVALID_ARGUMENT;
   if (y.ndim != x.ndim)
     return fail(OAR_ERROR_INVALID_ARGUMENT,
-                strf("slice: the input %s and the output %s differ in rank",
+                format("slice: the input %s and the output %s differ in rank",
                      shape_str(x.ndim, x.shape).c_str(), shape_str(y.ndim, y.shape).c_str()));
   for (int32_t d = 0; d < x.ndim; ++d) {
     int64_t first = starts[d], last = starts[d] + (y.shape[d] - 1) * steps[d];
     if (steps[d] == 0 ||
         (y.shape[d] > 0 && (first < 0 || first >= x.shape[d] || last < 0 || last >= x.shape[d])))
       return fail(OAR_ERROR_INVALID_ARGUMENT,
-                  strf("slice: dim %d takes %lld elements from %lld in steps of %lld, outside "
+                  format("slice: dim %d takes %lld elements from %lld in steps of %lld, outside "
                        "the input's extent %lld",
                        d, static_cast<long long>(y.shape[d]), static_cast<long long>(first),
                        static_cast<long long>(steps[d]), static_cast<long long>(x.shape[d])));
@@ -100,13 +102,14 @@ OarStatus concat_kernel(const OarKernelContext* ctx) {
   Launch l;
   if (OarStatus s = prepare(ctx, "concat", -1, 1, &l)) return s;
   const View y = l.out[0];
-  int64_t axis = 0;
-  if (!attr_int(l, "axis", &axis)) return OAR_ERROR_INVALID_ARGUMENT;
+  op::Attrs attrs(l.ctx);
+  int64_t axis = attrs.get_int("axis");
+  if (!attrs.ok()) return attrs.status();
   if (axis < 0) axis += y.ndim;
   if (l.in.empty() || axis < 0 || axis >= y.ndim)
     return fail(
         OAR_ERROR_INVALID_ARGUMENT,
-        strf("concat: needs at least one input and an axis inside the output shape %s "
+        format("concat: needs at least one input and an axis inside the output shape %s "
              "(got %zu inputs, axis %lld)",
              shape_str(y.ndim, y.shape).c_str(), l.in.size(), static_cast<long long>(axis)));
   int64_t total = 0;
@@ -117,7 +120,7 @@ OarStatus concat_kernel(const OarKernelContext* ctx) {
     for (int32_t d = 0; ok && d < y.ndim; ++d) ok = d == axis || x.shape[d] == y.shape[d];
     if (!ok)
       return fail(OAR_ERROR_INVALID_ARGUMENT,
-                  strf("concat: input %zu has shape %s, which differs from the output %s outside "
+                  format("concat: input %zu has shape %s, which differs from the output %s outside "
                        "axis %lld",
                        i, shape_str(x.ndim, x.shape).c_str(), shape_str(y.ndim, y.shape).c_str(),
                        static_cast<long long>(axis)));
@@ -125,7 +128,7 @@ OarStatus concat_kernel(const OarKernelContext* ctx) {
   }
   if (total != y.shape[axis])
     return fail(OAR_ERROR_INVALID_ARGUMENT,
-                strf("concat: the inputs sum to %lld along axis %lld but the output has %lld",
+                format("concat: the inputs sum to %lld along axis %lld but the output has %lld",
                      static_cast<long long>(total), static_cast<long long>(axis),
                      static_cast<long long>(y.shape[axis])));
   std::vector<View> inputs = l.in;
@@ -150,10 +153,10 @@ OarStatus pad_kernel(const OarKernelContext* ctx) {
   const View x = l.in[0], y = l.out[0];
   if (OarStatus s = same_dtype(l, x, y)) return s;
   std::vector<int64_t> pads;
-  std::vector<unsigned char> value;
+  std::vector<unsigned char> value(y.elsize());
   const double zero = 0.0;
   if (!per_dim_ints(l, "pads", 2 * x.ndim, &pads) ||
-      !attr_element(l, "value", y.dtype, &zero, &value))
+      !op::Attrs(l.ctx).element_into("value", y.dtype, &zero, value.data()))
     return OAR_ERROR_INVALID_ARGUMENT;
   bool ok = y.ndim == x.ndim;
   for (int32_t d = 0; ok && d < x.ndim; ++d)
@@ -161,7 +164,7 @@ OarStatus pad_kernel(const OarKernelContext* ctx) {
          y.shape[d] == x.shape[d] + pads[2 * d] + pads[2 * d + 1];
   if (!ok)
     return fail(OAR_ERROR_INVALID_ARGUMENT,
-                strf("pad: pads %s (before, after per dim, >= 0) do not take shape %s to the "
+                format("pad: pads %s (before, after per dim, >= 0) do not take shape %s to the "
                      "output shape %s",
                      shape_str(static_cast<int32_t>(pads.size()), pads.data()).c_str(),
                      shape_str(x.ndim, x.shape).c_str(), shape_str(y.ndim, y.shape).c_str()));
@@ -195,7 +198,7 @@ OarStatus check_indices(const char* op, const View& index, int64_t extent, int64
   for (int64_t i = 0; i < index.shape[0]; ++i) {
     int64_t v = load_index(index, i);
     if (v < 0 || v >= extent) {
-      error = strf("%s: index[%lld] = %lld is out of range for axis %lld of size %lld", op,
+      error = format("%s: index[%lld] = %lld is out of range for axis %lld of size %lld", op,
                    static_cast<long long>(i), static_cast<long long>(v),
                    static_cast<long long>(axis), static_cast<long long>(extent));
       return OAR_ERROR_INVALID_ARGUMENT;
@@ -208,7 +211,9 @@ OarStatus check_indices(const char* op, const View& index, int64_t extent, int64
 // replaced by the index length.
 bool check_indexed(const Launch& l, const View& x, const View& index, const char* indexed_name,
                    const View& indexed, int64_t* axis) {
-  if (!attr_int(l, "axis", axis)) return false;
+  op::Attrs attrs(l.ctx);
+  *axis = attrs.get_int("axis");
+  if (!attrs.ok()) return false;
   if (*axis < 0) *axis += x.ndim;
   if (index.dtype != OAR_DTYPE_I32 && index.dtype != OAR_DTYPE_I64) {
     bad_dtype(l.op, "index", index.dtype, "i32 and i64");
@@ -219,7 +224,7 @@ bool check_indexed(const Launch& l, const View& x, const View& index, const char
     ok = indexed.shape[d] == (d == *axis ? index.shape[0] : x.shape[d]);
   if (ok) return true;
   fail(OAR_ERROR_INVALID_ARGUMENT,
-       strf("%s: x %s, index %s (must be 1-D) and %s %s do not agree along axis %lld", l.op,
+       format("%s: x %s, index %s (must be 1-D) and %s %s do not agree along axis %lld", l.op,
             shape_str(x.ndim, x.shape).c_str(), shape_str(index.ndim, index.shape).c_str(),
             indexed_name, shape_str(indexed.ndim, indexed.shape).c_str(),
             static_cast<long long>(*axis)));
@@ -234,19 +239,18 @@ OarStatus check_index_kernel(const OarKernelContext* ctx) {
   if (OarStatus s = prepare(ctx, "check_index", 1, 1, &l)) return s;
   const View x = l.in[0], y = l.out[0];
   if (OarStatus s = same_dtype(l, x, y)) return s;
-  int64_t size = 0, ignore = 0;
-  bool has_ignore = false;
-  if (!attr_int(l, "size", &size) || !attr_int(l, "ignore_index", &ignore) ||
-      !attr_bool_or(l, "has_ignore", false, &has_ignore))
-    return OAR_ERROR_INVALID_ARGUMENT;
-  std::string op_name = attr_string_or(l, "op", "check_index"), what_name = attr_string_or(l, "what", "index");
+  op::Attrs attrs(l.ctx);
+  const int64_t size = attrs.get_int("size"), ignore = attrs.get_int("ignore_index");
+  const bool has_ignore = attrs.get_bool("has_ignore", false);
+  if (!attrs.ok()) return attrs.status();
+  std::string op_name = attrs.get_string("op", "check_index"), what_name = attrs.get_string("what", "index");
   return submit(l, [x, y, size, ignore, has_ignore, op_name, what_name](std::string& error) -> OarStatus {
     OarStatus status = OAR_OK;
     for_each_index(x.ndim, x.shape, [&](const int64_t* xi, int64_t flat) {
       const char* p = x.at(xi);
       const int64_t v = x.dtype == OAR_DTYPE_I32 ? I32::load(p) : I64::load(p);
       if (status == OAR_OK && !((v >= 0 && v < size) || (has_ignore && v == ignore))) {
-        error = strf("%s: %s %lld at flat position %lld of %s tensor %s is out of range; expected 0 <= %s < %lld",
+        error = format("%s: %s %lld at flat position %lld of %s tensor %s is out of range; expected 0 <= %s < %lld",
                      op_name.c_str(), what_name.c_str(), static_cast<long long>(v), static_cast<long long>(flat),
                      what_name.c_str(), shape_str(x.ndim, x.shape).c_str(), what_name.c_str(),
                      static_cast<long long>(size));
@@ -294,7 +298,7 @@ OarStatus scatter_add_kernel(const OarKernelContext* ctx) {
     });
     // Updates are added in row-major order of `updates`, one rounding per add.
     visit_numeric(y.dtype, [&](auto t) {
-      using T = decltype(t);
+      using T = Element<decltype(t)>;
       for_each_index(updates.ndim, updates.shape, [&](const int64_t* ui, int64_t) {
         int64_t yi[OAR_MAX_NDIM];
         for (int32_t d = 0; d < y.ndim; ++d) yi[d] = ui[d];
@@ -314,27 +318,21 @@ OarStatus scatter_add_kernel(const OarKernelContext* ctx) {
 
 }  // namespace
 
-OarStatus register_shape_kernels() {
-  OarStatus st = OAR_OK;
-  auto reg = [&](const char* op, OarKernelFn fn, std::vector<int32_t> in,
-                 std::vector<int32_t> out) {
-    if (st == OAR_OK) st = register_kernel(op, fn, std::move(in), std::move(out));
-  };
+void register_shape_kernels(op::KernelTable& t) {
   const int32_t index_dtypes[] = {OAR_DTYPE_I32, OAR_DTYPE_I64};
   for (int32_t dt : kAllDtypes) {
-    reg("transpose", transpose_kernel, {dt}, {dt});
-    reg("broadcast_to", broadcast_to_kernel, {dt}, {dt});
-    reg("slice", slice_kernel, {dt}, {dt});
-    reg("pad", pad_kernel, {dt}, {dt});
+    t.add("transpose", {dt}, {dt}, transpose_kernel);
+    t.add("broadcast_to", {dt}, {dt}, broadcast_to_kernel);
+    t.add("slice", {dt}, {dt}, slice_kernel);
+    t.add("pad", {dt}, {dt}, pad_kernel);
     // concat takes any number of inputs: no input signature (any), the
     // kernel checks that every input has the output's dtype.
-    reg("concat", concat_kernel, {}, {dt});
-    for (int32_t it : index_dtypes) reg("gather", gather_kernel, {dt, it}, {dt});
+    t.add("concat", {}, {dt}, concat_kernel);
+    for (int32_t it : index_dtypes) t.add("gather", {dt, it}, {dt}, gather_kernel);
   }
-  for (int32_t it : index_dtypes) reg("check_index", check_index_kernel, {it}, {it});
+  for (int32_t it : index_dtypes) t.add("check_index", {it}, {it}, check_index_kernel);
   for (int32_t dt : kNumericDtypes)
-    for (int32_t it : index_dtypes) reg("scatter_add", scatter_add_kernel, {dt, it, dt}, {dt});
-  return st;
+    for (int32_t it : index_dtypes) t.add("scatter_add", {dt, it, dt}, {dt}, scatter_add_kernel);
 }
 
 }  // namespace oar_mock

@@ -27,40 +27,7 @@ char* untag(const void* ptr) {
   return reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(ptr) ^ kPointerTag);
 }
 
-void log_line(int32_t level, const std::string& message) {
-  if (g_plugin && g_plugin->host->log)
-    g_plugin->host->log(g_plugin->host->host, level, message.c_str());
-}
-
 }  // namespace
-
-std::string strf(const char* fmt, ...) {
-  char buffer[1024];
-  va_list args;
-  va_start(args, fmt);
-  std::vsnprintf(buffer, sizeof buffer, fmt, args);
-  va_end(args);
-  return buffer;
-}
-
-OarStatus fail(OarStatus code, const std::string& message) {
-  if (g_plugin && g_plugin->host->set_error)
-    g_plugin->host->set_error(g_plugin->host->host, code, message.c_str());
-  return code;
-}
-
-const char* dtype_name(int32_t dtype) {
-  static const char* const names[] = {"f32", "f64", "f16", "bf16", "i8",
-                                      "u8",  "i32", "i64", "bool"};
-  if (dtype >= 0 && dtype < OAR_DTYPE_COUNT) return names[dtype];
-  return "unknown dtype";
-}
-
-std::string shape_str(int32_t ndim, const int64_t* shape) {
-  std::string s = "[";
-  for (int32_t d = 0; d < ndim; ++d) s += (d ? ", " : "") + std::to_string(shape[d]);
-  return s + "]";
-}
 
 // ------------------------------------------------------------------------
 // Stream
@@ -99,7 +66,7 @@ void Stream::run() {
       status = task(message);
     } catch (const std::exception& e) {
       status = OAR_ERROR_INTERNAL;
-      message = strf("mock: a task on device %d threw: %s", device_, e.what());
+      message = format("mock: a task on device %d threw: %s", device_, e.what());
     }
     lock.lock();
     // The first error sticks until the next synchronize; later work still runs.
@@ -140,7 +107,7 @@ bool check_device(int32_t device, const char* what) {
   int32_t count = static_cast<int32_t>(state().devices.size());
   if (device >= 0 && device < count) return true;
   fail(OAR_ERROR_INVALID_ARGUMENT,
-       strf("%s: mock device %d does not exist (%d mock devices; set OAR_MOCK_DEVICES)", what,
+       format("%s: mock device %d does not exist (%d mock devices; set OAR_MOCK_DEVICES)", what,
             device, count));
   return false;
 }
@@ -153,7 +120,7 @@ std::shared_ptr<Stream> find_stream(int32_t device, OarStream_t stream, const ch
   auto* key = reinterpret_cast<Stream*>(stream);
   auto it = dev.streams.find(key);
   if (it != dev.streams.end()) return it->second;
-  fail(OAR_ERROR_INVALID_ARGUMENT, strf("%s: stream %p is not a live stream of mock device %d",
+  fail(OAR_ERROR_INVALID_ARGUMENT, format("%s: stream %p is not a live stream of mock device %d",
                                         what, static_cast<void*>(stream), device));
   return nullptr;
 }
@@ -162,7 +129,7 @@ char* translate(int32_t device, const void* ptr, uint64_t bytes, const char* wha
   if (!check_device(device, what)) return nullptr;
   if (!is_device_pointer(ptr)) {
     fail(OAR_ERROR_INVALID_ARGUMENT,
-         strf("%s: %p is not a mock device address (host memory or null was passed where "
+         format("%s: %p is not a mock device address (host memory or null was passed where "
               "device memory is required)",
               what, ptr));
     return nullptr;
@@ -179,7 +146,7 @@ char* translate(int32_t device, const void* ptr, uint64_t bytes, const char* wha
       if (bytes <= it->second.bytes - start) return real;
       fail(
           OAR_ERROR_INVALID_ARGUMENT,
-          strf("%s: %llu bytes at offset %llu run past the end of a %llu-byte block of mock "
+          format("%s: %llu bytes at offset %llu run past the end of a %llu-byte block of mock "
                "device %d",
                what, static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(start),
                static_cast<unsigned long long>(it->second.bytes), device));
@@ -187,7 +154,7 @@ char* translate(int32_t device, const void* ptr, uint64_t bytes, const char* wha
     }
   }
   fail(OAR_ERROR_INVALID_ARGUMENT,
-       strf("%s: %p is not inside a live allocation of mock device %d (freed, or another "
+       format("%s: %p is not inside a live allocation of mock device %d (freed, or another "
             "device's memory)",
             what, ptr, device));
   return nullptr;
@@ -222,11 +189,7 @@ OarStatus device_properties(void*, int32_t device, OarDeviceProperties* props) {
   p.free_memory = dev.capacity - used;
   p.compute_units = 1;
   p.flags = OAR_DEVICE_SUPPORTS_BF16 | OAR_DEVICE_SUPPORTS_F16;  // not host-addressable
-  // Write only what the host's struct has room for; keep its struct_size.
-  size_t room = std::min(props->struct_size, sizeof p);
-  if (room > sizeof(size_t))
-    std::memcpy(reinterpret_cast<char*>(props) + sizeof(size_t),
-                reinterpret_cast<const char*>(&p) + sizeof(size_t), room - sizeof(size_t));
+  op::write_struct(props, p);  // only what the host's struct has room for
   return OAR_OK;
 }
 
@@ -270,7 +233,7 @@ OarStatus mock_malloc(void*, int32_t device, uint64_t bytes, uint64_t alignment,
   *ptr = nullptr;
   if (!check_device(device, "malloc")) return OAR_ERROR_INVALID_ARGUMENT;
   if (alignment & (alignment - 1))
-    return fail(OAR_ERROR_INVALID_ARGUMENT, strf("malloc: alignment %llu is not a power of two",
+    return fail(OAR_ERROR_INVALID_ARGUMENT, format("malloc: alignment %llu is not a power of two",
                                                  static_cast<unsigned long long>(alignment)));
   alignment = std::max(alignment, kDefaultAlignment);
   Device& dev = *state().devices[device];
@@ -278,7 +241,7 @@ OarStatus mock_malloc(void*, int32_t device, uint64_t bytes, uint64_t alignment,
     std::lock_guard<std::mutex> lock(state().mu);
     if (bytes > dev.capacity - dev.used)
       return fail(OAR_ERROR_OUT_OF_MEMORY,
-                  strf("mock: device %d cannot allocate %llu bytes: %llu of %llu bytes in use "
+                  format("mock: device %d cannot allocate %llu bytes: %llu of %llu bytes in use "
                        "(OAR_MOCK_MEMORY_MB=%llu)",
                        device, static_cast<unsigned long long>(bytes),
                        static_cast<unsigned long long>(dev.used),
@@ -291,7 +254,7 @@ OarStatus mock_malloc(void*, int32_t device, uint64_t bytes, uint64_t alignment,
     std::lock_guard<std::mutex> lock(state().mu);
     dev.used -= bytes;
     return fail(OAR_ERROR_OUT_OF_MEMORY,
-                strf("mock: device %d cannot allocate %llu bytes: the host is out of memory",
+                format("mock: device %d cannot allocate %llu bytes: the host is out of memory",
                      device, static_cast<unsigned long long>(bytes)));
   }
   std::memset(real, kPoisonByte, std::max<uint64_t>(bytes, 1));  // memory starts as garbage
@@ -314,7 +277,7 @@ OarStatus mock_free(void*, int32_t device, void* ptr) {
     auto it = dev.blocks.find(reinterpret_cast<uintptr_t>(real));
     if (!real || it == dev.blocks.end())
       return fail(OAR_ERROR_INVALID_ARGUMENT,
-                  strf("free: %p is not a live allocation of mock device %d (double free, an "
+                  format("free: %p is not a live allocation of mock device %d (double free, an "
                        "interior pointer, or another device's memory)",
                        ptr, device));
     uint64_t bytes = it->second.bytes;
@@ -336,12 +299,12 @@ OarStatus mock_free(void*, int32_t device, void* ptr) {
 
 char* host_side(const void* ptr, uint64_t bytes, const char* what, const char* arg) {
   if (bytes && !ptr) {
-    fail(OAR_ERROR_INVALID_ARGUMENT, strf("%s: %s is null", what, arg));
+    fail(OAR_ERROR_INVALID_ARGUMENT, format("%s: %s is null", what, arg));
     return nullptr;
   }
   if (is_device_pointer(ptr)) {
     fail(OAR_ERROR_INVALID_ARGUMENT,
-         strf("%s: %s %p is a mock device address but host memory is required", what, arg, ptr));
+         format("%s: %s %p is a mock device address but host memory is required", what, arg, ptr));
     return nullptr;
   }
   return const_cast<char*>(static_cast<const char*>(ptr));
@@ -447,10 +410,7 @@ OarStatus memory_stats(void*, int32_t device, OarMemoryStats* stats) {
   }
   s.total = dev.capacity;
   s.free = dev.capacity - s.used;
-  size_t room = std::min(stats->struct_size, sizeof s);
-  if (room > sizeof(size_t))
-    std::memcpy(reinterpret_cast<char*>(stats) + sizeof(size_t),
-                reinterpret_cast<const char*>(&s) + sizeof(size_t), room - sizeof(size_t));
+  op::write_struct(stats, s);
   return OAR_OK;
 }
 
@@ -502,7 +462,7 @@ std::shared_ptr<Event> find_event(OarEvent_t event, const char* what) {
   auto it = state().events.find(reinterpret_cast<Event*>(event));
   if (it != state().events.end()) return it->second;
   fail(OAR_ERROR_INVALID_ARGUMENT,
-       strf("%s: event %p is not a live mock event", what, static_cast<void*>(event)));
+       format("%s: event %p is not a live mock event", what, static_cast<void*>(event)));
   return nullptr;
 }
 
@@ -613,7 +573,7 @@ uint64_t read_option(const OarHostApi* host, const char* name, uint64_t fallback
   char* end = nullptr;
   unsigned long long value = std::strtoull(text, &end, 10);
   if (*end != '\0' || text[0] == '-' || value > max_value) {
-    log_line(OAR_LOG_WARNING, strf("mock: %s=%s is not an integer in [0, %llu]; using %llu", name,
+    op::log(OAR_LOG_WARNING, format("mock: %s=%s is not an integer in [0, %llu]; using %llu", name,
                                    text, static_cast<unsigned long long>(max_value),
                                    static_cast<unsigned long long>(fallback)));
     return fallback;
@@ -627,33 +587,7 @@ uint64_t read_option(const OarHostApi* host, const char* name, uint64_t fallback
 extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host,
                                                        OarPluginInfo* info) {
   using namespace oar_mock;
-  if (!host) return OAR_ERROR_INVALID_ARGUMENT;
-  if (host->abi_major != OAR_ABI_VERSION_MAJOR) {
-    if (host->struct_size >= OAR_STRUCT_SIZE(OarHostApi, set_error) && host->set_error) {
-      std::string message = strf(
-          "mock: incompatible plugin ABI (plugin: %d.%d, host: %d.%d); the major versions must "
-          "be equal",
-          OAR_ABI_VERSION_MAJOR, OAR_ABI_VERSION_MINOR, host->abi_major, host->abi_minor);
-      host->set_error(host->host, OAR_ERROR_UNSUPPORTED, message.c_str());
-    }
-    return OAR_ERROR_UNSUPPORTED;
-  }
-  if (info) {
-    if (info->struct_size >= OAR_STRUCT_SIZE(OarPluginInfo, abi_major))
-      info->abi_major = OAR_ABI_VERSION_MAJOR;
-    if (info->struct_size >= OAR_STRUCT_SIZE(OarPluginInfo, abi_minor))
-      info->abi_minor = OAR_ABI_VERSION_MINOR;
-    if (info->struct_size >= OAR_STRUCT_SIZE(OarPluginInfo, name)) info->name = "oar-mock";
-  }
-  if (host->struct_size < OAR_STRUCT_SIZE(OarHostApi, attr_float_array) || !host->register_device ||
-      !host->register_kernel || !host->set_error || !host->attr_kind || !host->attr_int ||
-      !host->attr_float || !host->attr_bool || !host->attr_int_array) {
-    if (host->struct_size >= OAR_STRUCT_SIZE(OarHostApi, set_error) && host->set_error)
-      host->set_error(host->host, OAR_ERROR_UNSUPPORTED,
-                      "mock: the host table lacks register_device, register_kernel, set_error "
-                      "or the attribute accessors");
-    return OAR_ERROR_UNSUPPORTED;
-  }
+  if (OarStatus s = op::accept_host(host, info, "oar-mock")) return s;
   if (g_plugin) shutdown(g_plugin);  // a second init replaces the first state
 
   auto* plugin = new Plugin;
@@ -669,8 +603,7 @@ extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host,
     plugin->devices.push_back(std::move(dev));
   }
 
-  OarDeviceApi api{};
-  api.struct_size = OAR_STRUCT_SIZE(OarDeviceApi, shutdown);
+  OarDeviceApi api = op::make_struct<OarDeviceApi>();
   api.device_type = "mock";
   api.plugin_version = "0.1.0";
   api.priority = -10;  // a test device: never the default over cpu
@@ -704,10 +637,14 @@ extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host,
   api.shutdown = shutdown;
 
   OarStatus status = host->register_device(host->host, &api);
-  if (status == OAR_OK) status = register_elementwise_kernels();
-  if (status == OAR_OK) status = register_reduce_kernels();
-  if (status == OAR_OK) status = register_shape_kernels();
-  if (status == OAR_OK) status = register_conv_kernels();
+  if (status == OAR_OK) {
+    op::KernelTable table(host, "mock");
+    register_elementwise_kernels(table);
+    register_reduce_kernels(table);
+    register_shape_kernels(table);
+    register_conv_kernels(table);
+    status = table.status();
+  }
   if (status != OAR_OK) {
     // The host drops our registrations; release our state.
     shutdown(plugin);

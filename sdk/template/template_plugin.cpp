@@ -28,15 +28,6 @@
 #include <set>
 #include <vector>
 
-// Planted faults, used only by oar's own tests of the conformance suite
-// (tests/conformance/CMakeLists.txt builds one variant per macro). Each
-// breaks one rule on purpose. Delete this block in your plugin.
-//   TEMPLATE_FAULT_KERNEL_OFF_BY_ONE  add leaves its last output element unwritten
-//   TEMPLATE_FAULT_STREAM_ORDER       memcpy_d2h_async runs before queued work
-//   TEMPLATE_FAULT_ABI_VERSION        reports ABI major + 1
-//   TEMPLATE_FAULT_NO_OOM             malloc ignores the capacity
-//   TEMPLATE_FAULT_BYTE_OFFSET        binary kernels ignore views' byte_offset
-
 namespace {
 
 namespace op = oar::plugin;
@@ -158,7 +149,6 @@ OarStatus dev_malloc(void*, int32_t device, uint64_t bytes, uint64_t alignment, 
   alignment = std::max(alignment, kMinAlignment);
   std::lock_guard<std::recursive_mutex> lock(g_state->mu);
   Device& dev = g_state->devices[device];
-#ifndef TEMPLATE_FAULT_NO_OOM
   // The capacity is the contract: past it, OUT_OF_MEMORY with a sentence.
   if (bytes > dev.capacity - dev.used)
     return fail(OAR_ERROR_OUT_OF_MEMORY,
@@ -167,7 +157,6 @@ OarStatus dev_malloc(void*, int32_t device, uint64_t bytes, uint64_t alignment, 
                        device, static_cast<unsigned long long>(bytes),
                        static_cast<unsigned long long>(dev.used),
                        static_cast<unsigned long long>(dev.capacity)));
-#endif
   uint64_t rounded = (std::max<uint64_t>(bytes, 1) + alignment - 1) / alignment * alignment;
   void* p = rounded >= bytes ? std::aligned_alloc(alignment, rounded) : nullptr;
   if (!p)
@@ -211,19 +200,6 @@ OarStatus copy_async(void*, int32_t device, void* dst, const void* src, uint64_t
   std::lock_guard<std::recursive_mutex> lock(g_state->mu);
   enqueue(*stream_of(device, stream), [=] { std::memmove(dst, src, bytes); });
   return OAR_OK;
-}
-
-OarStatus copy_d2h_async(void* impl, int32_t device, void* dst, const void* src, uint64_t bytes,
-                         OarStream_t stream) {
-#ifdef TEMPLATE_FAULT_STREAM_ORDER
-  (void)impl;
-  (void)stream;
-  CHECK_DEVICE(device, "memcpy_d2h_async");
-  std::memmove(dst, src, bytes);  // wrong: ignores the work queued before it
-  return OAR_OK;
-#else
-  return copy_async(impl, device, dst, src, bytes, stream);
-#endif
 }
 
 OarStatus memset_async(void*, int32_t device, void* ptr, int32_t value, uint64_t bytes,
@@ -374,19 +350,9 @@ OarStatus binary(const OarKernelContext& ctx, F f) {
   wait_for_stream(ctx);
   const OarTensorView &a = ctx.inputs[0], &b = ctx.inputs[1], &y = ctx.outputs[0];
   op::BroadcastIndexer ia(y, a), ib(y, b);
-#ifdef TEMPLATE_FAULT_BYTE_OFFSET
-  // wrong: a view may start anywhere inside its block (static mode's arena)
-  const T *pa = static_cast<const T*>(a.data), *pb = static_cast<const T*>(b.data);
-  T* py = static_cast<T*>(y.data);
-#else
-  const T *pa = op::data<T>(a), *pb = op::data<T>(b);
+  const T *pa = op::data<T>(a), *pb = op::data<T>(b);  // data + byte_offset
   T* py = op::data<T>(y);
-#endif
   int64_t n = op::numel(y);
-#ifdef TEMPLATE_FAULT_KERNEL_OFF_BY_ONE
-  if (ctx.op_name && std::strcmp(ctx.op_name, "add") == 0)
-    --n;  // wrong: the last element is skipped
-#endif
   for (int64_t i = 0; i < n; ++i, ia.next(), ib.next()) py[i] = f(pa[ia.offset()], pb[ib.offset()]);
   return OAR_OK;
 }
@@ -429,7 +395,9 @@ template <typename T>
 OarStatus sum(const OarKernelContext& ctx) {
   wait_for_stream(ctx);
   const OarTensorView &x = ctx.inputs[0], &y = ctx.outputs[0];
-  std::vector<int64_t> axes = op::Attrs(ctx).get_ints("axes");
+  op::Attrs attrs(ctx);
+  std::vector<int64_t> axes = attrs.get_ints("axes", {});
+  if (!attrs.ok()) return attrs.status();  // the message names op and attribute
   bool reduced[OAR_MAX_NDIM] = {};
   for (int64_t a : axes) reduced[a] = true;
   if (axes.empty()) std::fill(reduced, reduced + OAR_MAX_NDIM, true);
@@ -464,7 +432,8 @@ OarStatus matmul(const OarKernelContext& ctx) {
   wait_for_stream(ctx);
   const OarTensorView &a = ctx.inputs[0], &b = ctx.inputs[1], &y = ctx.outputs[0];
   op::Attrs attrs(ctx);
-  bool ta = attrs.get_bool("transpose_a"), tb = attrs.get_bool("transpose_b");
+  bool ta = attrs.get_bool("transpose_a", false), tb = attrs.get_bool("transpose_b", false);
+  if (!attrs.ok()) return attrs.status();
   int32_t nd = y.ndim;
   int64_t m = y.shape[nd - 2], n = y.shape[nd - 1], k = ta ? a.shape[nd - 2] : a.shape[nd - 1];
   // Walk the batch dims with two broadcasting indexers over [batch..., 1, 1].
@@ -476,14 +445,8 @@ OarStatus matmul(const OarKernelContext& ctx) {
     bb.strides[d] = sb, sb *= static_cast<int32_t>(b.shape[d]);
   }
   op::BroadcastIndexer ia(yb, ab), ib(yb, bb);
-#ifdef TEMPLATE_FAULT_BYTE_OFFSET
-  // wrong: a view may start anywhere inside its block (static mode's arena)
-  const T *pa = static_cast<const T*>(a.data), *pb = static_cast<const T*>(b.data);
-  T* py = static_cast<T*>(y.data);
-#else
-  const T *pa = op::data<T>(a), *pb = op::data<T>(b);
+  const T *pa = op::data<T>(a), *pb = op::data<T>(b);  // data + byte_offset
   T* py = op::data<T>(y);
-#endif
   int64_t batches = op::numel(yb);
   for (int64_t batch = 0; batch < batches; ++batch, ia.next(), ib.next()) {
     const T* ma = pa + ia.offset() * m * k;
@@ -501,61 +464,29 @@ OarStatus matmul(const OarKernelContext& ctx) {
   return OAR_OK;
 }
 
-// Stores a double into an element of any dtype.
-void store(void* dst, int32_t dtype, double v) {
-  switch (dtype) {
-    case OAR_DTYPE_F32:
-      *static_cast<float*>(dst) = static_cast<float>(v);
-      break;
-    case OAR_DTYPE_F64:
-      *static_cast<double*>(dst) = v;
-      break;
-    case OAR_DTYPE_F16: {
-      uint16_t h = oar_f32_to_f16(static_cast<float>(v));
-      std::memcpy(dst, &h, 2);
-      break;
-    }
-    case OAR_DTYPE_BF16: {
-      uint16_t h = oar_f32_to_bf16(static_cast<float>(v));
-      std::memcpy(dst, &h, 2);
-      break;
-    }
-    case OAR_DTYPE_I8:
-      *static_cast<int8_t*>(dst) = static_cast<int8_t>(v);
-      break;
-    case OAR_DTYPE_U8:
-      *static_cast<uint8_t*>(dst) = static_cast<uint8_t>(v);
-      break;
-    case OAR_DTYPE_I32:
-      *static_cast<int32_t*>(dst) = static_cast<int32_t>(v);
-      break;
-    case OAR_DTYPE_I64:
-      *static_cast<int64_t*>(dst) = static_cast<int64_t>(v);
-      break;
-    case OAR_DTYPE_BOOL:
-      *static_cast<uint8_t*>(dst) = v != 0;
-      break;
-  }
-}
-
 // full: every element = attribute `value`, any output dtype.
 OarStatus full(const OarKernelContext& ctx) {
   wait_for_stream(ctx);
   const OarTensorView& y = ctx.outputs[0];
-  double value = op::Attrs(ctx).get_float("value");
+  // One element of y's dtype with the cast contract (an int attribute stays
+  // exact; Note [Cast contract] in oar/plugin.hpp), then copies of it.
+  unsigned char value[8];
+  op::Attrs attrs(ctx);
+  if (!attrs.element_into("value", y.dtype, nullptr, value)) return attrs.status();
   size_t size = oar_dtype_size(y.dtype);
   char* p = op::data<char>(y);
-  for (int64_t i = 0, n = op::numel(y); i < n; ++i) store(p + i * size, y.dtype, value);
+  for (int64_t i = 0, n = op::numel(y); i < n; ++i) std::memcpy(p + i * size, value, size);
   return OAR_OK;
 }
 
-// cast between f32, f64, i32 and i64 (float -> int truncates toward zero).
+// cast between f32, f64, i32 and i64 with the cast contract (float -> int
+// truncates toward zero and saturates, NaN -> 0).
 template <typename From, typename To>
 OarStatus cast(const OarKernelContext& ctx) {
   wait_for_stream(ctx);
   const From* x = op::data<From>(ctx.inputs[0]);
   To* y = op::data<To>(ctx.outputs[0]);
-  for (int64_t i = 0, n = op::numel(ctx.outputs[0]); i < n; ++i) y[i] = static_cast<To>(x[i]);
+  for (int64_t i = 0, n = op::numel(ctx.outputs[0]); i < n; ++i) y[i] = op::cast_to<To>(x[i]);
   return OAR_OK;
 }
 
@@ -615,9 +546,6 @@ extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host,
                                                        OarPluginInfo* info) {
   // Version handshake first: a host of another major is refused politely.
   if (OarStatus s = op::accept_host(host, info, "oar-template")) return s;
-#ifdef TEMPLATE_FAULT_ABI_VERSION
-  info->abi_major = OAR_ABI_VERSION_MAJOR + 1;  // wrong: claims an ABI it was not built for
-#endif
   if (g_state) shutdown(nullptr);  // a second init starts afresh
   g_state = new State;
   long count = std::strtol(op::option("OAR_TEMPLATE_DEVICES", "1").c_str(), nullptr, 10);
@@ -642,7 +570,7 @@ extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host,
   api.memcpy_d2h = copy_sync;                   // required
   api.memcpy_d2d = copy_sync;                   // required
   api.memcpy_h2d_async = copy_async;            // optional
-  api.memcpy_d2h_async = copy_d2h_async;        // optional
+  api.memcpy_d2h_async = copy_async;            // optional
   api.memcpy_d2d_async = copy_async;            // optional
   api.memset_async = memset_async;              // optional
   api.memory_stats = memory_stats;              // optional

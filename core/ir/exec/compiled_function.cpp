@@ -12,8 +12,20 @@
 //    returning the gradients of the differentiated inputs and parameters.
 // So the backward does not recompute the forward, and the tape node holds
 // exactly the saved values, like eager mode's saved tensors.
+//
+// Note [Trace cache]
+// A to_static function holds several traces: one per (key, specs). The key
+// is what the inputs' shapes cannot tell: the call's other arguments (fixed
+// in the trace; the frontend turns them into an id, since only it can hash
+// them), the Layer's train/eval modes and the device. A call uses the most
+// recently used trace whose key matches and whose specs accept its tensors.
+// On a miss the frontend traces with TraceCache::specs_for (the declared
+// specs when they accept the call, so dynamic dims stay dynamic; else the
+// exact shapes) and inserts the result; the cache keeps the most recently
+// used `capacity` traces and counts every trace made.
 #include "oar/ir/compiled_function.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -231,6 +243,64 @@ std::vector<Tensor> CompiledFunction::operator()(std::span<const Tensor> inputs,
   record_custom("to_static", diff_inputs, recorded, std::move(vjp));
   for (size_t k = 0; k < diff_out.size(); ++k) outputs[diff_out[k]] = recorded[k];
   return outputs;
+}
+
+// ---- the trace cache (Note [Trace cache]) ----
+
+bool spec_accepts(const InputSpec& spec, const Tensor& t) {
+  if (t.dtype() != spec.dtype || t.shape().size() != spec.shape.size()) return false;
+  for (size_t d = 0; d < spec.shape.size(); ++d) {
+    if (spec.shape[d] != -1 && spec.shape[d] != t.shape()[d]) return false;
+  }
+  return true;
+}
+
+bool specs_accept(std::span<const InputSpec> specs, std::span<const Tensor> inputs) {
+  if (specs.size() != inputs.size()) return false;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (!spec_accepts(specs[i], inputs[i])) return false;
+  }
+  return true;
+}
+
+TraceCache::TraceCache(size_t capacity) : capacity_(std::max<size_t>(capacity, 1)) {}
+
+std::shared_ptr<const CachedTrace> TraceCache::lookup(const TraceKey& key, std::span<const Tensor> inputs) {
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if ((*it)->key == key && specs_accept((*it)->specs, inputs)) {
+      entries_.splice(entries_.begin(), entries_, it);
+      return entries_.front();
+    }
+  }
+  return nullptr;
+}
+
+std::vector<InputSpec> TraceCache::specs_for(const std::vector<InputSpec>& declared, std::span<const Tensor> inputs,
+                                             const std::string& what) {
+  OAR_CHECK_ARG(declared.size() == inputs.size(), what + ": input_spec has " + std::to_string(declared.size()) +
+                                                      " specs but the call passes " + std::to_string(inputs.size()) +
+                                                      " tensors");
+  if (specs_accept(declared, inputs)) return declared;
+  std::vector<InputSpec> exact;
+  for (size_t i = 0; i < inputs.size(); ++i) exact.push_back({inputs[i].shape(), inputs[i].dtype(), declared[i].name});
+  return exact;
+}
+
+std::shared_ptr<const CachedTrace> TraceCache::insert(CachedTrace entry) {
+  OAR_CHECK_ARG(entry.function != nullptr, "TraceCache::insert: the trace has no compiled function");
+  entry.id = next_id_++;
+  ++traces_;
+  entries_.push_front(std::make_shared<const CachedTrace>(std::move(entry)));
+  while (entries_.size() > capacity_) entries_.pop_back();
+  return entries_.front();
+}
+
+std::shared_ptr<const CachedTrace> TraceCache::latest() const {
+  return entries_.empty() ? nullptr : entries_.front();
+}
+
+std::vector<std::shared_ptr<const CachedTrace>> TraceCache::entries() const {
+  return {entries_.begin(), entries_.end()};
 }
 
 }  // namespace oar::ir

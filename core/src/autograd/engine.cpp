@@ -211,19 +211,61 @@ struct SlotHash {
   size_t operator()(const Slot& s) const { return std::hash<Node*>()(s.node) * 31 + static_cast<size_t>(s.index); }
 };
 
-}  // namespace
+// Note [Backward steps]
+// run_backward is a sequence of named steps over one `Backward` (the state of
+// one pass): seed the outputs' gradients, record grad()'s targets, order the
+// graph (consumers before producers), mark the nodes that lead to a target,
+// run each node's VJP in order, release the saved tensors, then hand the
+// gradients out (grad()'s results, or every leaf's .grad for backward()).
+class Backward {
+ public:
+  Backward(bool create_graph, const std::vector<Tensor>* targets)
+      : create_graph_(create_graph), targets_(targets) {}
 
-// Computes gradients of `outputs`. With `targets` (grad()), returns one
-// gradient per target in `results`; without (backward()), accumulates into
-// every leaf's .grad.
-void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs, bool retain_graph,
-                  bool create_graph, const std::vector<Tensor>* targets, std::vector<Tensor>* results,
-                  bool allow_unused) {
-  GradMode mode(create_graph);
-  std::unordered_map<Slot, Tensor, SlotHash> slot_grads;
-  std::unordered_map<AutogradMeta*, Tensor> leaf_grads;
-  std::vector<Node*> roots;
+  // Seeds the gradient of each output (ones where none is given) and records the roots.
+  void seed(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs);
+  // Records grad()'s targets: leaves by meta, non-leaves by slot.
+  void collect_targets();
+  // Orders the nodes reachable from the roots, consumers before producers.
+  void order_graph();
+  // Marks the nodes through which a gradient reaches a target (all of them for backward()).
+  void mark_useful();
+  // Runs the VJPs of all ordered nodes, passing gradients to producers and leaves.
+  void run_nodes();
+  // Drops the saved tensors of every visited node (backward without retain_graph).
+  void release_saved();
+  // grad()'s results: one gradient per target (undefined only with allow_unused).
+  std::vector<Tensor> target_grads(bool allow_unused);
+  // Adds the leaves' gradients (hooks applied) into their .grad.
+  void accumulate_into_leaves();
 
+ private:
+  // True when input `i` of `node` requires grad and leads to a target (or there are no targets).
+  bool input_leads_to_target(const Node& node, size_t i);
+  // Takes the node's pending output gradients (hooks applied, captured when targeted); false when none arrived.
+  bool take_output_grads(Node& node, std::vector<Tensor>& grads);
+  // Throws when the node's saved tensors are gone or its op has no VJP.
+  static void check_differentiable(const Node& node);
+  // The node's saved outputs, re-attached to it under create_graph (Note [Saved tensors]).
+  std::vector<Tensor> saved_outputs(Node& node) const;
+  // Runs one node's VJP and passes the input gradients on.
+  void run_node(Node& node);
+  // Adds the VJP's gradient for input `i` of `node` to its producer's slot or its leaf.
+  void pass_on(const Node& node, size_t i, Tensor g);
+
+  bool create_graph_;
+  const std::vector<Tensor>* targets_;  // not owned; null for backward()
+  std::unordered_map<Slot, Tensor, SlotHash> slot_grads_;  // pending, per node output
+  std::unordered_map<AutogradMeta*, Tensor> leaf_grads_;   // summed, per leaf
+  std::vector<Node*> roots_;                               // not owned
+  std::unordered_set<AutogradMeta*> target_leaves_;
+  std::unordered_set<Slot, SlotHash> target_slots_;
+  std::vector<Node*> order_;  // consumers before producers; not owned
+  std::unordered_map<Node*, bool> useful_;
+  std::unordered_map<Slot, Tensor, SlotHash> captured_;  // gradients of targeted slots
+};
+
+void Backward::seed(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs) {
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& out = outputs[i];
     OAR_CHECK_ARG(out.defined(), "grad: output " + std::to_string(i) + " is undefined");
@@ -238,175 +280,202 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
                                             shape_str(g.shape()) + " but the output has shape " + shape_str(out.shape()));
     if (meta->grad_fn) {
       Slot s{meta->grad_fn.get(), meta->output_index};
-      slot_grads[s] = accumulate(slot_grads[s], g);
-      roots.push_back(meta->grad_fn.get());
+      slot_grads_[s] = accumulate(slot_grads_[s], g);
+      roots_.push_back(meta->grad_fn.get());
     } else {
-      leaf_grads[meta.get()] = accumulate(leaf_grads[meta.get()], g);
+      leaf_grads_[meta.get()] = accumulate(leaf_grads_[meta.get()], g);
     }
   }
+}
 
-  // Targets of grad(): leaves by meta, non-leaves by slot.
-  std::unordered_set<AutogradMeta*> target_leaves;
-  std::unordered_set<Slot, SlotHash> target_slots;
-  if (targets) {
-    for (size_t i = 0; i < targets->size(); ++i) {
-      const Tensor& t = (*targets)[i];
-      OAR_CHECK_ARG(t.defined(), "grad: input " + std::to_string(i) + " is undefined");
-      const auto& meta = t.impl().autograd;
-      if (!meta || !meta->requires_grad) {
-        throw Error(ErrorCode::invalid_argument,
-                    "grad: input " + std::to_string(i) + " does not require grad; call set_requires_grad() on it");
-      }
-      if (meta->grad_fn) target_slots.insert({meta->grad_fn.get(), meta->output_index});
-      else target_leaves.insert(meta.get());
+void Backward::collect_targets() {
+  if (!targets_) return;
+  for (size_t i = 0; i < targets_->size(); ++i) {
+    const Tensor& t = (*targets_)[i];
+    OAR_CHECK_ARG(t.defined(), "grad: input " + std::to_string(i) + " is undefined");
+    const auto& meta = t.impl().autograd;
+    if (!meta || !meta->requires_grad) {
+      throw Error(ErrorCode::invalid_argument,
+                  "grad: input " + std::to_string(i) + " does not require grad; call set_requires_grad() on it");
     }
+    if (meta->grad_fn) target_slots_.insert({meta->grad_fn.get(), meta->output_index});
+    else target_leaves_.insert(meta.get());
   }
+}
 
-  // Topological order (consumers before producers) and which nodes lead to
-  // a target.
-  std::vector<Node*> order;
-  std::unordered_map<Node*, bool> useful;
-  {
-    std::unordered_set<Node*> visited;
-    std::vector<std::pair<Node*, size_t>> stack;
-    for (Node* r : roots) {
-      if (!visited.insert(r).second) continue;
-      stack.push_back({r, 0});
-      while (!stack.empty()) {
-        auto& [node, next] = stack.back();
-        if (next < node->next_node.size()) {
-          Node* child = node->next_node[next++].get();
-          if (child && visited.insert(child).second) stack.push_back({child, 0});
-        } else {
-          order.push_back(node);
-          stack.pop_back();
-        }
-      }
-    }
-    // `order` is post-order: producers first. Usefulness flows from producers.
-    for (Node* n : order) {
-      bool u = !targets;
-      for (size_t i = 0; !u && i < n->next_node.size(); ++i) {
-        if (!n->input_requires_grad[i]) continue;
-        if (n->next_node[i]) {
-          Node* child = n->next_node[i].get();
-          u = useful[child] || target_slots.count({child, n->next_index[i]});
-        } else {
-          u = target_leaves.count(n->next_leaf[i].get()) > 0;
-        }
-      }
-      useful[n] = u;
-    }
-    std::reverse(order.begin(), order.end());
-  }
-
-  std::unordered_map<Slot, Tensor, SlotHash> captured;
-  for (Node* node : order) {
-    size_t nout = node->output_meta.size();
-    std::vector<Tensor> grads(nout);
-    bool any = false;
-    for (size_t i = 0; i < nout; ++i) {
-      Slot s{node, static_cast<int>(i)};
-      auto it = slot_grads.find(s);
-      if (it == slot_grads.end()) continue;
-      grads[i] = apply_hooks(node->output_hooks[i], it->second);
-      if (target_slots.count(s)) captured[s] = grads[i];
-      slot_grads.erase(it);
-      any = true;
-    }
-    if (!any || !useful[node]) continue;
-    if (node->released) {
-      throw Error(ErrorCode::invalid_argument, "backward: trying to differentiate through '" + node_name(*node) +
-                                                   "' a second time after its saved tensors were freed; pass "
-                                                   "retain_graph=true to the first backward");
-    }
-    if (!is_custom(*node) && (!node->op->differentiable || !node->op->vjp)) {
-      throw Error(ErrorCode::invalid_argument, node->op->name + ": this op is not differentiable, but a gradient "
-                                                                "was requested through it");
-    }
-    // Which inputs want a gradient.
-    std::unique_ptr<bool[]> needs(new bool[node->inputs.size()]);
-    for (size_t i = 0; i < node->inputs.size(); ++i) {
-      bool want = node->input_requires_grad[i];
-      if (want && targets) {
-        want = node->next_node[i] ? (useful[node->next_node[i].get()] ||
-                                     target_slots.count({node->next_node[i].get(), node->next_index[i]}))
-                                  : target_leaves.count(node->next_leaf[i].get()) > 0;
-      }
-      needs[i] = want;
-    }
-    // Re-attach the saved outputs to this node (Note [Saved tensors]).
-    std::vector<Tensor> outs;
-    for (size_t i = 0; i < node->outputs.size(); ++i) {
-      Tensor o = node->outputs[i].detach();
-      if (create_graph) {
-        auto meta = std::make_shared<AutogradMeta>();
-        meta->requires_grad = true;
-        meta->grad_fn = node->shared_from_this();
-        meta->output_index = static_cast<int>(i);
-        o.impl().autograd = std::move(meta);
-      }
-      outs.push_back(o);
-    }
-    VjpContext ctx{node->inputs, outs, grads, node->attrs,
-                   std::span<const bool>(needs.get(), node->inputs.size())};
-    std::vector<Tensor> input_grads = is_custom(*node) ? node->custom_vjp(ctx) : node->op->vjp(ctx);
-    for (size_t i = 0; i < node->inputs.size() && i < input_grads.size(); ++i) {
-      Tensor& g = input_grads[i];
-      if (!needs[i] || !g.defined()) continue;
-      if (g.shape() != node->inputs[i].shape()) {
-        throw Error(ErrorCode::internal, node_name(*node) + ": its VJP returned a gradient of shape " +
-                                             shape_str(g.shape()) + " for input " + std::to_string(i) + " of shape " +
-                                             shape_str(node->inputs[i].shape()));
-      }
-      if (g.dtype() != node->inputs[i].dtype()) g = cast(g, node->inputs[i].dtype());
-      if (node->next_node[i]) {
-        Slot s{node->next_node[i].get(), node->next_index[i]};
-        slot_grads[s] = accumulate(slot_grads[s], g);
-      } else if (node->next_leaf[i]) {
-        AutogradMeta* leaf = node->next_leaf[i].get();
-        leaf_grads[leaf] = accumulate(leaf_grads[leaf], g);
-      }
-    }
-  }
-
-  if (!retain_graph) {
-    for (Node* node : order) {
-      node->inputs.clear();
-      node->outputs.clear();
-      node->custom_vjp = nullptr;  // what a custom backward captured
-      node->released = true;
-    }
-  }
-
-  if (targets) {
-    results->clear();
-    for (size_t i = 0; i < targets->size(); ++i) {
-      const auto& meta = (*targets)[i].impl().autograd;
-      Tensor g;
-      if (meta->grad_fn) {
-        auto it = captured.find({meta->grad_fn.get(), meta->output_index});
-        if (it != captured.end()) g = it->second;
+void Backward::order_graph() {
+  std::unordered_set<Node*> visited;
+  std::vector<std::pair<Node*, size_t>> stack;
+  for (Node* r : roots_) {
+    if (!visited.insert(r).second) continue;
+    stack.push_back({r, 0});
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      if (next < node->next_node.size()) {
+        Node* child = node->next_node[next++].get();
+        if (child && visited.insert(child).second) stack.push_back({child, 0});
       } else {
-        auto it = leaf_grads.find(meta.get());
-        if (it != leaf_grads.end()) g = apply_hooks(meta->hooks, it->second);
+        order_.push_back(node);  // post-order: producers first
+        stack.pop_back();
       }
-      if (!g.defined() && !allow_unused) {
-        throw Error(ErrorCode::invalid_argument, "grad: input " + std::to_string(i) +
-                                                     " is not reachable from the outputs (pass allow_unused=true "
-                                                     "to get an undefined gradient instead)");
-      }
-      if (g.defined() && !create_graph) g = g.detach();
-      results->push_back(g);
     }
-    return;
   }
-  for (auto& [meta, g] : leaf_grads) {
+  std::reverse(order_.begin(), order_.end());
+}
+
+bool Backward::input_leads_to_target(const Node& node, size_t i) {
+  if (!node.input_requires_grad[i]) return false;
+  if (!targets_) return true;
+  if (Node* child = node.next_node[i].get()) return useful_[child] || target_slots_.count({child, node.next_index[i]});
+  return target_leaves_.count(node.next_leaf[i].get()) > 0;
+}
+
+void Backward::mark_useful() {
+  // Usefulness flows from producers, which come last in order_.
+  for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
+    Node* n = *it;
+    bool u = !targets_;
+    for (size_t i = 0; !u && i < n->next_node.size(); ++i) u = input_leads_to_target(*n, i);
+    useful_[n] = u;
+  }
+}
+
+bool Backward::take_output_grads(Node& node, std::vector<Tensor>& grads) {
+  bool any = false;
+  for (size_t i = 0; i < grads.size(); ++i) {
+    Slot s{&node, static_cast<int>(i)};
+    auto it = slot_grads_.find(s);
+    if (it == slot_grads_.end()) continue;
+    grads[i] = apply_hooks(node.output_hooks[i], it->second);
+    if (target_slots_.count(s)) captured_[s] = grads[i];
+    slot_grads_.erase(it);
+    any = true;
+  }
+  return any;
+}
+
+void Backward::check_differentiable(const Node& node) {
+  if (node.released) {
+    throw Error(ErrorCode::invalid_argument, "backward: trying to differentiate through '" + node_name(node) +
+                                                 "' a second time after its saved tensors were freed; pass "
+                                                 "retain_graph=true to the first backward");
+  }
+  if (!is_custom(node) && (!node.op->differentiable || !node.op->vjp)) {
+    throw Error(ErrorCode::invalid_argument, node.op->name + ": this op is not differentiable, but a gradient "
+                                                             "was requested through it");
+  }
+}
+
+std::vector<Tensor> Backward::saved_outputs(Node& node) const {
+  std::vector<Tensor> outs;
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    Tensor o = node.outputs[i].detach();
+    if (create_graph_) {
+      auto meta = std::make_shared<AutogradMeta>();
+      meta->requires_grad = true;
+      meta->grad_fn = node.shared_from_this();
+      meta->output_index = static_cast<int>(i);
+      o.impl().autograd = std::move(meta);
+    }
+    outs.push_back(o);
+  }
+  return outs;
+}
+
+void Backward::pass_on(const Node& node, size_t i, Tensor g) {
+  if (g.shape() != node.inputs[i].shape()) {
+    throw Error(ErrorCode::internal, node_name(node) + ": its VJP returned a gradient of shape " +
+                                         shape_str(g.shape()) + " for input " + std::to_string(i) + " of shape " +
+                                         shape_str(node.inputs[i].shape()));
+  }
+  if (g.dtype() != node.inputs[i].dtype()) g = cast(g, node.inputs[i].dtype());
+  if (node.next_node[i]) {
+    Slot s{node.next_node[i].get(), node.next_index[i]};
+    slot_grads_[s] = accumulate(slot_grads_[s], g);
+  } else if (node.next_leaf[i]) {
+    AutogradMeta* leaf = node.next_leaf[i].get();
+    leaf_grads_[leaf] = accumulate(leaf_grads_[leaf], g);
+  }
+}
+
+void Backward::run_node(Node& node) {
+  std::vector<Tensor> grads(node.output_meta.size());
+  if (!take_output_grads(node, grads) || !useful_[&node]) return;
+  check_differentiable(node);
+  const size_t nin = node.inputs.size();
+  std::unique_ptr<bool[]> needs(new bool[nin]);
+  for (size_t i = 0; i < nin; ++i) needs[i] = input_leads_to_target(node, i);
+  std::vector<Tensor> outs = saved_outputs(node);
+  VjpContext ctx{node.inputs, outs, grads, node.attrs, std::span<const bool>(needs.get(), nin)};
+  std::vector<Tensor> input_grads = is_custom(node) ? node.custom_vjp(ctx) : node.op->vjp(ctx);
+  for (size_t i = 0; i < nin && i < input_grads.size(); ++i) {
+    if (needs[i] && input_grads[i].defined()) pass_on(node, i, std::move(input_grads[i]));
+  }
+}
+
+void Backward::run_nodes() {
+  for (Node* node : order_) run_node(*node);
+}
+
+void Backward::release_saved() {
+  for (Node* node : order_) {
+    node->inputs.clear();
+    node->outputs.clear();
+    node->custom_vjp = nullptr;  // what a custom backward captured
+    node->released = true;
+  }
+}
+
+std::vector<Tensor> Backward::target_grads(bool allow_unused) {
+  std::vector<Tensor> results;
+  for (size_t i = 0; i < targets_->size(); ++i) {
+    const auto& meta = (*targets_)[i].impl().autograd;
+    Tensor g;
+    if (meta->grad_fn) {
+      auto it = captured_.find({meta->grad_fn.get(), meta->output_index});
+      if (it != captured_.end()) g = it->second;
+    } else {
+      auto it = leaf_grads_.find(meta.get());
+      if (it != leaf_grads_.end()) g = apply_hooks(meta->hooks, it->second);
+    }
+    if (!g.defined() && !allow_unused) {
+      throw Error(ErrorCode::invalid_argument, "grad: input " + std::to_string(i) +
+                                                   " is not reachable from the outputs (pass allow_unused=true "
+                                                   "to get an undefined gradient instead)");
+    }
+    if (g.defined() && !create_graph_) g = g.detach();
+    results.push_back(g);
+  }
+  return results;
+}
+
+void Backward::accumulate_into_leaves() {
+  for (auto& [meta, g] : leaf_grads_) {
     Tensor hooked = apply_hooks(meta->hooks, g);
-    if (!create_graph) hooked = hooked.detach();
-    meta->grad = meta->grad.defined() ? (create_graph ? add(meta->grad, hooked) : add(meta->grad, hooked).detach())
+    if (!create_graph_) hooked = hooked.detach();
+    meta->grad = meta->grad.defined() ? (create_graph_ ? add(meta->grad, hooked) : add(meta->grad, hooked).detach())
                                       : hooked;
   }
+}
+
+}  // namespace
+
+// Computes gradients of `outputs`. With `targets` (grad()), returns one
+// gradient per target in `results`; without (backward()), accumulates into
+// every leaf's .grad. The steps: Note [Backward steps].
+void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs, bool retain_graph,
+                  bool create_graph, const std::vector<Tensor>* targets, std::vector<Tensor>* results,
+                  bool allow_unused) {
+  GradMode mode(create_graph);
+  Backward pass(create_graph, targets);
+  pass.seed(outputs, grad_outputs);
+  pass.collect_targets();
+  pass.order_graph();
+  pass.mark_useful();
+  pass.run_nodes();
+  if (!retain_graph) pass.release_saved();
+  if (targets) *results = pass.target_grads(allow_unused);
+  else pass.accumulate_into_leaves();
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,

@@ -30,6 +30,8 @@ __all__ = ["to_static", "save", "load", "not_to_static", "enable_to_static", "St
 
 # Traces one StaticFunction keeps (the least recently used is dropped).
 _MAX_TRACES = 8
+# The trace cache itself (keys, lookup, specs of a new trace, trace counts)
+# is C++: _C.ir.TraceCache (Note [Trace cache] in compiled_function.cpp).
 _TENSOR = object()  # marks where a tensor argument goes
 _enabled = True
 
@@ -115,24 +117,6 @@ def _positional(tensors):
     return list(tensors), {}
 
 
-def _accepts(specs, tensors):
-    return len(specs) == len(tensors) and all(s.accepts(t) for s, t in zip(specs, tensors))
-
-
-class _Entry:
-    """One cached trace: what it accepts and the executor that runs it."""
-
-    def __init__(self, key, device, specs, program, executor, captured, updates, structure):
-        self.key = key
-        self.device = device
-        self.specs = specs            # list of InputSpec (after specialization)
-        self.program = program        # _C.ir.Program, optimized
-        self.executor = executor
-        self.captured = captured      # the traced tensors of parameters that are no Layer state, by name
-        self.updates = updates        # Layer buffers the program reassigns
-        self.structure = structure    # "tensor", "list" or "tuple"
-
-
 class StaticFunction:
     """A function or Layer forward compiled to static mode (to_static's result).
 
@@ -162,8 +146,14 @@ class StaticFunction:
         self._layer = layer
         self._input_spec_arg = input_spec
         self._input_spec = _specs(input_spec, "to_static")
-        self._entries = []  # most recently used first
-        self._trace_count = 0
+        self._cache = _C.ir.TraceCache(_MAX_TRACES)
+        # The C++ cache keys on an id of the call's non-tensor arguments (only
+        # Python can hash them): frozen arguments -> id, for cached traces.
+        self._argument_ids = {}
+        self._next_argument_id = 1
+        # Per cached trace (by id): where its parameters live (Layer state,
+        # read on every call) and the tensors fixed when it was traced.
+        self._bindings = {}
         self._sublayers = None
         self._bound = weakref.WeakKeyDictionary()  # a decorated method's StaticFunction per instance
         functools.update_wrapper(self, function)
@@ -191,17 +181,26 @@ class StaticFunction:
         if any(_C.ir.is_symbolic(t) for t in inputs):
             return self._function(*args, **kwargs)  # called inside another trace: inlined there
         device = inputs[0]._device if inputs else _C.get_device()
-        entry = self._lookup(inputs, rebuild, key + self._mode_key(), device)
+        entry = self._lookup(inputs, rebuild, key, device)
         return self._run(entry, inputs)
 
-    def _mode_key(self):
+    def _mode(self):
+        """Per sublayer of the Layer: whether it trains (each mode has its own trace)."""
         if self._layer is None:
-            return ()
+            return []
         # The sublayers are listed once: walking them on every call costs
         # more than a small program runs.
         if self._sublayers is None:
             self._sublayers = list(self._layer.sublayers(include_self=True))
-        return (tuple(layer.training for layer in self._sublayers),)
+        return [layer.training for layer in self._sublayers]
+
+    def _argument_id(self, key):
+        """The id the C++ cache keys on for frozen non-tensor arguments `key`."""
+        arguments = self._argument_ids.get(key)
+        if arguments is None:
+            arguments = self._argument_ids[key] = self._next_argument_id
+            self._next_argument_id += 1
+        return arguments
 
     def _state_slots(self):
         """(state_dict name, dict, key) of each parameter and buffer of the Layer."""
@@ -221,27 +220,18 @@ class StaticFunction:
         return {name: store[key] for name, store, key in self._state_slots()}
 
     def _lookup(self, inputs, rebuild, key, device):
-        for i, e in enumerate(self._entries):
-            if e.key == key and e.device == device and _accepts(e.specs, inputs):
-                self._entries.insert(0, self._entries.pop(i))
-                return e
+        arguments, mode = self._argument_id(key), self._mode()
+        entry = self._cache.lookup(arguments, mode, device, inputs)
+        if entry is not None:
+            return entry
         if self._input_spec is None:
             self._input_spec = [InputSpec.from_tensor(t) for t in inputs]
-        declared = self._input_spec
-        if len(declared) != len(inputs):
-            raise ValueError(f"to_static({self._name}): input_spec has {len(declared)} specs but the call passes "
-                             f"{len(inputs)} tensors")
-        if _accepts(declared, inputs):
-            specs = declared
-        else:  # outside the declared specs: a trace for exactly these shapes
-            specs = [InputSpec(list(t.shape), t.dtype, s.name) for s, t in zip(declared, inputs)]
-        entry = self._compile(specs, [list(t.shape) for t in inputs], rebuild, key, device)
-        self._entries.insert(0, entry)
-        del self._entries[_MAX_TRACES:]
-        return entry
+        specs = _C.ir.TraceCache.specs_for([s._to_ir() for s in self._input_spec], inputs, f"to_static({self._name})")
+        return self._compile(specs, [list(t.shape) for t in inputs], rebuild, arguments, mode, device)
 
     def _trace(self, specs, examples, rebuild, device):
-        """Traces the function: (_C.ir.Trace, updated buffer names, output structure)."""
+        """Traces the function for `specs` (_C.ir.InputSpec): (_C.ir.Trace,
+        updated buffer names, output structure)."""
         slots = self._state_slots()
         result = {}
 
@@ -274,51 +264,59 @@ class StaticFunction:
             return outs + [t for _, t in updated]
 
         params = {name: Tensor(store[key]) for name, store, key in slots}
-        trace = _C.ir.trace(traced, [s._to_ir() for s in specs], params, device, examples)
+        trace = _C.ir.trace(traced, specs, params, device, examples)
         if result["updates"]:
             trace.program._outputs_to_updates(result["updates"])
         _C.ir.default_pipeline(trace.program, device)
         return trace, result["updates"], result["structure"]
 
-    def _compile(self, specs, examples, rebuild, key, device):
+    def _compile(self, specs, examples, rebuild, arguments, mode, device):
+        """Traces, then caches the trace in C++ (which compiles it)."""
         trace, updates, structure = self._trace(specs, examples, rebuild, device)
-        executor = _C.ir.CompiledFunction(trace.program, device)
-        self._trace_count += 1
+        entry = self._cache.insert(arguments, mode, device, trace.specs, trace.program, updates, structure)
         slots = {name: (store, k) for name, store, k in self._state_slots()}
         captured = {n: t for n, t in trace.parameters.items() if n not in slots}
-        accepted = [InputSpec(list(s.shape), s.dtype, s.name) for s in trace.specs]
-        entry = _Entry(key, device, accepted, trace.program, executor, captured, updates, structure)
         # Where each program parameter lives: read on every call (optimizer
         # steps rebind or update them), looked up once.
-        entry.slots = [(n,) + slots[n] for n in trace.program.parameter_names if n in slots]
-        entry.fixed = {n: captured[n] for n in trace.program.parameter_names if n not in slots}
+        self._bindings[entry.id] = ([(n,) + slots[n] for n in trace.program.parameter_names if n in slots],
+                                    {n: captured[n] for n in trace.program.parameter_names if n not in slots})
+        # Forget what belongs to traces the cache dropped.
+        held = self._cache.entries()
+        ids, held_arguments = {e.id for e in held}, {e.arguments for e in held}
+        self._bindings = {i: b for i, b in self._bindings.items() if i in ids}
+        self._argument_ids = {k: a for k, a in self._argument_ids.items() if a in held_arguments}
         return entry
 
     def _parameters_of(self, program, captured, named):
         return {n: named[n] if n in named else captured[n] for n in program.parameter_names}
 
     def _run(self, entry, inputs):
-        params = {name: store[k] for name, store, k in entry.slots}
-        if entry.fixed:
-            params.update(entry.fixed)
-        outs = entry.executor(inputs, params)
-        if entry.updates:
-            current = entry.executor.parameters()
-            for name in entry.updates:
+        slots, fixed = self._bindings[entry.id]
+        params = {name: store[k] for name, store, k in slots}
+        if fixed:
+            params.update(fixed)
+        outs = entry(inputs, params)
+        updates = entry.updates
+        if updates:
+            current = entry.parameters()
+            for name in updates:
                 params[name]._set_data_(current[name])
-        if entry.structure == "tensor":
+        structure = entry.structure
+        if structure == "tensor":
             return outs[0]
-        return tuple(outs) if entry.structure == "tuple" else outs
+        return tuple(outs) if structure == "tuple" else outs
 
     # ---- inspection ----
     def _latest(self):
-        if not self._entries:
+        entry = self._cache.latest
+        if entry is None:
             if self._input_spec is None:
                 raise RuntimeError(f"to_static({self._name}): nothing is traced yet; call it once or give "
                                    "input_spec")
-            key = (_TENSOR,) * len(self._input_spec) + self._mode_key()
-            self._entries.insert(0, self._compile(self._input_spec, [], _positional, key, _C.get_device()))
-        return self._entries[0]
+            arguments = self._argument_id((_TENSOR,) * len(self._input_spec))
+            entry = self._compile([s._to_ir() for s in self._input_spec], [], _positional, arguments, self._mode(),
+                                  _C.get_device())
+        return entry
 
     @property
     def program(self):
@@ -328,7 +326,7 @@ class StaticFunction:
     @property
     def trace_count(self):
         """How many times the function was traced (a cache miss traces)."""
-        return self._trace_count
+        return self._cache.trace_count
 
     @property
     def input_spec(self):
@@ -346,7 +344,7 @@ class StaticFunction:
         return self._function
 
     def __repr__(self):
-        return f"StaticFunction({self._name}, input_spec={self._input_spec}, traces={self._trace_count})"
+        return f"StaticFunction({self._name}, input_spec={self._input_spec}, traces={self._cache.trace_count})"
 
 
 def to_static(function=None, input_spec=None, build_strategy=None, backend=None, full_graph=True, **kwargs):
@@ -405,7 +403,7 @@ def save(layer, path, input_spec=None, **configs):
         raise ValueError(f"jit.save: {sf._name} has not been called and no input_spec was given, so the input "
                          "shapes are unknown; pass input_spec=[oar.static.InputSpec([None, ...], 'float32')]")
     with no_grad():
-        trace, _, _ = sf._trace(specs, [], _positional, _C.get_device())
+        trace, _, _ = sf._trace([s._to_ir() for s in specs], [], _positional, _C.get_device())
     if trace.specialized:
         warnings.warn(f"jit.save: {sf._name} computes a shape from its inputs' shapes, so the saved program "
                       f"only accepts {[list(s.shape) for s in trace.specs]}", UserWarning, stacklevel=2)

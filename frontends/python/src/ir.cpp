@@ -1,7 +1,8 @@
 // oar._C.ir: static mode for the Python frontend (oar.jit). Thin wrappers of
 // oar/ir: trace a Python callable into a Program, run the default pass
-// pipeline, run a program with the Executor, save and load. The caching,
-// Layer parameters and Paddle-style API are in Python (oar/jit.py).
+// pipeline, run a program with the Executor, the trace cache (TraceCache:
+// keys, lookup, trace counts), save and load. Calling the user's function,
+// flattening its arguments and Layer state are in Python (oar/jit.py).
 #include <pybind11/stl.h>
 
 #include <memory>
@@ -75,6 +76,16 @@ struct PyExecutor {
 struct PyCompiledFunction {
   std::unique_ptr<ir::CompiledFunction> function;
 };
+
+// A trace held by a TraceCache, as Python sees it (read-only).
+struct PyCachedTrace {
+  std::shared_ptr<const ir::CachedTrace> entry;
+};
+
+std::optional<PyCachedTrace> cached(std::shared_ptr<const ir::CachedTrace> entry) {
+  if (!entry) return std::nullopt;
+  return PyCachedTrace{std::move(entry)};
+}
 
 }  // namespace
 
@@ -228,6 +239,67 @@ void bind_ir(py::module_& parent) {
             return std::make_shared<ir::Program>(f.function->forward().program().clone());
           },
           "The compiled forward program.");
+
+  py::class_<PyCachedTrace>(m, "CachedTrace",
+                            "One trace of a TraceCache: what it accepts and the CompiledFunction that runs it.")
+      .def_property_readonly("id", [](const PyCachedTrace& t) { return t.entry->id; })
+      .def_property_readonly("arguments", [](const PyCachedTrace& t) { return t.entry->key.arguments; })
+      .def_property_readonly("program", [](const PyCachedTrace& t) { return t.entry->program; })
+      .def_property_readonly("specs", [](const PyCachedTrace& t) { return t.entry->specs; })
+      .def_property_readonly("updates", [](const PyCachedTrace& t) { return t.entry->updates; })
+      .def_property_readonly("structure", [](const PyCachedTrace& t) { return t.entry->structure; })
+      .def(
+          "__call__",
+          [](const PyCachedTrace& t, const std::vector<oar::Tensor>& inputs, const ir::ParamMap& params) {
+            py::gil_scoped_release release;
+            return (*t.entry->function)(inputs, params);
+          },
+          py::arg("inputs"), py::arg("parameters"))
+      .def("parameters", [](const PyCachedTrace& t) { return t.entry->function->parameters(); });
+
+  py::class_<ir::TraceCache>(m, "TraceCache",
+                             "The traces of one to_static function (Note [Trace cache] in compiled_function.cpp).")
+      .def(py::init<size_t>(), py::arg("capacity") = 8)
+      .def(
+          "lookup",
+          [](ir::TraceCache& c, int64_t arguments, std::vector<bool> mode, const std::optional<std::string>& device,
+             const std::vector<oar::Tensor>& inputs) {
+            return cached(c.lookup({arguments, std::move(mode), device_or_default(device)}, inputs));
+          },
+          py::arg("arguments"), py::arg("mode"), py::arg("device"), py::arg("inputs"),
+          "The trace for this key whose specs accept the inputs (made the most recently used), or None.")
+      .def_static(
+          "specs_for",
+          [](const std::vector<ir::InputSpec>& declared, const std::vector<oar::Tensor>& inputs,
+             const std::string& what) { return ir::TraceCache::specs_for(declared, inputs, what); },
+          py::arg("declared"), py::arg("inputs"), py::arg("what"),
+          "The specs a new trace uses: the declared ones when they accept the inputs, else the exact shapes.")
+      .def(
+          "insert",
+          [](ir::TraceCache& c, int64_t arguments, std::vector<bool> mode, const std::optional<std::string>& device,
+             std::vector<ir::InputSpec> specs, ProgramPtr program, std::vector<std::string> updates,
+             std::string structure) {
+            ir::CachedTrace t;
+            t.key = {arguments, std::move(mode), device_or_default(device)};
+            t.specs = std::move(specs);
+            t.function = std::make_shared<ir::CompiledFunction>(*program, t.key.device);
+            t.program = std::move(program);
+            t.updates = std::move(updates);
+            t.structure = std::move(structure);
+            return *cached(c.insert(std::move(t)));
+          },
+          py::arg("arguments"), py::arg("mode"), py::arg("device"), py::arg("specs"), py::arg("program"),
+          py::arg("updates"), py::arg("structure"),
+          "Compiles a new trace and adds it as the most recently used (one more trace counted).")
+      .def_property_readonly("latest", [](const ir::TraceCache& c) { return cached(c.latest()); })
+      .def("entries",
+           [](const ir::TraceCache& c) {
+             std::vector<PyCachedTrace> out;
+             for (auto& e : c.entries()) out.push_back({e});
+             return out;
+           })
+      .def_property_readonly("trace_count", &ir::TraceCache::trace_count)
+      .def("__len__", &ir::TraceCache::size);
 
   m.def(
       "save",
