@@ -716,13 +716,17 @@ struct Executor::Impl {
       check(api.stream_wait_event(api.impl, device.index, l.ctx.stream, e), "stream_wait_event");
     }
     host_clear_error();
-    OarStatus status = l.kernel->fn(&l.ctx);
+    OarStatus status;
+    {
+      LaunchScope scope(*backend, device.index);  // Note [Kernel scratch memory]
+      status = l.kernel->fn(&l.ctx);
+    }
     if (status != OAR_OK) {
-      std::string message = host_take_error();
-      throw Error(static_cast<ErrorCode>(status),
-                  message.empty() ? l.op->name() + ": the " + device.type +
-                                        " kernel failed with status " + std::to_string(status)
-                                  : message);
+      PluginFailure failure = host_take_failure(status);  // Note [Error codes from plugins]
+      throw Error(failure.code,
+                  failure.message.empty() ? l.op->name() + ": the " + device.type +
+                                                " kernel failed with status " + std::to_string(status)
+                                          : failure.message);
     }
     if (l.record) {
       host_clear_error();

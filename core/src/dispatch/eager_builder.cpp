@@ -143,12 +143,16 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
   ctx.attrs = attrs_handle(attrs);
   ctx.op_name = op.name.c_str();
   host_clear_error();
-  OarStatus status = kernel->fn(&ctx);
+  OarStatus status;
+  {
+    LaunchScope scope(backend, dev.index);  // Note [Kernel scratch memory]
+    status = kernel->fn(&ctx);
+  }
   if (status != OAR_OK) {
-    std::string message = host_take_error();
-    throw Error(static_cast<ErrorCode>(status),
-                message.empty() ? op.name + ": the " + dev.type + " kernel failed with status " + std::to_string(status)
-                                : message);
+    PluginFailure failure = host_take_failure(status);  // Note [Error codes from plugins]
+    throw Error(failure.code, failure.message.empty() ? op.name + ": the " + dev.type +
+                                                            " kernel failed with status " + std::to_string(status)
+                                                      : failure.message);
   }
   record_op(op, inputs, outputs, attrs);
   return outputs;
