@@ -65,6 +65,10 @@ OarStatus store_add(OarStore_t, const char*, int64_t, int64_t*) { return OAR_ERR
 OarStatus store_wait(OarStore_t, const char*, int64_t) { return OAR_ERROR_UNSUPPORTED; }
 void store_free(void* p) { std::free(p); }
 const char* get_option(void*, const char* name) { return name ? std::getenv(name) : nullptr; }
+// No kernel runs in the probe; the entries exist so the table a plugin's
+// init sees is the real host's (ABI 1.1).
+void* scratch_alloc(void*, const OarKernelContext*, uint64_t) { return nullptr; }
+void scratch_free(void*, const OarKernelContext*, void*) {}
 
 OarHostApi make_host() {
   OarHostApi h;
@@ -89,6 +93,8 @@ OarHostApi make_host() {
   h.store_wait = store_wait;
   h.store_free = store_free;
   h.get_option = get_option;
+  h.scratch_alloc = scratch_alloc;
+  h.scratch_free = scratch_free;
   return h;
 }
 

@@ -82,6 +82,10 @@ const char* probe_get_option(void*, const char* name) {
   return std::getenv(n.c_str());
 }
 
+// No kernel runs in a probe; the table still has every 1.1 entry.
+void* probe_scratch_alloc(void*, const OarKernelContext*, uint64_t) { return nullptr; }
+void probe_scratch_free(void*, const OarKernelContext*, void*) {}
+
 OarHostApi make_host(int32_t major) {
   OarHostApi h;
   std::memset(&h, 0, sizeof h);
@@ -105,6 +109,8 @@ OarHostApi make_host(int32_t major) {
   h.store_wait = probe_store_wait;
   h.store_free = probe_store_free;
   h.get_option = probe_get_option;
+  h.scratch_alloc = probe_scratch_alloc;
+  h.scratch_free = probe_scratch_free;
   return h;
 }
 
@@ -417,6 +423,8 @@ void run_abi_probes(Suite& suite) {
     for (const char* f : {"event_destroy", "event_record", "event_synchronize", "event_query"})
       if (e[f].get<bool>() != events)
         group_problem = std::string("the event group is incomplete (") + f + ")";
+    if (e["stream_wait_event"].get<bool>() && (!events || !e["stream_create"].get<bool>()))
+      group_problem = "stream_wait_event is set but the device has no streams or no events";
     if (e["comm_init"].get<bool>())
       for (const char* f : {"comm_unique_id_size", "comm_unique_id", "comm_destroy"})
         if (!e[f].get<bool>())

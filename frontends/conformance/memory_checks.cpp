@@ -444,13 +444,16 @@ void run_stream_checks(Suite& suite, const Devices& devices) {
               "memcpy_h2d_async (default stream)");
     expect_equal(raw.read(a.ptr(), n), fresh,
                  "memcpy_d2h right after h2d_async on the default stream");
-    return "8 rounds of h2d_async -> d2d_async -> memset_async -> d2h_async on one stream; sync "
-           "copies after the default stream";
+    return std::string("8 rounds of h2d_async -> d2d_async -> memset_async -> d2h_async on ") +
+           (api.stream_create ? "one stream" : "the default stream (the device has no others)") +
+           "; sync copies after the default stream";
   });
 
   run_check(suite, "stream.cross_stream_wait", [&]() -> std::string {
-    if (!api.stream_create) return "skip: no streams (everything runs on the default stream)";
-    if (!api.event_create) return "skip: no events";
+    if (!api.stream_create)
+      return "skip: no streams: everything runs on the default stream, in order, so there is "
+             "no other stream to wait for";
+    if (!api.event_create) return "skip: no events (the host synchronizes streams instead)";
     if (!api.memcpy_h2d_async || !api.memcpy_d2h_async) return "skip: no async copies";
     ScopedStream s1(raw), s2(raw);
     Buffer a(raw, n);
@@ -479,6 +482,9 @@ void run_stream_checks(Suite& suite, const Devices& devices) {
   });
 
   run_check(suite, "stream.query_sync", [&]() -> std::string {
+    if (!api.stream_query && !api.event_create)
+      return "skip: no stream_query and no events: the device has one in-order stream and "
+             "nothing to wait for (the host synchronizes instead)";
     if (!api.memcpy_h2d_async) return "skip: no async copies";
     ScopedStream s(raw);
     Buffer a(raw, n);

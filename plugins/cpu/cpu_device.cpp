@@ -1,11 +1,15 @@
 // The CPU device plugin: entry point and device table.
 //
-// Note [CPU streams are synchronous]: every stream of the CPU device runs its
-// work in the calling thread at launch — a kernel has finished when its
-// function returns, an "async" copy is a plain copy. So stream_synchronize,
-// stream_query, events and stream_wait_event are trivially complete. Memory
-// is ordinary host memory (OAR_DEVICE_HOST_ADDRESSABLE): the host may read it
-// directly.
+// Note [CPU streams are synchronous]: the CPU device runs all work in the
+// calling thread at launch — a kernel has finished when its function
+// returns, an "async" copy is a plain copy. It has one in-order stream, the
+// default one (NULL), and nothing to wait for, so it advertises no streams
+// and no events (ABI 1.1: stream_create/destroy, stream_query, the event
+// group and stream_wait_event are NULL). The host then runs everything on
+// the default stream and never records or waits for events; the static
+// executor schedules one stream. stream_synchronize (required) is kept and
+// returns at once. Memory is ordinary host memory
+// (OAR_DEVICE_HOST_ADDRESSABLE): the host may read it directly.
 //
 // Collectives are left NULL for now: CPU collectives come with Gloo in the
 // distribution work.
@@ -240,59 +244,9 @@ OarStatus memory_stats(void* impl, int32_t device, OarMemoryStats* stats) {
   return OAR_OK;
 }
 
-// --- streams and events: Note [CPU streams are synchronous] ---
-
-struct OpaqueHandle {
-  int32_t device;
-};
-
-OarStatus stream_create(void*, int32_t device, OarStream_t* stream) {
-  if (OarStatus s = check_device(device)) return s;
-  auto* h = new (std::nothrow) OpaqueHandle{device};
-  if (h == nullptr) return fail_plain(OAR_ERROR_OUT_OF_MEMORY, "stream_create: out of memory");
-  *stream = reinterpret_cast<OarStream_t>(h);
-  return OAR_OK;
-}
-
-OarStatus stream_destroy(void*, int32_t, OarStream_t stream) {
-  delete reinterpret_cast<OpaqueHandle*>(stream);
-  return OAR_OK;
-}
+// --- the default stream: Note [CPU streams are synchronous] ---
 
 OarStatus stream_synchronize(void*, int32_t device, OarStream_t) { return check_device(device); }
-
-OarStatus stream_query(void*, int32_t device, OarStream_t, int32_t* done) {
-  *done = 1;
-  return check_device(device);
-}
-
-OarStatus event_create(void*, int32_t device, OarEvent_t* event) {
-  if (OarStatus s = check_device(device)) return s;
-  auto* h = new (std::nothrow) OpaqueHandle{device};
-  if (h == nullptr) return fail_plain(OAR_ERROR_OUT_OF_MEMORY, "event_create: out of memory");
-  *event = reinterpret_cast<OarEvent_t>(h);
-  return OAR_OK;
-}
-
-OarStatus event_destroy(void*, int32_t, OarEvent_t event) {
-  delete reinterpret_cast<OpaqueHandle*>(event);
-  return OAR_OK;
-}
-
-OarStatus event_record(void*, int32_t device, OarEvent_t, OarStream_t) {
-  return check_device(device);
-}
-
-OarStatus event_synchronize(void*, int32_t device, OarEvent_t) { return check_device(device); }
-
-OarStatus event_query(void*, int32_t device, OarEvent_t, int32_t* done) {
-  *done = 1;
-  return check_device(device);
-}
-
-OarStatus stream_wait_event(void*, int32_t device, OarStream_t, OarEvent_t) {
-  return check_device(device);
-}
 
 void shutdown(void* impl) {
   if (impl == g_state) {
@@ -366,16 +320,8 @@ extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host,
   api.memcpy_peer = memcpy_peer;
   api.memset_async = memset_async;
   api.memory_stats = memory_stats;
-  api.stream_create = stream_create;
-  api.stream_destroy = stream_destroy;
+  // No streams and no events: Note [CPU streams are synchronous].
   api.stream_synchronize = stream_synchronize;
-  api.stream_query = stream_query;
-  api.event_create = event_create;
-  api.event_destroy = event_destroy;
-  api.event_record = event_record;
-  api.event_synchronize = event_synchronize;
-  api.event_query = event_query;
-  api.stream_wait_event = stream_wait_event;
   // Collectives stay NULL until Gloo arrives (distribution work).
   api.shutdown = shutdown;
   if (OarStatus s = host->register_device(host->host, &api)) return s;

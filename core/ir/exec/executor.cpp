@@ -432,7 +432,7 @@ struct Executor::Impl {
       host_clear_error();
       check(api.stream_wait_event(api.impl, device.index, l.ctx.stream, e), "stream_wait_event");
     }
-    launch_kernel(*l.kernel, l.ctx);
+    launch_kernel(*backend, *l.kernel, l.ctx);
     if (l.record) {
       host_clear_error();
       check(api.event_record(api.impl, device.index, l.record, l.ctx.stream), "event_record");

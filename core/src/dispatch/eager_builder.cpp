@@ -135,7 +135,7 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
     view.data = impl.storage ? impl.storage->data() : nullptr;
     view.byte_offset = impl.byte_offset;
   }
-  if (any_elements) launch_kernel(*kernel, ctx);
+  if (any_elements) launch_kernel(backend, *kernel, ctx);
   record_op(op, inputs, outputs, attrs);
   return outputs;
 }

@@ -120,15 +120,18 @@ Error no_kernel_error(const DeviceBackend& backend, const std::string& op_name, 
                                            " declined it and the op has no decomposition");
 }
 
-void launch_kernel(const KernelEntry& kernel, const OarKernelContext& ctx) {
+void launch_kernel(DeviceBackend& backend, const KernelEntry& kernel, const OarKernelContext& ctx) {
   host_clear_error();
-  OarStatus status = kernel.fn(&ctx);
+  OarStatus status;
+  {
+    LaunchScope scope(backend, ctx.device);  // Note [Kernel scratch memory]
+    status = kernel.fn(&ctx);
+  }
   if (status != OAR_OK) {
-    std::string message = host_take_error();
-    throw Error(static_cast<ErrorCode>(status),
-                message.empty() ? std::string(ctx.op_name) + ": the " + ctx.device_type +
-                                      " kernel failed with status " + std::to_string(status)
-                                : message);
+    PluginFailure failure = host_take_failure(status);  // Note [Error codes from plugins]
+    throw Error(failure.code, failure.message.empty() ? std::string(ctx.op_name) + ": the " + ctx.device_type +
+                                                            " kernel failed with status " + std::to_string(status)
+                                                      : failure.message);
   }
 }
 

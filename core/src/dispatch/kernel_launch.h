@@ -64,8 +64,10 @@ Error no_kernel_error(const DeviceBackend& backend, const std::string& op_name, 
                       std::span<const DType> inputs, std::span<const DType> outputs,
                       const OarKernelContext* problem);
 
-/// Runs `kernel` on `ctx`; throws the plugin's message (or a sentence
-/// naming the op, the device type and the status) when it fails.
-void launch_kernel(const KernelEntry& kernel, const OarKernelContext& ctx);
+/// Runs `kernel` on `ctx` for a device of `backend` (named as the launch's
+/// device for scratch memory: Note [Kernel scratch memory] in host_api.cpp);
+/// throws the plugin's error with the code it set (Note [Error codes from
+/// plugins]), or a sentence naming the op, the device type and the status.
+void launch_kernel(DeviceBackend& backend, const KernelEntry& kernel, const OarKernelContext& ctx);
 
 }  // namespace oar

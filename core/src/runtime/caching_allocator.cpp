@@ -26,6 +26,7 @@ void* CachingAllocator::allocate(uint64_t bytes) {
     void* ptr = it->second;
     uint64_t block = it->first;
     free_blocks_.erase(it);
+    blocks_[ptr].cached = false;
     stats_.allocated += block;
     stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.allocated);
     return ptr;
@@ -39,14 +40,15 @@ void* CachingAllocator::allocate(uint64_t bytes) {
     status = backend_.api.malloc(backend_.api.impl, device_, size, kAlignment, &ptr);
   }
   if (status != OAR_OK) {
-    std::string message = host_take_error();
-    throw Error(static_cast<ErrorCode>(status),
+    PluginFailure failure = host_take_failure(status);
+    const std::string& message = failure.message;
+    throw Error(failure.code,
                 backend_.type + ":" + std::to_string(device_) + ": cannot allocate " +
                     std::to_string(size) + " bytes (" + std::to_string(stats_.allocated) +
                     " bytes held by tensors, " + std::to_string(stats_.reserved) + " reserved)" +
                     (message.empty() ? std::string() : ": " + message));
   }
-  block_sizes_[ptr] = size;
+  blocks_[ptr] = {size, false};
   stats_.reserved += size;
   stats_.allocated += size;
   stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.allocated);
@@ -54,12 +56,14 @@ void* CachingAllocator::allocate(uint64_t bytes) {
   return ptr;
 }
 
-void CachingAllocator::release(void* ptr) {
+bool CachingAllocator::release(void* ptr) {
   std::lock_guard lock(mutex_);
-  auto it = block_sizes_.find(ptr);
-  if (it == block_sizes_.end()) return;
-  stats_.allocated -= it->second;
-  free_blocks_.emplace(it->second, ptr);
+  auto it = blocks_.find(ptr);
+  if (it == blocks_.end() || it->second.cached) return false;  // unknown, or freed twice
+  it->second.cached = true;
+  stats_.allocated -= it->second.size;
+  free_blocks_.emplace(it->second.size, ptr);
+  return true;
 }
 
 AllocatorStats CachingAllocator::stats() {
@@ -83,7 +87,7 @@ void CachingAllocator::empty_cache_locked() {
   backend_.api.synchronize_device(backend_.api.impl, device_);
   for (auto& [size, ptr] : free_blocks_) {
     backend_.api.free(backend_.api.impl, device_, ptr);
-    block_sizes_.erase(ptr);
+    blocks_.erase(ptr);
     stats_.reserved -= size;
   }
   free_blocks_.clear();

@@ -4,6 +4,8 @@
 // device's one compute stream, so a block freed by the host may be handed to
 // a later kernel at once: the stream orders the old readers before it. Only
 // returning a block to the plugin (empty_cache) needs a device synchronize.
+// Kernel scratch memory (ABI 1.1) comes from here too (Note [Kernel scratch
+// memory] in host_api.cpp).
 #pragma once
 
 #include <cstdint>
@@ -24,8 +26,9 @@ class CachingAllocator {
   /// A block of at least `bytes`; throws oar::Error(out_of_memory) with the
   /// plugin's sentence and the allocator's numbers when the device is full.
   void* allocate(uint64_t bytes);
-  /// Returns a block to the cache.
-  void release(void* ptr);
+  /// Returns a block to the cache; false when `ptr` is not a live block of
+  /// this allocator (nothing changes then).
+  bool release(void* ptr);
   AllocatorStats stats();
   void reset_peak();
   /// Gives every cached block back to the plugin.
@@ -39,7 +42,11 @@ class CachingAllocator {
   int device_;
   std::mutex mutex_;
   std::multimap<uint64_t, void*> free_blocks_;       // size -> block
-  std::unordered_map<void*, uint64_t> block_sizes_;  // every live or cached block
+  struct Block {
+    uint64_t size;
+    bool cached;  // in free_blocks_, not held
+  };
+  std::unordered_map<void*, Block> blocks_;  // every live or cached block
   AllocatorStats stats_;
   bool detached_ = false;
 };

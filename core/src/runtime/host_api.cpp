@@ -1,5 +1,25 @@
 // Host services handed to plugins: logging, error reporting, attribute
-// access inside kernels, the key-value store, options.
+// access inside kernels, the key-value store, options, kernel scratch memory.
+//
+// Note [Error codes from plugins]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A plugin call reports failure twice: it returns a status and it may call
+// set_error(code, message) first. The host keeps both, per thread, and
+// host_take_failure turns them into the oar::Error the user sees:
+//  - The returned status decides whether the call failed. OAR_OK is success
+//    even when set_error ran during the call (that message is dropped).
+//  - The exception's code is the code given to set_error with the message,
+//    when it is a failure code the ABI defines; otherwise the returned
+//    status. The message and its code describe the same failure, and the
+//    returned status is often generic: a kernel whose scratch_alloc failed
+//    (the host set OAR_ERROR_OUT_OF_MEMORY) and that returns
+//    OAR_ERROR_INTERNAL still raises out_of_memory, so out-of-memory stays
+//    distinguishable from invalid argument whatever the kernel returns.
+//  - set_error(OAR_OK, message) sets only the message.
+//  - A code outside the ABI's enum becomes internal, with the number in the
+//    message. The last set_error before the return wins.
+// In Python, out_of_memory raises oar.ResourceExhaustedError, a MemoryError
+// (frontends/python/src/module.cpp).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -12,7 +32,14 @@
 namespace oar {
 
 namespace {
-thread_local std::string t_error_message;
+// What the plugin set through set_error on this thread (Note [Error codes from plugins]).
+struct PendingError {
+  OarStatus code = OAR_OK;
+  std::string message;
+};
+thread_local PendingError t_error;
+
+bool is_failure_code(OarStatus code) { return code >= OAR_ERROR_INVALID_ARGUMENT && code <= OAR_ERROR_NO_DEVICE; }
 
 int32_t log_threshold() {
   static const int32_t level = [] {
@@ -38,7 +65,10 @@ const char* level_name(int32_t level) {
 
 void host_log(void*, int32_t level, const char* message) { log_message(level, message ? message : ""); }
 
-void host_set_error(void*, OarStatus, const char* message) { t_error_message = message ? message : ""; }
+void host_set_error(void*, OarStatus code, const char* message) {
+  t_error.code = code;
+  t_error.message = message ? message : "";
+}
 
 const Attrs& attrs_of(OarAttrs_t handle) { return *reinterpret_cast<const Attrs*>(handle); }
 
@@ -103,10 +133,10 @@ OarStatus guarded(F&& f) {
     f();
     return OAR_OK;
   } catch (const Error& e) {
-    t_error_message = e.what();
+    host_set_error(nullptr, static_cast<OarStatus>(e.code()), e.what());
     return static_cast<OarStatus>(e.code());
   } catch (const std::exception& e) {
-    t_error_message = e.what();
+    host_set_error(nullptr, OAR_ERROR_INTERNAL, e.what());
     return OAR_ERROR_INTERNAL;
   }
 }
@@ -142,15 +172,113 @@ OarStatus host_store_wait(OarStore_t s, const char* key, int64_t timeout_ms) {
 void host_store_free(void* value) { std::free(value); }
 
 const char* host_get_option(void*, const char* name) { return name ? std::getenv(name) : nullptr; }
+
+// Note [Kernel scratch memory]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// scratch_alloc/scratch_free (ABI 1.1) hand a kernel temporary device memory
+// from the caching allocator of the launch's device, so a workspace costs no
+// plugin malloc in steady state and shows in the allocator's stats like any
+// tensor (allocated while held, cached after the free).
+//  - The device: ctx->device_type and ctx->device when the context is a 1.1
+//    one with device_type set; otherwise the launch running on this thread,
+//    which the host names with a LaunchScope around every kernel call
+//    (runtime_state.h). Outside a launch, scratch_alloc fails with
+//    invalid argument.
+//  - Order: every kernel of a device runs on the device's compute stream
+//    (Note [Stream-ordered reuse] in caching_allocator.h), so a block freed
+//    there may go to the next kernel at once, even while work the kernel
+//    queued still reads it. A kernel running on another stream (a static
+//    program's side stream) frees its scratch after that stream is
+//    synchronized, since the compute stream does not order it.
+//  - Failure: NULL, with set_error(OAR_ERROR_OUT_OF_MEMORY, the allocator's
+//    sentence); a kernel that passes the failure on raises out_of_memory
+//    whatever status it returns (Note [Error codes from plugins]).
+struct ScratchTarget {
+  DeviceBackend* backend = nullptr;
+  int device = 0;
+};
+
+ScratchTarget scratch_target(void* host, const OarKernelContext* ctx, const char* what) {
+  ScratchTarget target{t_launch_device.backend, t_launch_device.device};
+  if (ctx && ctx->struct_size >= OAR_STRUCT_SIZE(OarKernelContext, device_type) && ctx->device_type) {
+    RuntimeState* runtime = runtime_of_host(host);
+    target.backend = runtime ? runtime->find(ctx->device_type) : nullptr;
+    target.device = ctx->device;
+    if (!target.backend) {
+      throw Error(ErrorCode::invalid_argument, std::string(what) + ": device type '" + ctx->device_type +
+                                                   "' of the kernel context is not one this host provides");
+    }
+  } else if (!target.backend) {
+    throw Error(ErrorCode::invalid_argument, std::string(what) +
+                                                 ": called outside a kernel launch (the context names no "
+                                                 "device type and no launch is running on this thread)");
+  }
+  target.backend->slot(target.device);  // throws for a device that does not exist
+  return target;
+}
+
+void* host_scratch_alloc(void* host, const OarKernelContext* ctx, uint64_t bytes) {
+  try {
+    ScratchTarget t = scratch_target(host, ctx, "scratch_alloc");
+    return t.backend->slot(t.device).allocator->allocate(bytes);
+  } catch (const Error& e) {
+    std::string op = ctx && ctx->op_name ? std::string(ctx->op_name) + ": " : std::string();
+    host_set_error(nullptr, static_cast<OarStatus>(e.code()), (op + "kernel scratch memory: " + e.what()).c_str());
+  } catch (const std::exception& e) {
+    host_set_error(nullptr, OAR_ERROR_OUT_OF_MEMORY, (std::string("scratch_alloc: ") + e.what()).c_str());
+  }
+  return nullptr;
+}
+
+void host_scratch_free(void* host, const OarKernelContext* ctx, void* ptr) {
+  if (!ptr) return;
+  try {
+    ScratchTarget t = scratch_target(host, ctx, "scratch_free");
+    DeviceBackend& b = *t.backend;
+    DeviceSlot& slot = b.slot(t.device);
+    if (ctx && ctx->stream && ctx->stream != slot.stream) {
+      host_clear_error();
+      b.check(b.api.stream_synchronize(b.api.impl, t.device, ctx->stream), "stream_synchronize before scratch_free");
+    }
+    if (!slot.allocator->release(ptr)) {
+      log_message(OAR_LOG_WARNING, b.type + ":" + std::to_string(t.device) + ": scratch_free of a pointer " +
+                                       "scratch_alloc did not return" +
+                                       (ctx && ctx->op_name ? std::string(" (kernel ") + ctx->op_name + ")" : ""));
+    }
+  } catch (const std::exception& e) {
+    log_message(OAR_LOG_WARNING, e.what());
+  }
+}
 }  // namespace
+
+thread_local LaunchDevice t_launch_device;
 
 void log_message(int32_t level, const std::string& message) {
   if (level < log_threshold()) return;
   std::fprintf(stderr, "oar %s: %s\n", level_name(level), message.c_str());
 }
 
-void host_clear_error() { t_error_message.clear(); }
-std::string host_take_error() { return std::exchange(t_error_message, std::string()); }
+void host_clear_error() {
+  t_error.code = OAR_OK;
+  t_error.message.clear();
+}
+std::string host_take_error() {
+  t_error.code = OAR_OK;
+  return std::exchange(t_error.message, std::string());
+}
+
+PluginFailure host_take_failure(OarStatus returned) {
+  OarStatus code = is_failure_code(t_error.code) ? t_error.code : returned;
+  PluginFailure failure{ErrorCode::internal, host_take_error()};
+  if (is_failure_code(code)) {
+    failure.code = static_cast<ErrorCode>(code);
+  } else {
+    failure.message += (failure.message.empty() ? "" : " ") + std::string("(the plugin returned status ") +
+                       std::to_string(code) + ", which ABI " + std::to_string(OAR_ABI_VERSION_MAJOR) +
+                       " does not define)";
+  }
+  return failure;
+}
 
 OarAttrs_t attrs_handle(const Attrs& attrs) {
   return reinterpret_cast<OarAttrs_t>(const_cast<Attrs*>(&attrs));
@@ -173,6 +301,8 @@ void fill_host_services(OarHostApi& api) {
   api.store_wait = host_store_wait;
   api.store_free = host_store_free;
   api.get_option = host_get_option;
+  api.scratch_alloc = host_scratch_alloc;
+  api.scratch_free = host_scratch_free;
 }
 
 }  // namespace oar

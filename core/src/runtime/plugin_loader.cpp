@@ -34,6 +34,7 @@ struct RegisteredKernel {
 };
 
 struct LoadTransaction {
+  RuntimeState* runtime = nullptr;  // not owned; the runtime loading the plugin
   bool open = true;  // registrations are accepted only during init
   std::vector<OarDeviceApi> devices;
   std::vector<std::string> device_type_names;  // owned copies of device_type
@@ -107,6 +108,12 @@ OarStatus host_register_kernel(void* host, const char* device_type, const char* 
   txn->kernels.push_back({device_type, op_name, std::move(entry), has_priority});
   return OAR_OK;
 }
+
+}  // namespace
+
+RuntimeState* runtime_of_host(void* host) { return host ? static_cast<LoadTransaction*>(host)->runtime : nullptr; }
+
+namespace {
 
 std::vector<std::string> split_path_list(const std::string& list) {
   std::vector<std::string> out;
@@ -200,6 +207,7 @@ void load_plugin(RuntimeState& state, const PluginCandidate& candidate) {
   // pointer), so both live in the runtime state for the process.
   auto& txn = *static_cast<LoadTransaction*>(
       state.host_states.emplace_back(new LoadTransaction, [](void* p) { delete static_cast<LoadTransaction*>(p); }).get());
+  txn.runtime = &state;
   OarHostApi& host = *state.host_tables.emplace_back(std::make_unique<OarHostApi>());
   host.struct_size = sizeof host;
   host.abi_major = OAR_ABI_VERSION_MAJOR;

@@ -31,9 +31,9 @@ bool KernelEntry::matches(std::span<const DType> inputs, std::span<const DType> 
 
 void DeviceBackend::check(OarStatus status, const char* what) const {
   if (status == OAR_OK) return;
-  std::string message = host_take_error();
-  throw Error(static_cast<ErrorCode>(status),
-              type + ": " + what + " failed" + (message.empty() ? std::string() : ": " + message));
+  PluginFailure failure = host_take_failure(status);
+  throw Error(failure.code,
+              type + ": " + what + " failed" + (failure.message.empty() ? std::string() : ": " + failure.message));
 }
 
 DeviceSlot& DeviceBackend::slot(int index) {

@@ -105,9 +105,45 @@ class RuntimeState {
   void shutdown();
 };
 
-/// Thread-local error the plugin set through OarHostApi.set_error.
+/// Thread-local error the plugin set through OarHostApi.set_error: its
+/// code and message (Note [Error codes from plugins] in host_api.cpp).
 void host_clear_error();
+/// The message alone (and clears the error).
 std::string host_take_error();
+/// A failed plugin call's error: the code and the message.
+struct PluginFailure {
+  ErrorCode code;
+  std::string message;  // empty when the plugin set none
+};
+/// The error of a plugin call that returned `returned` (not OAR_OK): the
+/// code given to set_error when it is a failure code, else `returned`;
+/// clears the thread's error.
+PluginFailure host_take_failure(OarStatus returned);
+
+/// The device of the kernel launch running on this thread (Note [Kernel
+/// scratch memory] in host_api.cpp).
+struct LaunchDevice {
+  DeviceBackend* backend = nullptr;
+  int device = 0;
+};
+extern thread_local LaunchDevice t_launch_device;
+/// Names the launch's device while a kernel runs, for scratch_alloc when
+/// the context carries no device_type. Nests (decompositions re-enter).
+class LaunchScope {
+ public:
+  LaunchScope(DeviceBackend& backend, int device) : previous_(t_launch_device) {
+    t_launch_device = {&backend, device};
+  }
+  ~LaunchScope() { t_launch_device = previous_; }
+  LaunchScope(const LaunchScope&) = delete;
+  LaunchScope& operator=(const LaunchScope&) = delete;
+
+ private:
+  LaunchDevice previous_;
+};
+/// The runtime a plugin's host table belongs to (plugin_loader.cpp); null
+/// for a table the runtime did not make.
+RuntimeState* runtime_of_host(void* host);
 /// Fills the host table's services (all but register_device/kernel).
 void fill_host_services(OarHostApi& api);
 /// Wraps Attrs as the ABI's opaque attribute handle.

@@ -3,6 +3,7 @@
 The Paddle-style API over the C++ core (oar._C, liboar_core.so and the device
 plugins installed in oar/lib)."""
 from . import _C
+from ._C import ResourceExhaustedError, UnsupportedError  # noqa: F401 - oar.Error codes as exceptions
 from .framework import (Place, CPUPlace, CustomPlace, Tensor, dtype, float32, float64, float16, bfloat16, int8,
                         uint8, int32, int64, bool, set_default_dtype, get_default_dtype, set_device, get_device,
                         get_all_device_type, device_count, seed, environment)

@@ -22,9 +22,16 @@ bool mentions_dtype_only(const std::string& message) {
 }  // namespace
 
 // oar::Error -> the Python exception a Paddle user expects; the core's
-// sentence is the message.
+// sentence is the message. By code: invalid_argument -> ValueError
+// (TypeError when only a dtype is wrong); out_of_memory ->
+// ResourceExhaustedError, a MemoryError subclass as in Paddle, so `except
+// MemoryError` keeps working and a device that is full (the allocator, or a
+// kernel whose scratch_alloc failed: Note [Error codes from plugins]) is
+// told apart from a bad argument; unsupported -> UnsupportedError (a
+// RuntimeError); others -> RuntimeError.
 void bind_errors(py::module_& m) {
   static py::exception<oar::Error> unsupported(m, "UnsupportedError", PyExc_RuntimeError);
+  static py::exception<oar::Error> resource_exhausted(m, "ResourceExhaustedError", PyExc_MemoryError);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -34,7 +41,7 @@ void bind_errors(py::module_& m) {
           if (mentions_dtype_only(e.what())) PyErr_SetString(PyExc_TypeError, e.what());
           else PyErr_SetString(PyExc_ValueError, e.what());
           return;
-        case oar::ErrorCode::out_of_memory: PyErr_SetString(PyExc_MemoryError, e.what()); return;
+        case oar::ErrorCode::out_of_memory: PyErr_SetString(resource_exhausted.ptr(), e.what()); return;
         case oar::ErrorCode::unsupported: PyErr_SetString(unsupported.ptr(), e.what()); return;
         default: PyErr_SetString(PyExc_RuntimeError, e.what()); return;
       }

@@ -255,7 +255,8 @@ typedef struct OarDeviceApi {
 
   /* --- streams and events --- */
   /** Streams (optional as a group: without them everything runs on the
-   *  default stream, NULL). */
+   *  default stream, NULL, in order; a device with no real streams, like
+   *  cpu, leaves them NULL instead of advertising no-ops). */
   OarStatus (*stream_create)(void* impl, int32_t device, OarStream_t* stream);
   OarStatus (*stream_destroy)(void* impl, int32_t device, OarStream_t stream);
   /** Wait for all work on a stream (required; NULL = default stream). */
@@ -263,7 +264,9 @@ typedef struct OarDeviceApi {
   /** Set *done to 1 when all work on the stream has finished, else 0
    *  (optional: the host synchronizes the stream instead). */
   OarStatus (*stream_query)(void* impl, int32_t device, OarStream_t stream, int32_t* done);
-  /** Events (optional as a group: the host synchronizes streams instead). */
+  /** Events (optional as a group: the host synchronizes streams instead;
+   *  a device without streams has nothing to wait for and leaves them
+   *  NULL). */
   OarStatus (*event_create)(void* impl, int32_t device, OarEvent_t* event);
   OarStatus (*event_destroy)(void* impl, int32_t device, OarEvent_t event);
   OarStatus (*event_record)(void* impl, int32_t device, OarEvent_t event, OarStream_t stream);
@@ -346,7 +349,11 @@ typedef struct OarHostApi {
                                const OarKernelDesc* kernel);
   /** Log one line. */
   void (*log)(void* host, int32_t level, const char* message);
-  /** Set the message of the error being returned by the calling thread. */
+  /** Set the error being returned by the calling thread: its code and
+   *  message. When the call then returns a non-OK status, the user's
+   *  exception carries this code (if it is a failure code; else the
+   *  returned status) and this message; a call that returns OAR_OK drops
+   *  it (since 1.1; 1.0 hosts kept only the returned status). */
   void (*set_error)(void* host, OarStatus code, const char* message);
 
   /** Attribute access inside a kernel. Each returns OAR_OK, or
@@ -382,7 +389,9 @@ typedef struct OarHostApi {
    *  ctx->stream. Valid from inside a kernel call; the kernel frees it with
    *  scratch_free before returning or, for work queued on the stream, the
    *  host reuses it only after the stream reaches this point. Returns NULL
-   *  (and sets the error to OAR_ERROR_OUT_OF_MEMORY) when it cannot. */
+   *  and sets the error when it cannot: OAR_ERROR_OUT_OF_MEMORY when the
+   *  device is full (a kernel passing that on raises out-of-memory whatever
+   *  status it returns), OAR_ERROR_INVALID_ARGUMENT outside a kernel call. */
   void* (*scratch_alloc)(void* host, const OarKernelContext* ctx, uint64_t bytes);
   void (*scratch_free)(void* host, const OarKernelContext* ctx, void* ptr);
 } OarHostApi;
