@@ -7,6 +7,7 @@
 #include "oar/autograd.h"
 #include "oar/builder.h"
 #include "oar/runtime.h"
+#include "tensor/view.h"
 
 namespace oar {
 
@@ -35,14 +36,6 @@ std::string dtype_list(std::span<const DType> dtypes) {
   return out;
 }
 
-// Reshape-like ops: the output shares the input's storage.
-Tensor apply_view(const Tensor& x, const TensorMeta& meta) {
-  auto impl = std::make_shared<TensorImpl>(x.impl());
-  impl->autograd = nullptr;
-  impl->shape = meta.shape;
-  impl->strides = contiguous_strides(meta.shape);
-  return Tensor(std::move(impl));
-}
 }  // namespace
 
 DecompositionScope::DecompositionScope() : previous_(t_prefer_decomposition) { t_prefer_decomposition = true; }
@@ -92,10 +85,13 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
                                                    "; move them to one device with to()");
     }
   }
-  if (op.kind == OpKind::view) {
-    std::vector<Tensor> outputs{apply_view(inputs[0], out_meta[0])};
-    record_op(op, inputs, outputs, attrs);
-    return outputs;
+  // Views share their input's storage (Note [Views] in core/src/tensor/view.cpp).
+  if (ViewRule view = eager_view_rule(op)) {
+    if (Tensor out = view(inputs[0], attrs, out_meta[0]); out.defined()) {
+      std::vector<Tensor> outputs{std::move(out)};
+      record_op(op, inputs, outputs, attrs);
+      return outputs;
+    }
   }
 
   DeviceBackend& backend = backend_of(dev);
@@ -129,7 +125,9 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
   int rank = op.layout == InputLayout::broadcast ? static_cast<int>(out_meta[0].shape.size()) : -1;
   SmallVec<OarTensorView, 4> in_views;
   SmallVec<OarTensorView, 2> out_views;
-  for (const auto& t : inputs) in_views.push_back(make_view(t.contiguous(), rank));
+  SmallVec<Tensor, 2> copies;  // contiguous copies of views, alive until the launch
+  for (const auto& t : inputs)
+    in_views.push_back(make_view(kernel_takes_as_is(t, kernel->flags) ? t : copies.emplace_back(kernel_input(t, kernel->flags)), rank));
   for (const auto& t : outputs) out_views.push_back(make_view(t));
 
   OarKernelContext ctx{};
