@@ -330,7 +330,7 @@ OarStatus register_kernel(const char* op, OarKernelFn fn, std::vector<int32_t> i
   desc.input_dtypes = inputs.empty() ? nullptr : inputs.data();
   desc.num_output_dtypes = static_cast<int32_t>(outputs.size());
   desc.output_dtypes = outputs.empty() ? nullptr : outputs.data();
-  desc.flags = 0;  // contiguous views; the kernels honour strides anyway
+  desc.flags = OAR_KERNEL_STRIDED;  // every kernel reads through View::at (strides, byte offset); strided.* checks
   desc.fn = fn;
   OarStatus status = g_plugin->host->register_kernel(g_plugin->host->host, "mock", op, &desc);
   if (status != OAR_OK && g_plugin->host->log)
