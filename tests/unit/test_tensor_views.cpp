@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "gradcheck.h"
+#include "oar/ir/trace.h"
 #include "test_util.h"
 
 using oar::DType;
@@ -241,4 +242,30 @@ TEST_CASE("diagonal refuses bad axes with a sentence naming the op") {
   CHECK(oar_test::error_of([&] { oar::diagonal(m, 0, 1, 1); }).find("diagonal: axis1 1 and axis2 1") != std::string::npos);
   CHECK(oar_test::error_of([&] { oar::diagonal(iota({3}, {"cpu", 0})); }).find("diagonal: x must have at least 2 dims") !=
         std::string::npos);
+}
+
+TEST_CASE("static mode materializes the view ops and takes views as inputs and parameters") {
+  for (const auto& device : test_devices()) {
+    INFO(device.str());
+    Tensor w = oar::transpose(iota({3, 4}, device), {1, 0});  // a strided parameter [4, 3]
+    auto f = [&](const std::vector<Tensor>& in) {
+      const Tensor& x = in[0];  // [batch, 3, 4]
+      Tensor d = oar::diagonal(x, 1, 1, 2);                       // [batch, 3]
+      Tensor s = oar::slice(x, {2}, {0}, {4}, {2});               // [batch, 3, 2]
+      Tensor t = oar::transpose(s, {0, 2, 1});                    // [batch, 2, 3]
+      Tensor b = oar::broadcast_to(oar::unsqueeze(d, {1}), {x.shape()[0], 2, 3});
+      return std::vector<Tensor>{oar::add(t, b), oar::matmul(x, w)};
+    };
+    oar::ir::StaticFunction sf = oar::ir::to_static(f, {{{-1, 3, 4}, DType::f32, "x"}}, {.parameters = {{"w", w}}});
+    for (int64_t batch : {2, 3}) {
+      INFO("batch " << batch);
+      Tensor x = iota({batch, 3, 4}, device);
+      std::vector<Tensor> got = sf({x}), want = f({x});
+      check_close(got[0], values(want[0]));
+      check_close(got[1], values(want[1]));
+      // An input that is itself a strided view is made contiguous for the program.
+      Tensor xt = oar::transpose(iota({batch, 4, 3}, device), {0, 2, 1});
+      check_close(sf({xt})[0], values(f({xt})[0]));
+    }
+  }
 }
