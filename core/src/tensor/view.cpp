@@ -47,9 +47,13 @@ namespace oar {
 // and gather), the memory planner aliases only OpKind::view ops (reshape),
 // and the executor makes program inputs and parameters contiguous.
 //
-// Reading: copy_to_host, numpy() and to() of a view go through
-// materialize_contiguous; DLPack export of a strided cpu tensor carries its
-// strides.
+// Reading: copy_to_host and to() of a view go through
+// materialize_contiguous; on cpu, numpy() and DLPack export share the view's
+// memory with its strides (Note [numpy views] in
+// frontends/python/src/tensor.cpp), and DLPack import takes any
+// non-negative strides. Collectives (distributed.cpp) need flat memory and
+// refuse a strided view with a sentence. A gradient may itself be a view
+// (the VJP of transpose is a transpose): nothing writes gradients in place.
 
 namespace {
 
