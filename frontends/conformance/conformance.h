@@ -112,6 +112,9 @@ void run_stream_checks(Suite& suite, const Devices& devices);
 void run_kernel_checks(Suite& suite, const Devices& devices);
 /// Gradients of differentiable ops through the plugin against the reference.
 void run_grad_checks(Suite& suite, const Devices& devices);
+/// Every op with a native kernel on transposed, sliced and broadcast views
+/// against contiguous inputs (strided_checks.cpp).
+void run_strided_checks(Suite& suite, const Devices& devices);
 /// Static mode: traced programs run by the executor (arena views at byte
 /// offsets, several streams) against the reference interpreter.
 void run_static_checks(Suite& suite, const Devices& devices);

@@ -288,7 +288,13 @@ OarStatus matmul_kernel(const OarKernelContext* ctx) {
 }  // namespace
 
 void register_matmul_kernels(op::KernelTable& r) {
-  for (int32_t dt : kNumericDtypes) r.add("matmul", {dt, dt}, {dt}, &guarded<&matmul_kernel>);
+  // f32/f64 hand oneDNN (or the loop) the operands' strides; f16/bf16 widen
+  // through a contiguous buffer and integers are not covered by the strided.*
+  // conformance cases, so those get contiguous views.
+  for (int32_t dt : kNumericDtypes) {
+    const uint32_t flags = dt == OAR_DTYPE_F32 || dt == OAR_DTYPE_F64 ? uint32_t{OAR_KERNEL_STRIDED} : 0u;
+    r.add("matmul", {dt, dt}, {dt}, &guarded<&matmul_kernel>, flags);
+  }
 }
 
 }  // namespace oar_cpu

@@ -95,6 +95,10 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape);
 /// clamped like Python slices; negative indices count from the end.
 Tensor slice(const Tensor& x, const std::vector<int64_t>& axes, const std::vector<int64_t>& starts,
              const std::vector<int64_t>& ends, const std::vector<int64_t>& steps = {});
+/// The diagonal of the matrices spanned by axis1 and axis2, `offset` above
+/// (> 0) or below (< 0) the main one, as a last dim (numpy.diagonal,
+/// paddle.diagonal). A view of x in eager mode.
+Tensor diagonal(const Tensor& x, int64_t offset = 0, int64_t axis1 = 0, int64_t axis2 = 1);
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis = 0);
 /// Constant padding; `pads` holds (before, after) for each dim in order.
 Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, double value = 0.0);

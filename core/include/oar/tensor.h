@@ -72,10 +72,14 @@ struct TensorImpl {
   Device device;
   std::shared_ptr<AutogradMeta> autograd;  // null unless autograd is involved
   std::shared_ptr<SymbolicInfo> symbol;    // non-null for a symbolic tensor (no storage)
+  const char* view_op = nullptr;           // not owned (an OpDef's name): the op whose eager view this is
 };
 
 /// A tensor: a cheap, shared handle (copying a Tensor shares its data, like
-/// torch.Tensor or paddle.Tensor). Tensors made by ops are contiguous.
+/// torch.Tensor or paddle.Tensor). Tensors made by kernels are contiguous;
+/// in eager mode transpose, slice, broadcast_to, diagonal and reshape return
+/// views sharing their input's storage with their own strides and byte
+/// offset (Note [Views] in core/src/tensor/view.cpp).
 class Tensor {
  public:
   Tensor() = default;
@@ -107,16 +111,28 @@ class Tensor {
   int64_t dim() const { return static_cast<int64_t>(impl().shape.size()); }
   int64_t numel() const { return shape_numel(impl().shape); }
   const Device& device() const { return impl().device; }
+  /// True when the elements lie in row-major order without gaps (the
+  /// strides of size-1 dims are ignored, as are those of an empty tensor);
+  /// the data may still start at a byte offset into the storage.
   bool is_contiguous() const;
+  /// Offset of element 0 from the start of the storage, in bytes.
+  int64_t byte_offset() const { return impl().byte_offset; }
+  /// True for an eager view made by transpose, slice, broadcast_to or
+  /// diagonal (or a view of one); in-place writes refuse such a tensor
+  /// (Note [Views]).
+  bool is_view() const { return impl().view_op != nullptr; }
+  /// The name of the op that made this view ("" when not a view).
+  std::string_view view_op() const { return impl().view_op ? impl().view_op : ""; }
 
   /// Waits for pending work on this tensor's device and copies its elements
   /// to `dst` (numel * dtype_size bytes).
   void copy_to_host(void* dst) const;
-  /// The host address of the first element when the host can read this
-  /// tensor's memory in place (contiguous, on a device flagged
-  /// OAR_DEVICE_HOST_ADDRESSABLE such as `cpu`), after waiting for pending
-  /// work on its device; nullptr otherwise (and for a tensor of zero bytes).
-  /// The pointer is valid while a Tensor sharing the storage lives.
+  /// The host address of element 0 when the host can read this tensor's
+  /// memory in place (a device flagged OAR_DEVICE_HOST_ADDRESSABLE such as
+  /// `cpu`), after waiting for pending work on its device; nullptr otherwise
+  /// (and for a tensor of zero bytes). Element i of a strided view lies at
+  /// sum(i_d * strides()[d]) elements from it. The pointer is valid while a
+  /// Tensor sharing the storage lives.
   void* host_data() const;
   /// Elements as a host vector; T must match dtype() exactly.
   template <typename T>
@@ -126,7 +142,8 @@ class Tensor {
   /// A copy on another device (staged through host memory when the plugins
   /// offer no direct path). Same device: returns *this.
   Tensor to(const Device& device) const;
-  /// A contiguous tensor with the same values (this one if already so).
+  /// A contiguous tensor with the same values: this one if already so, else
+  /// the eager `copy` op of this view (recorded for autograd).
   Tensor contiguous() const;
   /// "Tensor(shape=[2], dtype=float32, device=cpu:0, values=[1, 2])".
   std::string str(int64_t max_values = 16) const;

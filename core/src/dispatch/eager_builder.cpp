@@ -9,6 +9,7 @@
 #include "oar/autograd.h"
 #include "oar/builder.h"
 #include "oar/runtime.h"
+#include "tensor/view.h"
 
 namespace oar {
 
@@ -31,14 +32,6 @@ struct DepthGuard {
   ~DepthGuard() { --t_depth; }
 };
 
-// Reshape-like ops: the output shares the input's storage.
-Tensor apply_view(const Tensor& x, const TensorMeta& meta) {
-  auto impl = std::make_shared<TensorImpl>(x.impl());
-  impl->autograd = nullptr;
-  impl->shape = meta.shape;
-  impl->strides = contiguous_strides(meta.shape);
-  return Tensor(std::move(impl));
-}
 }  // namespace
 
 DecompositionScope::DecompositionScope() : previous_(t_prefer_decomposition) { t_prefer_decomposition = true; }
@@ -88,10 +81,13 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
                                                    "; move them to one device with to()");
     }
   }
-  if (op.kind == OpKind::view) {
-    std::vector<Tensor> outputs{apply_view(inputs[0], out_meta[0])};
-    record_op(op, inputs, outputs, attrs);
-    return outputs;
+  // Views share their input's storage (Note [Views] in core/src/tensor/view.cpp).
+  if (ViewRule view = eager_view_rule(op)) {
+    if (Tensor out = view(inputs[0], attrs, out_meta[0]); out.defined()) {
+      std::vector<Tensor> outputs{std::move(out)};
+      record_op(op, inputs, outputs, attrs);
+      return outputs;
+    }
   }
 
   DeviceBackend& backend = backend_of(dev);
@@ -112,9 +108,9 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
   // The problem the kernels are asked about (Note [Kernel fall-through]):
   // input views, and output views whose data is set once allocated.
   int rank = op.layout == InputLayout::broadcast ? static_cast<int>(out_meta[0].shape.size()) : -1;
-  SmallVec<Tensor, 4> copies(inputs.size());  // contiguous copies of strided inputs
+  SmallVec<Tensor, 4> copies(inputs.size());  // contiguous copies for kernels not flagged strided
   SmallVec<OarTensorView, 6> views;
-  for (size_t i = 0; i < inputs.size(); ++i) views.push_back(kernel_input_view(inputs[i], rank, copies[i]));
+  for (const auto& t : inputs) views.push_back(make_view(t, rank));
   for (const auto& m : out_meta) views.push_back(contiguous_view(m.shape, m.dtype));
   OarKernelContext ctx = kernel_context(backend, dev.index, backend.slot(dev.index).stream, views.data(),
                                         inputs.size(), out_meta.size(), attrs, op.name.c_str());
@@ -123,6 +119,7 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
     if (op.decompose) return op.decompose(inputs, attrs);
     throw no_kernel_error(backend, op.name, op.id, in_span, out_span, &ctx);
   }
+  for (size_t i = 0; i < inputs.size(); ++i) views[i] = kernel_input_view(inputs[i], rank, kernel->flags, copies[i]);
 
   std::vector<Tensor> outputs;
   outputs.reserve(out_meta.size());

@@ -3,6 +3,7 @@
 #include "dispatch/kernel_launch.h"
 
 #include "dispatch/device_context.h"
+#include "tensor/view.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -39,13 +40,16 @@ OarTensorView contiguous_view(const Shape& shape, DType dtype, int ndim) {
 }
 
 // Note [Kernel input views]
-// Every eager kernel input passes through kernel_input_view, and every
-// static-mode operand is planned contiguous (contiguous_view), so a kernel
-// sees dense row-major inputs. Handing strided views to kernels flagged
-// OAR_KERNEL_STRIDED (ABI 1.1 strides) changes this one function.
-OarTensorView kernel_input_view(const Tensor& t, int rank, Tensor& copy) {
-  if (t.is_contiguous()) return make_view(t, rank);
-  copy = t.contiguous();
+// Every eager kernel input passes through kernel_input_view once the
+// kernel is chosen: a kernel flagged OAR_KERNEL_STRIDED receives the view
+// itself (strides, byte offset, stride 0 for broadcasts: Note [Views] in
+// core/src/tensor/view.cpp), any other a dense row-major copy made by the
+// host. An `accepts` query runs before that choice and so sees the inputs
+// as they are; a kernel not flagged strided gets the same shapes and dtypes
+// contiguous. Static-mode operands are planned contiguous (contiguous_view).
+OarTensorView kernel_input_view(const Tensor& t, int rank, uint32_t kernel_flags, Tensor& copy) {
+  if (kernel_takes_as_is(t, kernel_flags)) return make_view(t, rank);
+  copy = kernel_input(t, kernel_flags);
   return make_view(copy, rank);
 }
 

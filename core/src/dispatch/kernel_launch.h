@@ -37,10 +37,11 @@ std::string dtype_list(std::span<const DType> dtypes);
 OarTensorView contiguous_view(const Shape& shape, DType dtype, int ndim = -1);
 
 /// The one spot where an eager input becomes a kernel view (Note [Kernel
-/// input views] in kernel_launch.cpp): a contiguous view, leading 1s
-/// padded up to `rank` for broadcasting ops (-1: none). A strided tensor
-/// is copied into `copy`, which must outlive the launch.
-OarTensorView kernel_input_view(const Tensor& t, int rank, Tensor& copy);
+/// input views] in kernel_launch.cpp) for a kernel with `kernel_flags`:
+/// leading 1s padded up to `rank` for broadcasting ops (-1: none). A
+/// non-contiguous tensor is copied into `copy` (which must outlive the
+/// launch) unless the kernel is flagged OAR_KERNEL_STRIDED.
+OarTensorView kernel_input_view(const Tensor& t, int rank, uint32_t kernel_flags, Tensor& copy);
 
 /// The context of one launch on `device` of `backend` on `stream`:
 /// `views` holds the inputs, then the outputs. `attrs` and `op_name` must

@@ -1,5 +1,6 @@
-// Shape manipulation: reshape (a view), transpose, broadcast_to, slice,
-// concat, pad, gather, scatter_add; squeeze/unsqueeze/flatten via reshape.
+// Shape manipulation: reshape, transpose, broadcast_to, slice, diagonal
+// (views in eager mode: Note [Views] in core/src/tensor/view.cpp), concat,
+// pad, gather, scatter_add; squeeze/unsqueeze/flatten via reshape.
 #include <algorithm>
 #include <array>
 
@@ -108,6 +109,24 @@ std::vector<TensorMeta> slice_meta(const OpDef&, std::span<const TensorMeta> in,
                 "slice: dim " + std::to_string(d) + " selects indices outside [0, " + std::to_string(x[d]) + ")");
     }
   }
+  return {{in[0].dtype, out}};
+}
+
+// The diagonal's axes and length: x's dims without axis1 and axis2, then
+// the diagonal (numpy.diagonal).
+std::vector<TensorMeta> diagonal_meta(const OpDef&, std::span<const TensorMeta> in, const Attrs& attrs) {
+  const Shape& x = in[0].shape;
+  const int64_t offset = attrs.get_int("offset"), a1 = attrs.get_int("axis1"), a2 = attrs.get_int("axis2");
+  const auto rank = static_cast<int64_t>(x.size());
+  OAR_CHECK_ARG(rank >= 2, "diagonal: x must have at least 2 dims but has shape " + shape_str(x));
+  OAR_CHECK_ARG(a1 >= 0 && a1 < rank && a2 >= 0 && a2 < rank && a1 != a2,
+                "diagonal: axis1 " + std::to_string(a1) + " and axis2 " + std::to_string(a2) +
+                    " must be two different dims of shape " + shape_str(x));
+  Shape out;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != a1 && d != a2) out.push_back(x[static_cast<size_t>(d)]);
+  const int64_t n1 = x[static_cast<size_t>(a1)], n2 = x[static_cast<size_t>(a2)];
+  out.push_back(std::max<int64_t>(0, offset >= 0 ? std::min(n1, n2 - offset) : std::min(n1 + offset, n2)));
   return {{in[0].dtype, out}};
 }
 
@@ -220,6 +239,62 @@ Grads slice_vjp(const VjpContext& c) {
   }
   return {g};
 }
+// diagonal as other ops: axis1 and axis2 moved last and merged into one
+// dim of n1 * n2 elements, whose diagonal elements are every (n2 + 1)-th
+// from `start`. The decomposition gathers them; the VJP scatters into zeros
+// (a diag-embed) and undoes the merge and the transpose.
+struct DiagonalPlan {
+  std::vector<int64_t> perm, inverse, merged, unmerged;  // transpose / reshape specs
+  int64_t start = 0, step = 1, length = 0;
+  int64_t axis = 0;  // the merged dim
+};
+DiagonalPlan diagonal_plan(const Shape& x, const Attrs& attrs) {
+  const int64_t offset = attrs.get_int("offset"), a1 = attrs.get_int("axis1"), a2 = attrs.get_int("axis2");
+  DiagonalPlan p;
+  const auto rank = static_cast<int64_t>(x.size());
+  bool empty = shape_numel(x) == 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d == a1 || d == a2) continue;
+    p.perm.push_back(d);
+    // 0 keeps a dim as it is, so a traced program stays valid for every batch size (Note [Dynamic dims]).
+    p.merged.push_back(empty ? x[static_cast<size_t>(d)] : 0);
+    p.unmerged.push_back(0);
+  }
+  p.perm.push_back(a1);
+  p.perm.push_back(a2);
+  p.inverse.resize(p.perm.size());
+  for (size_t i = 0; i < p.perm.size(); ++i) p.inverse[static_cast<size_t>(p.perm[i])] = static_cast<int64_t>(i);
+  const int64_t n1 = x[static_cast<size_t>(a1)], n2 = x[static_cast<size_t>(a2)];
+  p.merged.push_back(empty ? n1 * n2 : -1);
+  p.unmerged.push_back(n1);
+  p.unmerged.push_back(n2);
+  p.axis = rank - 2;
+  p.step = n2 + 1;
+  p.start = offset >= 0 ? offset : -offset * n2;
+  p.length = std::max<int64_t>(0, offset >= 0 ? std::min(n1, n2 - offset) : std::min(n1 + offset, n2));
+  return p;
+}
+Tensor diagonal_index(const DiagonalPlan& p, const Device& device) {
+  return arange(static_cast<double>(p.start), static_cast<double>(p.start + p.length * p.step),
+                static_cast<double>(p.step), DType::i64, device);
+}
+std::vector<Tensor> diagonal_decompose(std::span<const Tensor> in, const Attrs& attrs) {
+  const DiagonalPlan p = diagonal_plan(in[0].shape(), attrs);
+  Tensor merged = reshape(transpose(in[0], p.perm), p.merged);
+  return {gather(merged, diagonal_index(p, in[0].device()), p.axis)};
+}
+Grads diagonal_vjp(const VjpContext& c) {
+  const Tensor& x = c.inputs[0];
+  const DiagonalPlan p = diagonal_plan(x.shape(), c.attrs);
+  Shape merged_shape;
+  for (int64_t d : p.perm) merged_shape.push_back(x.shape()[static_cast<size_t>(d)]);
+  merged_shape.back() *= merged_shape[merged_shape.size() - 2];
+  merged_shape.erase(merged_shape.end() - 2);
+  Tensor g = scatter_add(zeros(merged_shape, c.grads[0].dtype(), x.device()), diagonal_index(p, x.device()),
+                         c.grads[0], p.axis);
+  return {transpose(reshape(g, p.unmerged), p.inverse)};
+}
+
 Grads concat_vjp(const VjpContext& c) {
   int64_t axis = c.attrs.get_int("axis");
   Grads out;
@@ -260,6 +335,8 @@ OAR_REGISTER_OPS(manipulation) {
   add_op({.name = "broadcast_to", .layout = InputLayout::broadcast, .meta = broadcast_to_meta, .vjp = broadcast_to_vjp,
           .attrs = {"shape"}});
   add_op({.name = "slice", .meta = slice_meta, .vjp = slice_vjp, .attrs = {"starts", "ends", "steps"}});
+  add_op({.name = "diagonal", .kind = OpKind::composite, .meta = diagonal_meta, .decompose = diagonal_decompose,
+          .vjp = diagonal_vjp, .attrs = {"offset", "axis1", "axis2"}});
   add_op({.name = "concat", .num_inputs = -1, .meta = concat_meta, .vjp = concat_vjp, .attrs = {"axis"}});
   add_op({.name = "pad", .meta = pad_meta, .vjp = pad_vjp, .attrs = {"pads", "value"}});
   add_op({.name = "gather", .num_inputs = 2, .meta = gather_meta, .vjp = gather_vjp, .attrs = {"axis"}});
@@ -303,6 +380,14 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& axes, const std::vecto
   }
   std::array<Tensor, 1> in{x};
   return apply1(OAR_OP("slice"), in, Attrs{{"starts", all_starts}, {"ends", all_ends}, {"steps", all_steps}});
+}
+
+Tensor diagonal(const Tensor& x, int64_t offset, int64_t axis1, int64_t axis2) {
+  OAR_CHECK_ARG(x.dim() >= 2, "diagonal: x must have at least 2 dims but has shape " + shape_str(x.shape()));
+  int64_t a1 = meta::normalize_axis("diagonal", axis1, x.dim());
+  int64_t a2 = meta::normalize_axis("diagonal", axis2, x.dim());
+  std::array<Tensor, 1> in{x};
+  return apply1(OAR_OP("diagonal"), in, Attrs{{"offset", offset}, {"axis1", a1}, {"axis2", a2}});
 }
 
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {

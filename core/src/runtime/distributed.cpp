@@ -16,6 +16,9 @@ DeviceBackend& collective_backend(const Device& device, const char* what) {
 }
 
 void* data_of(const Tensor& t) {
+  // Collectives read and write flat buffers; a strided view (Note [Views]) has none.
+  OAR_CHECK_ARG(t.is_contiguous(), "collective: the tensor of shape " + shape_str(t.shape()) +
+                                       " is a strided view; pass t.contiguous() (collectives need contiguous memory)");
   return t.impl().storage ? static_cast<char*>(t.impl().storage->data()) + t.impl().byte_offset : nullptr;
 }
 

@@ -1,13 +1,18 @@
 // Tensor: creation from host data, copies between host and devices, printing.
 #include "oar/tensor.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <sstream>
 
 #include "dispatch/device_context.h"
+#include "oar/builder.h"
+#include "oar/op.h"
 #include "oar/plugin_util.h"
 #include "oar/runtime.h"
+#include "tensor/view.h"
 
 namespace oar {
 
@@ -121,7 +126,17 @@ TensorImpl& Tensor::impl() const {
   return *impl_;
 }
 
-bool Tensor::is_contiguous() const { return impl().strides == contiguous_strides(impl().shape); }
+bool Tensor::is_contiguous() const {
+  const TensorImpl& im = impl();
+  if (std::find(im.shape.begin(), im.shape.end(), 0) != im.shape.end()) return true;
+  int64_t expected = 1;
+  for (size_t d = im.shape.size(); d-- > 0;) {
+    if (im.shape[d] == 1) continue;
+    if (im.strides[d] != expected) return false;
+    expected *= im.shape[d];
+  }
+  return true;
+}
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, const Device& device) {
   return allocate_tensor(shape, dtype, device);
@@ -171,7 +186,7 @@ void Tensor::copy_to_host(void* dst) const {
   uint64_t bytes = static_cast<uint64_t>(numel()) * dtype_size(im.dtype);
   if (bytes == 0) return;
   if (!is_contiguous()) {
-    contiguous().copy_to_host(dst);
+    materialize_contiguous(*this).copy_to_host(dst);
     return;
   }
   DeviceBackend& b = backend_of(im.device);
@@ -209,7 +224,7 @@ Tensor Tensor::from_external(void* data, const Shape& shape, DType dtype, const 
 
 void* Tensor::host_data() const {
   const TensorImpl& im = impl();
-  if (im.symbol || !im.storage || !is_contiguous()) return nullptr;
+  if (im.symbol || !im.storage || numel() == 0) return nullptr;
   DeviceBackend& b = backend_of(im.device);
   if (!b.host_addressable(im.device.index)) return nullptr;
   sync_compute_stream(b, im.device.index);
@@ -288,7 +303,7 @@ Tensor Tensor::to(const Device& device) const {
                                 ", " + std::string(dtype_name(im.dtype)) +
                                 "); its values are not known while tracing, so they cannot be read or copied");
   Runtime::global().check_device(device);
-  Tensor src = contiguous();
+  Tensor src = is_contiguous() ? *this : materialize_contiguous(*this);
   uint64_t bytes = static_cast<uint64_t>(numel()) * dtype_size(im.dtype);
   DeviceBackend& from = backend_of(im.device);
   DeviceBackend& to = backend_of(device);
@@ -310,7 +325,11 @@ Tensor Tensor::to(const Device& device) const {
 
 Tensor Tensor::contiguous() const {
   if (is_contiguous()) return *this;
-  throw Error(ErrorCode::internal, "tensor: non-contiguous tensors are not produced by any op yet");
+  // The copy op, so that gradients flow through it (eager even while a
+  // to_static trace runs: this tensor has values).
+  static const OpDef& copy = OpRegistry::instance().get("copy");
+  std::array<Tensor, 1> in{*this};
+  return EagerBuilder::instance().apply(copy, in, Attrs{}, nullptr).at(0);
 }
 
 std::string Tensor::str(int64_t max_values) const {

@@ -470,6 +470,11 @@ def expand(x, shape, name=None):
     return _ops.broadcast_to(x, shape)
 
 
+def diagonal(x, offset=0, axis1=0, axis2=1, name=None):
+    """paddle.diagonal: a view of x in eager mode (Note [Views])."""
+    return _ops.diagonal(x, int(offset), int(axis1), int(axis2))
+
+
 def expand_as(x, y, name=None):
     return _ops.broadcast_to(x, y.shape)
 

@@ -100,7 +100,8 @@ def _setitem(x, key, value):
     """x[key] = value. Note [Rebinding] in tensor.cpp: the result is a new
     tensor (where/scatter_add over the flat positions, differentiable in x
     and value) that this handle is rebound to; views of x taken earlier do
-    not see the change."""
+    not see the change, and a view refuses it (Note [Views])."""
+    _refuse_view_write(x, "__setitem__")
     if isinstance(key, Tensor) and key.dtype == _BOOL and list(key.shape) == list(x.shape):
         new = M.where(key, _value_tensor(value, x), x)
     else:
@@ -122,6 +123,17 @@ def _value_tensor(value, like):
     if isinstance(value, Tensor):
         return M.cast(value, like.dtype) if value.dtype != like.dtype else value
     return creation.to_tensor(np.asarray(value, dtype=to_numpy_dtype(like.dtype)), place=like._device)
+
+
+def _refuse_view_write(x, what):
+    """Note [Views] in core/src/tensor/view.cpp: in-place methods rebind the
+    handle (Note [Rebinding]), which for a view would leave its base as it
+    was, unlike PyTorch; so a view refuses them."""
+    if x._view_op:
+        raise RuntimeError(
+            f"{what}: this tensor is a view of another tensor's memory (made by {x._view_op}); oar's in-place "
+            f"updates give the handle a new result and cannot write through a view to its base. Update the base "
+            f"tensor, or use an out-of-place op (y = y.add(...)), or make a copy first (y = y.clone()).")
 
 
 def _assign_inplace(x, new):
@@ -242,6 +254,7 @@ def _register_hook(x, hook):
 
 
 def _set_value(x, value):
+    _refuse_view_write(x, "set_value")
     v = _value_tensor(value, x)
     if list(v.shape) != list(x.shape):
         raise ValueError(f"set_value: value has shape {list(v.shape)} but the tensor has shape {list(x.shape)}")
@@ -250,8 +263,13 @@ def _set_value(x, value):
     x._set_data_(creation.clone_data(v.detach()))
 
 
-def _inplace(fn):
+def _inplace(fn, name, writes_values=True):
+    """The in-place method `name`; `writes_values` False for the shape-only
+    ones (squeeze_, reshape_, ...), which only change the handle's metadata
+    and so are allowed on views, as in PyTorch."""
     def method(x, *args, **kwargs):
+        if writes_values:
+            _refuse_view_write(x, name)
         _assign_inplace(x, fn(x, *args, **kwargs))
         return x
     return method
@@ -376,11 +394,12 @@ def _install():
         setattr(T, name, M._PY_FUNCTIONS.get(name) or getattr(M, name))
     for name in ["add", "subtract", "multiply", "divide", "clip", "scale", "exp", "sqrt", "tanh",
                  "floor", "ceil", "abs", "masked_fill", "pow", "square", "reciprocal"]:
-        setattr(T, name + "_", _inplace(M._PY_FUNCTIONS.get(name) or getattr(M, name)))
-    T.squeeze_ = _inplace(M.squeeze)
-    T.unsqueeze_ = _inplace(M.unsqueeze)
-    T.reshape_ = _inplace(_reshape)
-    T.flatten_ = _inplace(M.flatten)
+        setattr(T, name + "_", _inplace(M._PY_FUNCTIONS.get(name) or getattr(M, name), name + "_"))
+    T.squeeze_ = _inplace(M.squeeze, "squeeze_", writes_values=False)
+    T.unsqueeze_ = _inplace(M.unsqueeze, "unsqueeze_", writes_values=False)
+    T.reshape_ = _inplace(_reshape, "reshape_", writes_values=False)
+    T.flatten_ = _inplace(M.flatten, "flatten_", writes_values=False)
+    T.diagonal = M.diagonal
 
 
 def _guard(fn, is_equality=False):

@@ -72,13 +72,11 @@ py::capsule to_dlpack(const oar::Tensor& t) {
   if (t.is_symbolic()) {
     throw py::buffer_error("__dlpack__: a symbolic tensor of a to_static trace has no memory to share");
   }
-  void* data = t.host_data();
+  void* data = t.host_data();  // element 0; a strided view exports its strides (Note [Views])
   if (!data && t.numel() > 0) {
-    throw py::buffer_error("__dlpack__: the tensor on " + t.device().str() + " is " +
-                           (t.is_contiguous() ? "on a device whose memory the host cannot address"
-                                              : "not contiguous") +
-                           "; only contiguous tensors of host-addressable devices (cpu) can be shared; copy "
-                           "it with t.cpu() or t.contiguous() first");
+    throw py::buffer_error("__dlpack__: the tensor on " + t.device().str() +
+                           " is on a device whose memory the host cannot address; only tensors of "
+                           "host-addressable devices (cpu) can be shared; copy it with t.cpu() first");
   }
   auto* e = new Export{t, std::vector<int64_t>(t.shape().begin(), t.shape().end()), {}, {}};
   e->strides = std::vector<int64_t>(t.strides().begin(), t.strides().end());
@@ -111,15 +109,27 @@ oar::Tensor from_dlpack(py::capsule capsule) {
   }
   oar::DType dtype = oar_dtype(dl.dtype);
   oar::Shape shape(dl.shape, dl.shape + dl.ndim);
+  // A strided producer tensor (non-negative strides) becomes a strided oar
+  // tensor over the span of memory it reaches (Note [Views] in
+  // core/src/tensor/view.cpp).
+  oar::Shape strides;
+  bool row_major = true;
+  int64_t extent = oar::shape_numel(shape) == 0 ? 0 : 1;  // elements the tensor reaches
   if (dl.strides) {
     int64_t expected = 1;
     for (int32_t i = dl.ndim - 1; i >= 0; --i) {
-      if (shape[i] != 1 && dl.strides[i] != expected) {
-        throw py::value_error("from_dlpack: the tensor of shape " + oar::shape_str(shape) +
-                              " is not C-contiguous; oar shares row-major memory only (copy it, e.g. "
+      if (dl.strides[i] < 0) {
+        throw py::value_error("from_dlpack: the tensor of shape " + oar::shape_str(shape) + " has the negative stride " +
+                              std::to_string(dl.strides[i]) + " in dim " + std::to_string(i) +
+                              "; oar shares memory with non-negative strides only (copy it, e.g. "
                               "numpy.ascontiguousarray, or use oar.to_tensor)");
       }
+      row_major = row_major && (shape[i] == 1 || dl.strides[i] == expected);
       expected *= shape[i];
+    }
+    strides.assign(dl.strides, dl.strides + dl.ndim);
+    if (extent) {
+      for (int32_t i = 0; i < dl.ndim; ++i) extent += (shape[i] - 1) * strides[i];
     }
   }
   void* data = static_cast<char*>(dl.data) + dl.byte_offset;
@@ -135,16 +145,21 @@ oar::Tensor from_dlpack(py::capsule capsule) {
     mt->deleter(mt);
   });
   PyCapsule_SetName(capsule.ptr(), "used_dltensor");
-  return oar::Tensor::from_external(data, shape, dtype, cpu, std::move(owner));
+  if (row_major) return oar::Tensor::from_external(data, shape, dtype, cpu, std::move(owner));
+  oar::Tensor span = oar::Tensor::from_external(data, {extent}, dtype, cpu, std::move(owner));
+  auto impl = std::make_shared<oar::TensorImpl>(span.impl());
+  impl->shape = shape;
+  impl->strides = strides;
+  return oar::Tensor(std::move(impl));
 }
 
 }  // namespace
 
 void bind_dlpack(py::module_& m) {
   m.def("to_dlpack", &to_dlpack, py::arg("x"),
-        "A DLPack capsule sharing a contiguous cpu tensor's memory (the tensor stays alive while it is used).");
+        "A DLPack capsule sharing a cpu tensor's memory, with its strides (the tensor stays alive while it is used).");
   m.def("from_dlpack", &from_dlpack, py::arg("capsule"),
-        "A cpu tensor sharing the memory of a DLPack capsule's tensor (consumes the capsule).");
+        "A cpu tensor sharing the memory of a DLPack capsule's tensor, strides included (consumes the capsule).");
 }
 
 }  // namespace oar_py

@@ -59,6 +59,7 @@ void bind_ops(py::module_& parent) {
   m.def("broadcast_to", &oar::broadcast_to, py::arg("x"), py::arg("shape"));
   m.def("slice", &oar::slice, py::arg("x"), py::arg("axes"), py::arg("starts"), py::arg("ends"),
         py::arg("steps") = Axes{});
+  m.def("diagonal", &oar::diagonal, py::arg("x"), py::arg("offset") = 0, py::arg("axis1") = 0, py::arg("axis2") = 1);
   m.def("concat", &oar::concat, py::arg("xs"), py::arg("axis") = 0);
   m.def("pad", &oar::pad, py::arg("x"), py::arg("pads"), py::arg("value") = 0.0);
   m.def("gather", &oar::gather, py::arg("x"), py::arg("index"), py::arg("axis") = 0);

@@ -51,19 +51,30 @@ oar::Shape shape_of(const py::array& a) {
   return s;
 }
 
-// Note [numpy views]: numpy() of a contiguous tensor on a host-addressable
-// device (cpu) is a view of the tensor's memory, as PyTorch's numpy() is:
-// writes through either are seen by both, and the array keeps the storage
-// alive (a capsule owns a Tensor handle). Elsewhere (the mock, a GPU, a
-// strided tensor) and for bfloat16 (numpy has no bfloat16; it becomes
-// float32) it is a copy. to_tensor(ndarray) copies, as Paddle's does.
+// Note [numpy views]: numpy() of a tensor on a host-addressable device
+// (cpu) is a view of the tensor's memory, as PyTorch's numpy() is: writes
+// through either are seen by both, and the array keeps the storage alive (a
+// capsule owns a Tensor handle). A strided view (Note [Views] in
+// core/src/tensor/view.cpp) becomes an array with the same strides (in
+// bytes); one with a broadcast (stride-0) dim is read-only, as
+// numpy.broadcast_to's is. Elsewhere (the mock, a GPU) and for bfloat16
+// (numpy has no bfloat16; it becomes float32) it is a contiguous copy.
+// to_tensor(ndarray) copies, as Paddle's does.
 py::array to_numpy(const oar::Tensor& t) {
   oar::Tensor src = t.dtype() == oar::DType::bf16 ? oar::cast(t.detach(), oar::DType::f32) : t;
   std::vector<py::ssize_t> shape(src.shape().begin(), src.shape().end());
   if (src.dtype() == t.dtype()) {
     if (void* data = src.host_data()) {
       py::capsule owner(new oar::Tensor(src), [](void* p) { delete static_cast<oar::Tensor*>(p); });
-      return py::array(numpy_dtype(src.dtype()), shape, data, owner);
+      std::vector<py::ssize_t> strides;
+      bool broadcast = false;
+      for (size_t d = 0; d < shape.size(); ++d) {
+        strides.push_back(static_cast<py::ssize_t>(src.strides()[d] * static_cast<int64_t>(oar::dtype_size(src.dtype()))));
+        broadcast = broadcast || (src.strides()[d] == 0 && shape[d] > 1);
+      }
+      py::array view(numpy_dtype(src.dtype()), shape, strides, data, owner);
+      if (broadcast) view.attr("setflags")(py::arg("write") = false);
+      return view;
     }
   }
   py::array out(numpy_dtype(src.dtype()), shape);
@@ -131,6 +142,11 @@ void bind_tensor(py::module_& m) {
       .def_property_readonly("size", &oar::Tensor::numel)
       .def_property_readonly("_device", [](const oar::Tensor& x) { return device_string(x.device()); })
       .def("is_contiguous", &oar::Tensor::is_contiguous)
+      .def_property_readonly("strides", [](const oar::Tensor& x) { return std::vector<int64_t>(x.strides()); },
+                             "Strides in elements (a view's own: Note [Views]).")
+      .def_property_readonly("_byte_offset", &oar::Tensor::byte_offset)
+      .def_property_readonly("_view_op", [](const oar::Tensor& x) { return std::string(x.view_op()); },
+                             "The op whose eager view this tensor is (transpose, slice, broadcast_to, diagonal), or ''.")
       .def("numpy", &to_numpy, "The values as a numpy array: a view on cpu, else a copy (bfloat16 becomes float32; Note [numpy views]).")
       .def("_raw_bytes", [](const oar::Tensor& x) {
         std::string buf(static_cast<size_t>(x.numel()) * oar::dtype_size(x.dtype()), '\0');

@@ -591,6 +591,12 @@ class KernelTable {
     return add_arrays(op, nullptr, 0, outputs.begin(), static_cast<int32_t>(outputs.size()), fn,
                       flags, nullptr);
   }
+  /// Flags or-ed into every later registration (e.g. OAR_KERNEL_STRIDED for
+  /// a plugin whose kernels all read through strides).
+  KernelTable& set_default_flags(uint32_t flags) {
+    default_flags_ = flags;
+    return *this;
+  }
   /// The first failure (OAR_OK when every registration succeeded).
   OarStatus status() const { return status_; }
   /// Number of registrations attempted.
@@ -606,7 +612,7 @@ class KernelTable {
     desc.input_dtypes = num_in > 0 ? in : nullptr;
     desc.num_output_dtypes = num_out;
     desc.output_dtypes = num_out > 0 ? out : nullptr;
-    desc.flags = flags;
+    desc.flags = flags | default_flags_;
     desc.fn = fn;
     desc.accepts = accepts;
     status_ = host_->register_kernel(host_->host, type_, op, &desc);
@@ -620,6 +626,7 @@ class KernelTable {
   const char* type_;
   OarStatus status_ = OAR_OK;
   int count_ = 0;
+  uint32_t default_flags_ = 0;
 };
 
 /// Classifies the exception being handled for a kernel launch and reports

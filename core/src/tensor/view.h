@@ -1,0 +1,35 @@
+// Eager strided views (Note [Views] in view.cpp): the rules that make
+// transpose, slice, broadcast_to, diagonal and reshape outputs share their
+// input's storage, and the host-side copy that makes a view contiguous.
+#pragma once
+
+#include <cstdint>
+
+#include "oar/op.h"
+#include "oar/tensor.h"
+
+namespace oar {
+
+/// Makes `op`'s output a view of `x` in eager mode: returns a tensor over
+/// x's storage with the shape `out` (from the meta rule), or an undefined
+/// Tensor when the op cannot be a view for these attributes (a negative
+/// slice step): the dispatcher then runs the op's kernel.
+using ViewRule = Tensor (*)(const Tensor& x, const Attrs& attrs, const TensorMeta& out);
+
+/// The view rule of `op`, or nullptr when `op` always runs a kernel.
+ViewRule eager_view_rule(const OpDef& op);
+
+/// What a kernel with `kernel_flags` receives for the input `t`: `t` itself
+/// when the kernel is flagged OAR_KERNEL_STRIDED, else a contiguous tensor
+/// with row-major strides (a copy when `t` is a strided view).
+Tensor kernel_input(const Tensor& t, uint32_t kernel_flags);
+/// True when kernel_input(t, kernel_flags) is `t` itself (the common case,
+/// checked without allocating).
+bool kernel_takes_as_is(const Tensor& t, uint32_t kernel_flags);
+
+/// A contiguous copy of a non-contiguous `t` on its device, made with the
+/// device's `copy` kernel when it is flagged OAR_KERNEL_STRIDED, else staged
+/// through host memory. No autograd history.
+Tensor materialize_contiguous(const Tensor& t);
+
+}  // namespace oar
