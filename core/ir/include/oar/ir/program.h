@@ -24,9 +24,11 @@ namespace oar::ir {
 /// Parameter tensors by name (ordered, so saves are deterministic).
 using ParamMap = std::map<std::string, Tensor>;
 
+/// An output or update: a name and the value it reads (which counts it in
+/// Value::interface_uses; change it through Program, not directly).
 struct NamedValue {
   std::string name;
-  Value* value = nullptr;
+  Value* value = nullptr;  // not owned (the program's)
 };
 
 class Program {
