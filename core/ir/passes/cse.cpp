@@ -1,9 +1,10 @@
 // Common subexpression elimination: a later operation of the same op on the
 // same operands with equal attributes and result types is replaced by the
-// first one. Ops with side effects (random numbers) are never merged.
+// first one. Ops with side effects (random numbers) and ops with regions
+// are never merged. One walk of the block; each merge costs O(uses) (Note
+// [Use lists] in value.h), so the pass is linear in the program's size.
 #include <functional>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "oar/ir/pass.h"
 
@@ -46,10 +47,13 @@ class CsePass final : public Pass {
     // Operands are rewritten as duplicates are found, so walking in block
     // order also merges chains of duplicates.
     std::unordered_map<size_t, std::vector<const Operation*>> seen;
-    std::unordered_set<const Operation*> duplicates;
-    for (const auto& owned : program.block().ops()) {
-      const Operation& op = *owned;
-      if (has_side_effects(op.def())) continue;
+    seen.reserve(program.block().size());
+    bool changed = false;
+    Block& block = program.block();
+    for (Operation* next = block.front(); next != nullptr;) {
+      Operation& op = *next;
+      next = op.next();
+      if (has_side_effects(op.def()) || op.num_regions() > 0) continue;
       auto& candidates = seen[shallow_hash(op)];
       const Operation* first = nullptr;
       for (const Operation* c : candidates) {
@@ -64,11 +68,10 @@ class CsePass final : public Pass {
       }
       for (size_t i = 0; i < op.results().size(); ++i)
         program.replace_all_uses(op.result(i), first->result(i));
-      duplicates.insert(&op);
+      block.erase(&op);
+      changed = true;
     }
-    if (duplicates.empty()) return false;
-    program.block().erase_if([&](const Operation& op) { return duplicates.count(&op) > 0; });
-    return true;
+    return changed;
   }
 };
 

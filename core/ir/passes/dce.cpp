@@ -1,7 +1,6 @@
 // Dead code elimination: an operation is live when one of its results
-// reaches an output or an update, or when it has side effects.
-#include <unordered_set>
-
+// reaches an output or an update, or when it has side effects (in its
+// regions too).
 #include "oar/ir/pass.h"
 
 namespace oar::ir {
@@ -12,29 +11,28 @@ class DcePass final : public Pass {
  public:
   std::string name() const override { return "dce"; }
 
+  // One walk from the back: every user of an operation comes after it (in
+  // the block, or in a region of a later operation), so when the walk
+  // reaches it the dead users are already gone and its use lists say
+  // whether anything live still reads it (Note [Use lists] in value.h).
+  // Erasing drops the operation's own uses, which may make earlier ones
+  // dead in turn. Linear in the size of the program.
   bool run(Program& program) override {
-    std::unordered_set<const Value*> live;
-    for (const auto& out : program.outputs()) live.insert(out.value);
-    for (const auto& update : program.updates()) live.insert(update.value);
-
-    std::unordered_set<const Operation*> dead;
-    const Block& block = program.block();
-    for (size_t i = block.size(); i-- > 0;) {
-      const Operation& op = block.op(i);
-      bool keep = has_side_effects(op.def());
-      for (const Value* result : op.results()) keep = keep || live.count(result) > 0;
-      if (!keep) {
-        dead.insert(&op);
-        continue;
+    Block& block = program.block();
+    bool erased = false;
+    for (Operation* op = block.back(); op != nullptr;) {
+      Operation* prev = op->prev();
+      bool used = false;
+      for (const Value* result : op->results()) used = used || result->has_uses();
+      if (!used && !has_side_effects(*op)) {
+        block.erase(op);
+        erased = true;
       }
-      for (const Value* operand : op.operands()) live.insert(operand);
+      op = prev;
     }
-    if (!dead.empty())
-      program.block().erase_if([&](const Operation& op) { return dead.count(&op) > 0; });
-
     size_t constants_before = program.constants().size();
     program.drop_unused_constants();
-    return !dead.empty() || program.constants().size() != constants_before;
+    return erased || program.constants().size() != constants_before;
   }
 };
 

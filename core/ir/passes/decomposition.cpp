@@ -1,7 +1,9 @@
 // Decomposition: a selected composite operation is replaced by the
-// operations its DecomposeFn emits when run under a Tracer inserting at the
-// operation's position, so static mode decomposes exactly as eager mode.
-#include <unordered_set>
+// operations its DecomposeFn emits when run under a Tracer, so static mode
+// decomposes exactly as eager mode. The tracer appends to the block (O(1)
+// per operation) and the traced operations then move before the composite
+// one (O(1) each), which is erased; the uses of its results move in
+// O(uses) (Note [Use lists] in value.h). A round is linear in the block.
 
 #include "oar/builder.h"
 #include "oar/ir/pass.h"
@@ -19,14 +21,6 @@ constexpr int kMaxRounds = 32;
 // Dynamic dims trace with this size, and one more in the probe shapes
 // (Note [Dynamic dims] in trace.h).
 constexpr int64_t kExampleDim = 2;
-
-size_t position_of(const Block& block, const Operation* op) {
-  for (size_t i = 0; i < block.size(); ++i) {
-    if (&block.op(i) == op) return i;
-  }
-  throw Error(ErrorCode::internal,
-              "decomposition: operation " + op->name() + " is no longer in the block");
-}
 
 std::string where(size_t pos, const Operation& op) {
   return "decomposition: operation " + std::to_string(pos) + " (" + op.name() + ")";
@@ -46,6 +40,7 @@ class DecompositionPass final : public Pass {
       for (const auto& op : program.block().ops()) {
         if (wanted(op->def())) selected.push_back(op.get());
       }
+      // Operations in regions are left alone (no real op has regions yet).
       if (selected.empty()) return changed;
       if (round == kMaxRounds) {
         throw Error(ErrorCode::invalid_argument,
@@ -66,8 +61,9 @@ class DecompositionPass final : public Pass {
 
   static void decompose(Program& program, Operation* op) {
     Block& block = program.block();
-    const size_t pos = position_of(block, op);
-    Tracer tracer(program, default_device(), pos);
+    Operation* const last_before = block.back();  // the traced operations follow it
+    auto first_traced = [&] { return last_before ? last_before->next() : block.front(); };
+    Tracer tracer(program, default_device());
     std::vector<Value*> replacements;
     std::string failure;
     try {
@@ -90,23 +86,22 @@ class DecompositionPass final : public Pass {
         }
         replacements.push_back(value);
       }
-      if (failure.empty()) failure = size_dependence(*op, block, pos, tracer.cursor());
+      if (failure.empty()) failure = size_dependence(*op, first_traced());
     } catch (const Error& e) {
       failure = e.what();
     }
 
-    // The traced operations sit at [pos, cursor); the composite one after them.
-    const size_t end = tracer.cursor();
+    // The traced operations sit at the end of the block, after last_before.
     if (!failure.empty()) {
-      std::unordered_set<const Operation*> traced;
-      for (size_t i = pos; i < end && i < block.size(); ++i) traced.insert(&block.op(i));
-      block.erase_if([&](const Operation& o) { return traced.count(&o) > 0; });
+      while (block.back() != last_before)
+        block.erase(block.back());  // the newest first: no uses left
       throw Error(ErrorCode::invalid_argument,
-                  where(pos, *op) + " cannot be decomposed: " + failure);
+                  where(block.index_of(op), *op) + " cannot be decomposed: " + failure);
     }
+    if (Operation* first = first_traced()) block.move_before(op, first, nullptr);
     for (size_t i = 0; i < replacements.size(); ++i)
       program.replace_all_uses(op->result(i), replacements[i]);
-    block.erase_if([&](const Operation& o) { return &o == op; });
+    block.erase(op);
   }
 
   // Runs the decomposition of `op` on symbolic stand-ins for `operands`
@@ -131,8 +126,7 @@ class DecompositionPass final : public Pass {
   // it. So when an operand has dynamic dims, the decomposition is traced a
   // second time with other sizes; the operations must come out the same.
   // Returns "" when they do, else the reason.
-  static std::string size_dependence(const Operation& op, const Block& block, size_t begin,
-                                     size_t end) {
+  static std::string size_dependence(const Operation& op, const Operation* traced) {
     bool dynamic = false;
     for (const Value* operand : op.operands()) dynamic = dynamic || !operand->type().is_static();
     if (!dynamic) return "";
@@ -145,10 +139,11 @@ class DecompositionPass final : public Pass {
     trace_decomposition(tracer, op, stand_ins, kExampleDim + 2);
     const std::string reason =
         "its decomposition depends on the sizes of the dynamic dims of its operands";
-    if (tracer.specialized() || scratch.block().size() != end - begin) return reason;
-    for (size_t i = 0; i < scratch.block().size(); ++i) {
-      const Operation& a = block.op(begin + i);
-      const Operation& b = scratch.block().op(i);
+    if (tracer.specialized()) return reason;
+    const Operation* other = scratch.block().front();
+    for (; traced != nullptr && other != nullptr; traced = traced->next(), other = other->next()) {
+      const Operation& a = *traced;
+      const Operation& b = *other;
       if (a.def().id != b.def().id) return reason;
       for (const auto& [name, value] : a.attrs().items()) {
         const Attribute* other = b.attrs().find(name);
@@ -163,6 +158,7 @@ class DecompositionPass final : public Pass {
         if (!(a.result(r)->type() == b.result(r)->type())) return reason;
       }
     }
+    if (traced != nullptr || other != nullptr) return reason;  // not as many operations
     return "";
   }
 

@@ -10,8 +10,13 @@
 //             "results": [{"id": 3, "type": ...}]}],
 //    "outputs": [{"name": "out", "value": 3}],
 //    "updates": [{"name": "fc.weight", "value": 7}]}
-// to_json numbers values densely (inputs, parameters, constants, then
-// results in block order) and keeps attributes in their order, so equal
+// An operation with regions (Note [Regions] in block.h) has one more key,
+//    "regions": [{"ops": [...]}, ...]
+// each region a list of operations like the program's; operations without
+// regions leave the key out, so files from before regions load unchanged
+// and still write the same text. to_json numbers values densely (inputs,
+// parameters, constants, then results in block order, an operation's
+// results before the operations of its regions) and keeps attributes in their order, so equal
 // programs give equal text and to_json(from_json(j)) == j. Attributes carry
 // their kind (int, float, bool, str, ints, floats); non-finite floats are the
 // strings "inf", "-inf", "nan". from_json accepts any unique ids, checks every
@@ -23,6 +28,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <sstream>
 #include <unordered_map>
@@ -103,6 +109,8 @@ struct OpDesc {
   std::vector<int64_t> operands;
   AttributeMap attrs;
   std::vector<ValueDesc> results;
+  std::vector<std::vector<OpDesc>> regions;
+  std::string where;  // "operation 1 (cond)", with its region path for nested ones
 };
 
 struct NamedDesc {
@@ -129,9 +137,7 @@ class ProgramReader {
     auto inputs = read_values(list(j, "inputs", "the program"), "input");
     auto parameters = read_values(list(j, "parameters", "the program"), "parameter");
     auto constants = read_values(list(j, "constants", "the program"), "constant");
-    std::vector<OpDesc> ops;
-    const Json& op_list = list(j, "ops", "the program");
-    for (size_t i = 0; i < op_list.size(); ++i) ops.push_back(read_op(op_list[i], i));
+    std::vector<OpDesc> ops = read_ops(list(j, "ops", "the program"), "", 0);
     auto outputs = read_named(list(j, "outputs", "the program"), "output");
     auto updates = read_named(list(j, "updates", "the program"), "update");
     try {
@@ -167,9 +173,10 @@ class ProgramReader {
       fail("the program", "has the invalid format version " + std::to_string(version));
   }
 
-  // `obj` must be an object holding exactly `keys`.
+  // `obj` must be an object holding exactly `keys`, and maybe `optional` ones.
   void check_keys(const Json& obj, std::initializer_list<const char*> keys,
-                  const std::string& where) const {
+                  const std::string& where,
+                  std::initializer_list<const char*> optional = {}) const {
     if (!obj.is_object())
       fail(where, std::string("is a JSON ") + obj.type_name() + ", not an object");
     for (const char* key : keys) {
@@ -178,6 +185,7 @@ class ProgramReader {
     for (const auto& [key, _] : obj.items()) {
       bool known = false;
       for (const char* k : keys) known = known || key == k;
+      for (const char* k : optional) known = known || key == k;
       if (!known) fail(where, "has the unknown key \"" + key + "\"");
     }
   }
@@ -290,14 +298,26 @@ class ProgramReader {
          "has the unknown kind '" + kind + "' (expected int, float, bool, str, ints or floats)");
   }
 
-  OpDesc read_op(const Json& j, size_t index) const {
-    std::string where = "operation " + std::to_string(index);
-    check_keys(j, {"op", "operands", "attrs", "results"}, where);
+  // Regions nest at most this deep (each level is 4 JSON levels, within
+  // kMaxJsonDepth anyway); the limit gives a sentence instead.
+  static constexpr int kMaxRegionDepth = 12;
+
+  // `scope` is "" at top level, else " in region r of operation i (op)...".
+  std::vector<OpDesc> read_ops(const Json& list, const std::string& scope, int depth) const {
+    std::vector<OpDesc> ops;
+    for (size_t i = 0; i < list.size(); ++i) ops.push_back(read_op(list[i], i, scope, depth));
+    return ops;
+  }
+
+  OpDesc read_op(const Json& j, size_t index, const std::string& scope, int depth) const {
+    std::string where = "operation " + std::to_string(index) + scope;
+    check_keys(j, {"op", "operands", "attrs", "results"}, where, {"regions"});
     OpDesc op;
     std::string name = string_of(j, "op", where);
     op.def = OpRegistry::instance().find(name);
     if (!op.def) fail(where, "uses the unknown op '" + name + "'");
-    where = op_where(index, name);
+    where = op_where(index, name) + scope;
+    op.where = where;
     for (const Json& operand : list(j, "operands", where))
       op.operands.push_back(id_of(operand, where + " operand"));
     const Json& attrs = j.at("attrs");
@@ -321,6 +341,16 @@ class ProgramReader {
     if (op.results.size() != static_cast<size_t>(def.num_outputs)) {
       fail(where, "has " + std::to_string(op.results.size()) + " results but " + name +
                       " produces " + std::to_string(def.num_outputs));
+    }
+    if (j.contains("regions")) {
+      const Json& regions = list(j, "regions", where);
+      if (depth >= kMaxRegionDepth && !regions.empty())
+        fail(where, "nests regions deeper than " + std::to_string(kMaxRegionDepth) + " levels");
+      for (size_t r = 0; r < regions.size(); ++r) {
+        const std::string rwhere = "region " + std::to_string(r) + " of " + where;
+        check_keys(regions[r], {"ops"}, rwhere);
+        op.regions.push_back(read_ops(list(regions[r], "ops", rwhere), " in " + rwhere, depth + 1));
+      }
     }
     return op;
   }
@@ -363,9 +393,14 @@ class ProgramReader {
     for (const auto& v : inputs) name_interface(v, "input");
     for (const auto& v : parameters) name_interface(v, "parameter");
     for (const auto& v : constants) name_interface(v, "constant");
-    for (size_t i = 0; i < ops.size(); ++i) {
-      for (const auto& r : ops[i].results) define(r.id, op_where(i, ops[i].def->name));
-    }
+    std::function<void(const std::vector<OpDesc>&)> define_results =
+        [&](const std::vector<OpDesc>& list) {
+          for (const OpDesc& op : list) {
+            for (const auto& r : op.results) define(r.id, op.where);
+            for (const auto& region : op.regions) define_results(region);
+          }
+        };
+    define_results(ops);
 
     Program program;
     std::unordered_map<int64_t, Value*> values;
@@ -389,27 +424,62 @@ class ProgramReader {
       }
       values[v.id] = program.add_constant(v.name, it->second);
     }
+    // Values of a region leave `values` when it ends (Note [Regions] in block.h).
+    std::unordered_map<int64_t, std::string> hidden;
+    // The results of the operations whose regions are being built.
+    std::unordered_map<int64_t, std::string> open;
     auto lookup = [&](int64_t id, const std::string& where) {
       auto it = values.find(id);
       if (it != values.end()) return it->second;
+      if (auto o = open.find(id); o != open.end()) {
+        fail(where, "refers to value " + std::to_string(id) + ", a result of " + o->second +
+                        ", which is not visible inside its own regions");
+      }
+      if (auto h = hidden.find(id); h != hidden.end()) {
+        fail(where, "refers to value " + std::to_string(id) + ", which is defined in " + h->second +
+                        " and visible only inside it");
+      }
       auto d = definer.find(id);
       if (d == definer.end())
         fail(where, "refers to value " + std::to_string(id) + ", which nothing defines");
       fail(where,
            "refers to value " + std::to_string(id) + ", which " + d->second + " defines later");
     };
-    for (size_t i = 0; i < ops.size(); ++i) {
-      const OpDesc& op = ops[i];
-      std::vector<Value*> operands;
-      for (size_t k = 0; k < op.operands.size(); ++k) {
-        operands.push_back(
-            lookup(op.operands[k], op_where(i, op.def->name) + " operand " + std::to_string(k)));
-      }
-      std::vector<TensorType> types;
-      for (const auto& r : op.results) types.push_back(r.type);
-      Operation* appended = program.append(*op.def, std::move(operands), op.attrs, types);
-      for (size_t r = 0; r < op.results.size(); ++r) values[op.results[r].id] = appended->result(r);
-    }
+    std::function<void(const std::vector<OpDesc>&, Block&)> build_ops =
+        [&](const std::vector<OpDesc>& list, Block& block) {
+          for (const OpDesc& op : list) {
+            std::vector<Value*> operands;
+            for (size_t k = 0; k < op.operands.size(); ++k) {
+              operands.push_back(
+                  lookup(op.operands[k], op.where + " operand " + std::to_string(k)));
+            }
+            std::vector<TensorType> types;
+            for (const auto& r : op.results) types.push_back(r.type);
+            Operation* appended =
+                program.append(block, *op.def, std::move(operands), op.attrs, types);
+            for (const auto& res : op.results) open.emplace(res.id, op.where);
+            for (size_t r = 0; r < op.regions.size(); ++r) {
+              build_ops(op.regions[r], appended->add_region());
+              // Drop what the region defined: its ids are the results in it.
+              std::function<void(const std::vector<OpDesc>&)> hide =
+                  [&](const std::vector<OpDesc>& inner) {
+                    for (const OpDesc& o : inner) {
+                      for (const auto& res : o.results) {
+                        values.erase(res.id);
+                        hidden.emplace(res.id, "region " + std::to_string(r) + " of " + op.where);
+                      }
+                      for (const auto& g : o.regions) hide(g);
+                    }
+                  };
+              hide(op.regions[r]);
+            }
+            for (size_t r = 0; r < op.results.size(); ++r) {
+              open.erase(op.results[r].id);
+              values[op.results[r].id] = appended->result(r);
+            }
+          }
+        };
+    build_ops(ops, program.block());
     for (const auto& out : outputs)
       program.add_output(lookup(out.value, "output '" + out.name + "'"), out.name);
     for (const auto& up : updates) {
@@ -538,29 +608,43 @@ std::string to_json(const Program& program, int indent) {
   j["inputs"] = interface(program.inputs());
   j["parameters"] = interface(program.parameters());
   j["constants"] = interface(program.constants());
-  Json ops = Json::array();
-  for (size_t i = 0; i < program.block().size(); ++i) {
-    const Operation& op = program.block().op(i);
-    std::string where = op_where(i, op.name());
-    Json o = Json::object();
-    o["op"] = op.name();
-    Json operands = Json::array();
-    for (const Value* v : op.operands()) operands.push_back(id_of(v, where));
-    o["operands"] = std::move(operands);
-    Json attrs = Json::object();
-    for (const auto& [name, attr] : op.attrs().items()) attrs[name] = attribute_json(attr);
-    o["attrs"] = std::move(attrs);
-    Json results = Json::array();
-    for (const Value* r : op.results()) {
-      Json rj = Json::object();
-      rj["id"] = number(r);
-      rj["type"] = type_json(r->type());
-      results.push_back(std::move(rj));
+  std::function<Json(const Block&, const std::string&)> ops_json = [&](const Block& block,
+                                                                       const std::string& scope) {
+    Json ops = Json::array();
+    size_t i = 0;
+    for (const auto& ref : block.ops()) {
+      const Operation& op = *ref;
+      std::string where = op_where(i++, op.name()) + scope;
+      Json o = Json::object();
+      o["op"] = op.name();
+      Json operands = Json::array();
+      for (const Value* v : op.operands()) operands.push_back(id_of(v, where));
+      o["operands"] = std::move(operands);
+      Json attrs = Json::object();
+      for (const auto& [name, attr] : op.attrs().items()) attrs[name] = attribute_json(attr);
+      o["attrs"] = std::move(attrs);
+      Json results = Json::array();
+      for (const Value* r : op.results()) {
+        Json rj = Json::object();
+        rj["id"] = number(r);
+        rj["type"] = type_json(r->type());
+        results.push_back(std::move(rj));
+      }
+      o["results"] = std::move(results);
+      if (op.num_regions() > 0) {
+        Json regions = Json::array();
+        for (size_t r = 0; r < op.num_regions(); ++r) {
+          Json rj = Json::object();
+          rj["ops"] = ops_json(op.region(r), " in region " + std::to_string(r) + " of " + where);
+          regions.push_back(std::move(rj));
+        }
+        o["regions"] = std::move(regions);
+      }
+      ops.push_back(std::move(o));
     }
-    o["results"] = std::move(results);
-    ops.push_back(std::move(o));
-  }
-  j["ops"] = std::move(ops);
+    return ops;
+  };
+  j["ops"] = ops_json(program.block(), "");
   auto named = [&](const std::vector<NamedValue>& list, const char* kind) {
     Json out = Json::array();
     for (const NamedValue& n : list) {
@@ -647,12 +731,14 @@ LoadedProgram load(const std::string& path, const Device& device) {
   const std::string tensors_path = path + ".safetensors";
   const std::string pending = json_path + kPendingSuffix;
   // A first save killed after its commit point has no path.json yet.
-  std::string text = !is_file(json_path) && is_file(pending) ? std::string() : read_text_file(json_path);
+  std::string text =
+      !is_file(json_path) && is_file(pending) ? std::string() : read_text_file(json_path);
   std::map<std::string, std::string> metadata;
   std::map<std::string, Tensor> tensors = load_safetensors(tensors_path, device, &metadata);
   // Note [Saving a program and its parameters as a pair]
   std::string program_path = json_path;
-  if (auto it = metadata.find(kProgramHashKey); it != metadata.end() && it->second != program_hash(text)) {
+  if (auto it = metadata.find(kProgramHashKey);
+      it != metadata.end() && it->second != program_hash(text)) {
     if (is_file(pending) && program_hash(text = read_text_file(pending)) == it->second) {
       program_path = pending;  // a save was killed after its parameters were in place
     } else {

@@ -17,6 +17,10 @@
 namespace oar::ir {
 
 /// One transformation. run() returns whether it changed the program.
+/// The passes below walk the top-level block once (decomposition once per
+/// round) and rewrite through use lists, so each is linear in the size of
+/// the program (Note [Use lists] in value.h); operations in regions are
+/// left as they are, but the values they use count as used.
 class Pass {
  public:
   virtual ~Pass() = default;

@@ -9,7 +9,13 @@
 ///   }
 ///
 /// Results are numbered densely in order of definition, so equal programs
-/// print equally.
+/// print equally. An operation's regions print below it, indented, each as
+/// "region { ... }"; its results are numbered before their operations:
+///
+///     %0: f32[2, 3] = some_op(%x)
+///       region {
+///         %1: f32[2, 3] = exp(%x)
+///       }
 #pragma once
 
 #include <ostream>

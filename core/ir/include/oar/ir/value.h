@@ -3,7 +3,9 @@
 /// a result of an operation) and used by any number of operations.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "oar/ir/type.h"
 
@@ -19,11 +21,31 @@ enum class ValueKind : uint8_t {
   result,     ///< produced by an operation
 };
 
+/// One use of a value: operand `operand` of operation `user`.
+struct Use {
+  Operation* user = nullptr;  // not owned
+  uint32_t operand = 0;
+  bool operator==(const Use&) const = default;
+};
+
 /// One SSA value. Owned by its Program; referenced by raw pointer.
+///
+/// Note [Use lists]
+/// A value knows its uses: every (operation, operand index) reading it, kept
+/// up to date by Operation's constructor, set_operand and destructor (which
+/// Block::erase runs), so replace_all_uses and "is this still used?" cost
+/// O(uses) instead of a walk over the program. The list is unordered: a use
+/// is removed by moving the last one into its slot, and each operation
+/// remembers the slot of each of its operands (Operation::use_slot) so the
+/// removal is O(1). Outputs and updates of the Program reading the value are
+/// counted apart (interface_uses), since they are few and named. The
+/// verifier checks that the lists match the operations.
 class Value {
  public:
   Value(int id, ValueKind kind, TensorType type, std::string name)
       : id_(id), kind_(kind), type_(std::move(type)), name_(std::move(name)) {}
+  Value(const Value&) = delete;
+  Value& operator=(const Value&) = delete;
 
   /// Unique within the program; the printer and JSON renumber densely.
   int id() const { return id_; }
@@ -33,8 +55,8 @@ class Value {
   /// The name of an input, parameter or constant ("" for a result).
   const std::string& name() const { return name_; }
 
-  /// The operation defining a result (nullptr otherwise) and which of its
-  /// results this is.
+  /// The operation defining a result (nullptr otherwise, and once that
+  /// operation is erased) and which of its results this is.
   Operation* producer() const { return producer_; }
   int result_index() const { return result_index_; }
   void set_producer(Operation* op, int index) {
@@ -42,13 +64,25 @@ class Value {
     result_index_ = index;
   }
 
+  /// The operations reading this value, in no particular order (Note [Use lists]).
+  const std::vector<Use>& uses() const { return uses_; }
+  /// How many outputs and updates of the program name this value.
+  int interface_uses() const { return interface_uses_; }
+  /// True when an operation, an output or an update reads the value.
+  bool has_uses() const { return !uses_.empty() || interface_uses_ > 0; }
+
  private:
+  friend class Operation;  // maintains uses_
+  friend class Program;    // maintains interface_uses_
+
   int id_;
   ValueKind kind_;
   TensorType type_;
   std::string name_;
-  Operation* producer_ = nullptr;
+  Operation* producer_ = nullptr;  // not owned
   int result_index_ = 0;
+  std::vector<Use> uses_;  // the users are not owned
+  int interface_uses_ = 0;
 };
 
 }  // namespace oar::ir
