@@ -63,6 +63,36 @@ OarStatus broadcast_to_kernel(const OarKernelContext* ctx) {
   return copy_or_fail(ctx, ctx->outputs[0], ctx->inputs[0]);
 }
 
+// broadcast_to_like: broadcast_to with the shape of its second input (not read).
+OarStatus broadcast_to_like_kernel(const OarKernelContext* ctx) {
+  if (OarStatus s = arity(ctx, 2)) return s;
+  return copy_or_fail(ctx, ctx->outputs[0], ctx->inputs[0]);
+}
+
+// shape and numel: the input's dims or element count as i64; its values are not read.
+OarStatus shape_value_kernel(const OarKernelContext* ctx, bool count) {
+  if (ctx->num_inputs != 1 || ctx->num_outputs != 1) {
+    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "unexpected %d inputs and %d outputs", ctx->num_inputs,
+                ctx->num_outputs);
+  }
+  const OarTensorView& x = ctx->inputs[0];
+  const OarTensorView& y = ctx->outputs[0];
+  const int64_t want = count ? 1 : x.ndim;
+  if (y.dtype != OAR_DTYPE_I64 || oar_view_numel(&y) != want || y.ndim != (count ? 0 : 1)) {
+    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "the output must be i64 of %s %lld but is %s of rank %d",
+                count ? "rank 0, count" : "rank 1, size", static_cast<long long>(want), dtype_name(y.dtype), y.ndim);
+  }
+  int64_t* out = static_cast<int64_t*>(oar_view_ptr(&y));
+  if (count) {
+    out[0] = oar_view_numel(&x);
+  } else {
+    for (int d = 0; d < x.ndim; ++d) out[d] = x.shape[d];
+  }
+  return OAR_OK;
+}
+OarStatus shape_kernel(const OarKernelContext* ctx) { return shape_value_kernel(ctx, false); }
+OarStatus numel_kernel(const OarKernelContext* ctx) { return shape_value_kernel(ctx, true); }
+
 OarStatus slice_kernel(const OarKernelContext* ctx) {
   if (OarStatus s = arity(ctx, 1)) return s;
   const OarTensorView& x = ctx->inputs[0];
@@ -365,6 +395,7 @@ void register_shape_kernels(Registrar& r) {
   for (int32_t dt : kAllDtypes) {
     r.add("transpose", {dt}, {dt}, OAR_KERNEL_STRIDED, &guarded<&transpose_kernel>);
     r.add("broadcast_to", {dt}, {dt}, OAR_KERNEL_STRIDED, &guarded<&broadcast_to_kernel>);
+    r.add_any_inputs("broadcast_to_like", {dt}, OAR_KERNEL_STRIDED, &guarded<&broadcast_to_like_kernel>);
     r.add("slice", {dt}, {dt}, OAR_KERNEL_STRIDED, &guarded<&slice_kernel>);
     r.add("pad", {dt}, {dt}, OAR_KERNEL_STRIDED, &guarded<&pad_kernel>);
     for (int32_t index : {OAR_DTYPE_I32, OAR_DTYPE_I64}) {
@@ -380,6 +411,8 @@ void register_shape_kernels(Registrar& r) {
   // that every input has it.
   for (int32_t dt : kAllDtypes)
     r.add_any_inputs("concat", {dt}, OAR_KERNEL_STRIDED, &guarded<&concat_kernel>);
+  r.add_any_inputs("shape", {OAR_DTYPE_I64}, 0, &guarded<&shape_kernel>);
+  r.add_any_inputs("numel", {OAR_DTYPE_I64}, 0, &guarded<&numel_kernel>);
 }
 
 }  // namespace oar_cpu

@@ -300,9 +300,10 @@ OarStatus copy_kernel(const OarKernelContext* ctx) {
 // Generators
 // ------------------------------------------------------------------------
 
-OarStatus full_kernel(const OarKernelContext* ctx) {
+// full, and full_like (full with the shape of its input, whose values are not read).
+OarStatus fill_kernel(const OarKernelContext* ctx, const char* op, int32_t inputs) {
   Launch l;
-  if (OarStatus s = prepare(ctx, "full", 0, 1, &l)) return s;
+  if (OarStatus s = prepare(ctx, op, inputs, 1, &l)) return s;
   const View y = l.out[0];
   std::vector<unsigned char> bytes;
   if (!attr_element(l, "value", y.dtype, nullptr, &bytes)) return OAR_ERROR_INVALID_ARGUMENT;
@@ -313,6 +314,9 @@ OarStatus full_kernel(const OarKernelContext* ctx) {
     return OAR_OK;
   });
 }
+
+OarStatus full_kernel(const OarKernelContext* ctx) { return fill_kernel(ctx, "full", 0); }
+OarStatus full_like_kernel(const OarKernelContext* ctx) { return fill_kernel(ctx, "full_like", 1); }
 
 OarStatus arange_kernel(const OarKernelContext* ctx) {
   Launch l;
@@ -413,6 +417,7 @@ OarStatus register_elementwise_kernels() {
     reg("where", where_kernel, {OAR_DTYPE_BOOL, dt, dt}, {dt});
     reg("copy", copy_kernel, {dt}, {dt});
     reg("full", full_kernel, {}, {dt});
+    reg("full_like", full_like_kernel, {}, {dt});
     for (int32_t to : kAllDtypes) reg("cast", cast_kernel, {dt}, {to});
   }
   for (int32_t dt : kNumericDtypes) reg("arange", arange_kernel, {}, {dt});

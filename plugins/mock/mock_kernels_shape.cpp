@@ -64,6 +64,44 @@ OarStatus broadcast_to_kernel(const OarKernelContext* ctx) {
   });
 }
 
+// broadcast_to_like: broadcast_to with the shape of its second input (not read).
+OarStatus broadcast_to_like_kernel(const OarKernelContext* ctx) {
+  Launch l;
+  if (OarStatus s = prepare(ctx, "broadcast_to_like", 2, 1, &l)) return s;
+  const View x = l.in[0], y = l.out[0];
+  if (OarStatus s = same_dtype(l, x, y)) return s;
+  if (!check_broadcastable(l.op, "x", x, y)) return OAR_ERROR_INVALID_ARGUMENT;
+  return submit(l, [x, y](std::string&) -> OarStatus {
+    for_each_index(y.ndim, y.shape,
+                   [&](const int64_t* i, int64_t) { std::memcpy(y.at(i), x.at(i), y.elsize()); });
+    return OAR_OK;
+  });
+}
+
+// shape and numel: the input's dims or element count as i64; its values are not read.
+OarStatus shape_value_kernel(const OarKernelContext* ctx, const char* op, bool count) {
+  Launch l;
+  if (OarStatus s = prepare(ctx, op, 1, 1, &l)) return s;
+  const View x = l.in[0], y = l.out[0];
+  const int64_t want = count ? 1 : x.ndim;
+  if (y.dtype != OAR_DTYPE_I64 || y.numel() != want || y.ndim != (count ? 0 : 1))
+    return fail(OAR_ERROR_INVALID_ARGUMENT,
+                strf("%s: the output must be i64 of %s %lld but has shape %s", op,
+                     count ? "rank 0, count" : "rank 1, size", static_cast<long long>(want),
+                     shape_str(y.ndim, y.shape).c_str()));
+  std::vector<int64_t> values = count ? std::vector<int64_t>{x.numel()}
+                                      : std::vector<int64_t>(x.shape, x.shape + x.ndim);
+  return submit(l, [y, values](std::string&) -> OarStatus {
+    for (size_t i = 0; i < values.size(); ++i) {
+      int64_t index = static_cast<int64_t>(i);
+      std::memcpy(y.at(&index), &values[i], sizeof(int64_t));
+    }
+    return OAR_OK;
+  });
+}
+OarStatus shape_kernel(const OarKernelContext* ctx) { return shape_value_kernel(ctx, "shape", false); }
+OarStatus numel_kernel(const OarKernelContext* ctx) { return shape_value_kernel(ctx, "numel", true); }
+
 OarStatus slice_kernel(const OarKernelContext* ctx) {
   Launch l;
   if (OarStatus s = prepare(ctx, "slice", 1, 1, &l)) return s;
@@ -324,6 +362,7 @@ OarStatus register_shape_kernels() {
   for (int32_t dt : kAllDtypes) {
     reg("transpose", transpose_kernel, {dt}, {dt});
     reg("broadcast_to", broadcast_to_kernel, {dt}, {dt});
+    reg("broadcast_to_like", broadcast_to_like_kernel, {}, {dt});
     reg("slice", slice_kernel, {dt}, {dt});
     reg("pad", pad_kernel, {dt}, {dt});
     // concat takes any number of inputs: no input signature (any), the
@@ -332,6 +371,8 @@ OarStatus register_shape_kernels() {
     for (int32_t it : index_dtypes) reg("gather", gather_kernel, {dt, it}, {dt});
   }
   for (int32_t it : index_dtypes) reg("check_index", check_index_kernel, {it}, {it});
+  reg("shape", shape_kernel, {}, {OAR_DTYPE_I64});
+  reg("numel", numel_kernel, {}, {OAR_DTYPE_I64});
   for (int32_t dt : kNumericDtypes)
     for (int32_t it : index_dtypes) reg("scatter_add", scatter_add_kernel, {dt, it, dt}, {dt});
   return st;

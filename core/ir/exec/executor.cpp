@@ -30,11 +30,15 @@
 // bytes a consumer on another stream still reads).
 //
 // Note [Decomposing per input shapes]
-// Some decompositions need concrete sizes (relu's builds zeros of its
-// operand's shape), so they fail on a program with dynamic dims. Such a
-// program is compiled again for each new set of input shapes: its types
-// specialized to them (specialize_types), then decomposed. program() is
-// then the compilation of the last run's shapes.
+// A decomposition that reads an example size (one written with x.shape()
+// rather than the ops of Note [Shape from an operand]) fails on a program
+// with dynamic dims. Such a program is compiled again for each new set of
+// input shapes: its types specialized to them (specialize_types), then
+// decomposed. program() is then the compilation of the last run's shapes.
+// SHAPE-GENERIC PROGRAMS DO NOT GET HERE: the first-party decompositions
+// (relu, mean, the losses, the norms, ...) hold for every size of a
+// dynamic dim, so compile() succeeds once and per_shape stays false; this
+// path remains only for decompositions (plugin or user ops) that do not.
 #include "oar/ir/executor.h"
 #include "ops/op_util.h"
 

@@ -2,18 +2,18 @@
 #include "oar/ir/verifier.h"
 
 #include <algorithm>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "oar/error.h"
+#include "oar/ir/shape_inference.h"
 
 namespace oar::ir {
 
 namespace {
 
-// Representative sizes for dynamic dims while checking meta rules: a
-// result dim equal at both is static and must match the type exactly.
+// Sizes for dynamic dims in the byte-size check of a declared type.
 constexpr int64_t kCheckSize = 3;
-constexpr int64_t kCheckSize2 = 5;
 
 [[noreturn]] void fail(const std::string& message) { throw Error(ErrorCode::invalid_argument, "verify: " + message); }
 
@@ -42,6 +42,10 @@ void check_attribute_names(size_t index, const Operation& op) {
 }  // namespace
 
 void verify(const Program& program) {
+  // Meta rules run on symbolic shapes (Note [Symbolic dims] in
+  // shape_inference.h): each dynamic dim of an input its own symbol.
+  SymbolTable symbols;
+  std::unordered_map<const Value*, SymShape> shapes;
   std::unordered_set<const Value*> defined;
   for (const auto* list : {&program.inputs(), &program.parameters(), &program.constants()}) {
     for (const Value* v : *list) {
@@ -54,6 +58,7 @@ void verify(const Program& program) {
         fail(e.what());  // Note [Checked shapes]: too many dims, or a size that overflows
       }
       defined.insert(v);
+      shapes[v] = symbols.fresh_shape(v->type());
     }
   }
   for (const Value* c : program.constants()) {
@@ -62,7 +67,7 @@ void verify(const Program& program) {
       fail("constant '" + c->name() + "' has type " + c->type().str() + " but its tensor is " + type_of(t).str());
     }
   }
-  std::vector<TensorMeta> metas;
+  std::vector<SymMeta> metas;
   const auto& ops = program.block().ops();
   for (size_t i = 0; i < ops.size(); ++i) {
     const Operation& op = *ops[i];
@@ -73,7 +78,6 @@ void verify(const Program& program) {
     }
     check_attribute_names(i, op);
     metas.clear();
-    std::vector<TensorMeta> metas2;
     bool dynamic = false;
     for (size_t k = 0; k < op.operands().size(); ++k) {
       const Value* v = op.operand(k);
@@ -81,13 +85,11 @@ void verify(const Program& program) {
         fail(at_op(i, op) + " uses operand " + std::to_string(k) + " before it is defined");
       }
       dynamic = dynamic || !v->type().is_static();
-      metas.push_back({v->type().dtype, v->type().with_dynamic_dims(kCheckSize)});
-      metas2.push_back({v->type().dtype, v->type().with_dynamic_dims(kCheckSize2)});
+      metas.push_back({v->type().dtype, shapes.at(v)});
     }
-    std::vector<TensorMeta> out, out2;
+    std::vector<SymMeta> out;
     try {
-      out = infer_meta(def, metas, op.attrs());
-      out2 = dynamic ? infer_meta(def, metas2, op.attrs()) : out;
+      out = symbols.infer(def, metas, op.attrs());
     } catch (const Error& e) {
       fail(at_op(i, op) + ": its meta rule rejects the operand types: " + e.what());
     }
@@ -97,20 +99,26 @@ void verify(const Program& program) {
     }
     for (size_t r = 0; r < out.size(); ++r) {
       const TensorType& t = op.result(r)->type();
-      bool ok = t.dtype == out[r].dtype && t.dims.size() == out[r].shape.size() &&
-                out2[r].shape.size() == out[r].shape.size();
+      bool ok = t.dtype == out[r].dtype && t.dims.size() == out[r].shape.size();
       for (size_t d = 0; ok && d < t.dims.size(); ++d) {
-        // A result dim that follows the dynamic sizes must be dynamic; one
-        // that does not must equal the type's (or the type leaves it dynamic).
-        bool follows = out[r].shape[d] != out2[r].shape[d];
+        // A result dim that is a symbol must be dynamic; a static one must
+        // equal the type's (or the type leaves it dynamic).
+        int64_t want = symbols.resolve(out[r].shape[d]);
         if (t.dims[d] == kDynamic) continue;
-        if (t.dims[d] < 0 || follows || t.dims[d] != out[r].shape[d]) ok = false;
+        if (t.dims[d] < 0 || want < 0 || t.dims[d] != want) ok = false;
       }
       if (!ok) {
-        TensorType want{out[r].dtype, out[r].shape};
+        TensorType want{out[r].dtype, SymbolTable::type_dims(out[r].shape)};
         fail(at_op(i, op) + " result " + std::to_string(r) + " has type " + t.str() + " but the op gives " +
-             want.str() + (dynamic ? " (dynamic dims checked at size " + std::to_string(kCheckSize) + ")" : ""));
+             want.str() + (dynamic ? " (symbolic shape " + symbols.str(out[r].shape) + ")" : ""));
       }
+      // A type that declares a dim dynamic where the rule knows its size
+      // keeps it dynamic for the ops after it.
+      SymShape shape = out[r].shape;
+      for (size_t d = 0; d < shape.size(); ++d) {
+        if (t.dims[d] == kDynamic && shape[d] >= 0) shape[d] = symbols.fresh();
+      }
+      shapes[op.result(r)] = std::move(shape);
       defined.insert(op.result(r));
     }
   }
