@@ -141,7 +141,7 @@ std::vector<Tensor> Tracer::apply(const OpDef& op, std::span<const Tensor> input
     Value* v = capture(inputs[i]);
     operands.push_back(v);
     example[i] = {inputs[i].dtype(), inputs[i].shape()};
-    symbolic_in[i] = {inputs[i].dtype(), shapes_.at(v)};
+    symbolic_in[i] = {inputs[i].dtype(), symbolic_shape(v)};
   }
   std::vector<TensorMeta> out = infer_meta(op, example, attrs);
   std::vector<SymMeta> out_sym;
@@ -150,12 +150,15 @@ std::vector<Tensor> Tracer::apply(const OpDef& op, std::span<const Tensor> input
   } catch (const Error&) {
     specialized_ = true;  // Note [Dynamic dims]
   }
-  if (out_sym.size() != out.size()) out_sym.assign(out.size(), {});
+  if (out_sym.size() != out.size()) {
+    out_sym.assign(out.size(), {});  // rejected: every result takes its example shape
+    for (size_t r = 0; r < out.size(); ++r) out_sym[r].shape = out[r].shape;
+  }
   std::vector<TensorType> types;
   for (size_t r = 0; r < out.size(); ++r) {
     SymShape& sym = out_sym[r].shape;
-    if (sym.size() != out[r].shape.size()) {
-      if (!sym.empty() || !out[r].shape.empty()) specialized_ = true;
+    if (sym.size() != out[r].shape.size()) {  // a rank that depends on the sizes
+      specialized_ = true;
       sym = out[r].shape;
     }
     // A dim the symbols call static but the example does not follow (a
