@@ -111,6 +111,16 @@ TEST_CASE("full_like, broadcast_to_like, sum_to_like, shape and numel take their
     CHECK(shape_of(x).shape() == Shape{2});
     CHECK(numel_of(x).to_vector<int64_t>() == std::vector<int64_t>{6});
     CHECK(numel_of(x).shape() == Shape{});
+    // The decompositions a device without these kernels runs agree with them.
+    auto decomposed = [](const char* op, std::vector<Tensor> in, const Attrs& attrs = {}) {
+      return OpRegistry::instance().get(op).decompose(in, attrs)[0];
+    };
+    Attrs fill{{"value", 2.5}, {"dtype", static_cast<int64_t>(DType::f32)}};
+    CHECK(values(decomposed("full_like", {x}, fill)) == values(full_like(x, 2.5)));
+    CHECK(values(decomposed("broadcast_to_like", {row, x})) == values(broadcast_to_like(row, x)));
+    CHECK(values(decomposed("sum_to_like", {g, row})) == values(sum_to_like(g, row)));
+    CHECK(decomposed("shape", {x}).to_vector<int64_t>() == shape_of(x).to_vector<int64_t>());
+    CHECK(decomposed("numel", {x}).to_vector<int64_t>() == numel_of(x).to_vector<int64_t>());
 
     // Traced once with a dynamic batch, run at three batch sizes.
     auto f = [](const std::vector<Tensor>& in) {
