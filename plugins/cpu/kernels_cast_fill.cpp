@@ -59,8 +59,8 @@ OarStatus copy_kernel(const OarKernelContext* ctx) {
 }
 
 /// Contiguous output view check shared by the creation kernels.
-OarStatus creation_output(const OarKernelContext* ctx, bool floats_only) {
-  if (OarStatus s = one_in_one_out(ctx, 0)) return s;
+OarStatus creation_output(const OarKernelContext* ctx, bool floats_only, int inputs = 0) {
+  if (OarStatus s = one_in_one_out(ctx, inputs)) return s;
   const OarTensorView& y = ctx->outputs[0];
   if ((floats_only && !visit_float(y.dtype, [](auto) {})) || oar_dtype_size(y.dtype) == 0) {
     return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "dtype %s is not supported", dtype_name(y.dtype));
@@ -89,6 +89,19 @@ void fill_value(const OarTensorView& y, T v) {
 
 OarStatus full_kernel(const OarKernelContext* ctx) {
   if (OarStatus s = creation_output(ctx, false)) return s;
+  Attrs attrs(ctx);
+  const OarTensorView& y = ctx->outputs[0];
+  visit_all(y.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T v = attrs.element<T>("value", nullptr);
+    if (attrs.ok()) fill_value<T>(y, v);
+  });
+  return attrs.status();
+}
+
+// full_like: full with the shape of its input, whose values are not read.
+OarStatus full_like_kernel(const OarKernelContext* ctx) {
+  if (OarStatus s = creation_output(ctx, false, 1)) return s;
   Attrs attrs(ctx);
   const OarTensorView& y = ctx->outputs[0];
   visit_all(y.dtype, [&](auto tag) {
@@ -155,6 +168,7 @@ void register_cast_kernels(op::KernelTable& r) {
   for (int32_t dt : kAllDtypes) {
     r.add("copy", {dt}, {dt}, &guarded<&copy_kernel>, OAR_KERNEL_STRIDED);
     r.add("full", {}, {dt}, &guarded<&full_kernel>);
+    r.add_any_inputs("full_like", {dt}, &guarded<&full_like_kernel>);
   }
   for (int32_t dt : kNumericDtypes) r.add("arange", {}, {dt}, &guarded<&arange_kernel>);
   for (int32_t dt : kFloatDtypes) {

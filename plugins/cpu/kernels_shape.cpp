@@ -65,6 +65,36 @@ OarStatus broadcast_to_kernel(const OarKernelContext* ctx) {
   return copy_or_fail(ctx, ctx->outputs[0], ctx->inputs[0]);
 }
 
+// broadcast_to_like: broadcast_to with the shape of its second input (not read).
+OarStatus broadcast_to_like_kernel(const OarKernelContext* ctx) {
+  if (OarStatus s = arity(ctx, 2)) return s;
+  return copy_or_fail(ctx, ctx->outputs[0], ctx->inputs[0]);
+}
+
+// shape and numel: the input's dims or element count as i64; its values are not read.
+OarStatus shape_value_kernel(const OarKernelContext* ctx, bool count) {
+  if (ctx->num_inputs != 1 || ctx->num_outputs != 1) {
+    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "unexpected %d inputs and %d outputs", ctx->num_inputs,
+                ctx->num_outputs);
+  }
+  const OarTensorView& x = ctx->inputs[0];
+  const OarTensorView& y = ctx->outputs[0];
+  const int64_t want = count ? 1 : x.ndim;
+  if (y.dtype != OAR_DTYPE_I64 || oar_view_numel(&y) != want || y.ndim != (count ? 0 : 1)) {
+    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "the output must be i64 of %s %lld but is %s of rank %d",
+                count ? "rank 0, count" : "rank 1, size", static_cast<long long>(want), dtype_name(y.dtype), y.ndim);
+  }
+  int64_t* out = static_cast<int64_t*>(oar_view_ptr(&y));
+  if (count) {
+    out[0] = oar_view_numel(&x);
+  } else {
+    for (int d = 0; d < x.ndim; ++d) out[d] = x.shape[d];
+  }
+  return OAR_OK;
+}
+OarStatus shape_kernel(const OarKernelContext* ctx) { return shape_value_kernel(ctx, false); }
+OarStatus numel_kernel(const OarKernelContext* ctx) { return shape_value_kernel(ctx, true); }
+
 OarStatus slice_kernel(const OarKernelContext* ctx) {
   if (OarStatus s = arity(ctx, 1)) return s;
   const OarTensorView& x = ctx->inputs[0];
@@ -373,6 +403,7 @@ void register_shape_kernels(op::KernelTable& r) {
   for (int32_t dt : kAllDtypes) {
     r.add("transpose", {dt}, {dt}, &guarded<&transpose_kernel>, OAR_KERNEL_STRIDED);
     r.add("broadcast_to", {dt}, {dt}, &guarded<&broadcast_to_kernel>, OAR_KERNEL_STRIDED);
+    r.add_any_inputs("broadcast_to_like", {dt}, &guarded<&broadcast_to_like_kernel>, OAR_KERNEL_STRIDED);
     r.add("slice", {dt}, {dt}, &guarded<&slice_kernel>, OAR_KERNEL_STRIDED);
     r.add("pad", {dt}, {dt}, &guarded<&pad_kernel>, OAR_KERNEL_STRIDED);
     for (int32_t index : {OAR_DTYPE_I32, OAR_DTYPE_I64}) {
@@ -387,6 +418,8 @@ void register_shape_kernels(op::KernelTable& r) {
   // that every input has it.
   for (int32_t dt : kAllDtypes)
     r.add_any_inputs("concat", {dt}, &guarded<&concat_kernel>, OAR_KERNEL_STRIDED);
+  r.add_any_inputs("shape", {OAR_DTYPE_I64}, &guarded<&shape_kernel>);
+  r.add_any_inputs("numel", {OAR_DTYPE_I64}, &guarded<&numel_kernel>);
 }
 
 }  // namespace oar_cpu

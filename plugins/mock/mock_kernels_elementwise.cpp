@@ -300,9 +300,10 @@ OarStatus copy_kernel(const OarKernelContext* ctx) {
 // Generators
 // ------------------------------------------------------------------------
 
-OarStatus full_kernel(const OarKernelContext* ctx) {
+// full, and full_like (full with the shape of its input, whose values are not read).
+OarStatus fill_kernel(const OarKernelContext* ctx, const char* op, int32_t inputs) {
   Launch l;
-  if (OarStatus s = prepare(ctx, "full", 0, 1, &l)) return s;
+  if (OarStatus s = prepare(ctx, op, inputs, 1, &l)) return s;
   const View y = l.out[0];
   std::vector<unsigned char> bytes(y.elsize());
   op::Attrs attrs(l.ctx);
@@ -314,6 +315,9 @@ OarStatus full_kernel(const OarKernelContext* ctx) {
     return OAR_OK;
   });
 }
+
+OarStatus full_kernel(const OarKernelContext* ctx) { return fill_kernel(ctx, "full", 0); }
+OarStatus full_like_kernel(const OarKernelContext* ctx) { return fill_kernel(ctx, "full_like", 1); }
 
 OarStatus arange_kernel(const OarKernelContext* ctx) {
   Launch l;
@@ -409,6 +413,7 @@ void register_elementwise_kernels(op::KernelTable& t) {
     t.add("where", {OAR_DTYPE_BOOL, dt, dt}, {dt}, where_kernel);
     t.add("copy", {dt}, {dt}, copy_kernel);
     t.add("full", {}, {dt}, full_kernel);
+    t.add("full_like", {}, {dt}, full_like_kernel);
     for (int32_t to : kAllDtypes) t.add("cast", {dt}, {to}, cast_kernel);
   }
   for (int32_t dt : kNumericDtypes) t.add("arange", {}, {dt}, arange_kernel);

@@ -66,6 +66,44 @@ OarStatus broadcast_to_kernel(const OarKernelContext* ctx) {
   });
 }
 
+// broadcast_to_like: broadcast_to with the shape of its second input (not read).
+OarStatus broadcast_to_like_kernel(const OarKernelContext* ctx) {
+  Launch l;
+  if (OarStatus s = prepare(ctx, "broadcast_to_like", 2, 1, &l)) return s;
+  const View x = l.in[0], y = l.out[0];
+  if (OarStatus s = same_dtype(l, x, y)) return s;
+  if (!check_broadcastable(l.op, "x", x, y)) return OAR_ERROR_INVALID_ARGUMENT;
+  return submit(l, [x, y](std::string&) -> OarStatus {
+    for_each_index(y.ndim, y.shape,
+                   [&](const int64_t* i, int64_t) { std::memcpy(y.at(i), x.at(i), y.elsize()); });
+    return OAR_OK;
+  });
+}
+
+// shape and numel: the input's dims or element count as i64; its values are not read.
+OarStatus shape_value_kernel(const OarKernelContext* ctx, const char* op, bool count) {
+  Launch l;
+  if (OarStatus s = prepare(ctx, op, 1, 1, &l)) return s;
+  const View x = l.in[0], y = l.out[0];
+  const int64_t want = count ? 1 : x.ndim;
+  if (y.dtype != OAR_DTYPE_I64 || y.numel() != want || y.ndim != (count ? 0 : 1))
+    return fail(OAR_ERROR_INVALID_ARGUMENT,
+                strf("%s: the output must be i64 of %s %lld but has shape %s", op,
+                     count ? "rank 0, count" : "rank 1, size", static_cast<long long>(want),
+                     shape_str(y.ndim, y.shape).c_str()));
+  std::vector<int64_t> values = count ? std::vector<int64_t>{x.numel()}
+                                      : std::vector<int64_t>(x.shape, x.shape + x.ndim);
+  return submit(l, [y, values](std::string&) -> OarStatus {
+    for (size_t i = 0; i < values.size(); ++i) {
+      int64_t index = static_cast<int64_t>(i);
+      std::memcpy(y.at(&index), &values[i], sizeof(int64_t));
+    }
+    return OAR_OK;
+  });
+}
+OarStatus shape_kernel(const OarKernelContext* ctx) { return shape_value_kernel(ctx, "shape", false); }
+OarStatus numel_kernel(const OarKernelContext* ctx) { return shape_value_kernel(ctx, "numel", true); }
+
 OarStatus slice_kernel(const OarKernelContext* ctx) {
   Launch l;
   if (OarStatus s = prepare(ctx, "slice", 1, 1, &l)) return s;
@@ -323,6 +361,7 @@ void register_shape_kernels(op::KernelTable& t) {
   for (int32_t dt : kAllDtypes) {
     t.add("transpose", {dt}, {dt}, transpose_kernel);
     t.add("broadcast_to", {dt}, {dt}, broadcast_to_kernel);
+    t.add("broadcast_to_like", {}, {dt}, broadcast_to_like_kernel);
     t.add("slice", {dt}, {dt}, slice_kernel);
     t.add("pad", {dt}, {dt}, pad_kernel);
     // concat takes any number of inputs: no input signature (any), the
@@ -331,6 +370,8 @@ void register_shape_kernels(op::KernelTable& t) {
     for (int32_t it : index_dtypes) t.add("gather", {dt, it}, {dt}, gather_kernel);
   }
   for (int32_t it : index_dtypes) t.add("check_index", {it}, {it}, check_index_kernel);
+  t.add("shape", {}, {OAR_DTYPE_I64}, shape_kernel);
+  t.add("numel", {}, {OAR_DTYPE_I64}, numel_kernel);
   for (int32_t dt : kNumericDtypes)
     for (int32_t it : index_dtypes) t.add("scatter_add", {dt, it, dt}, {dt}, scatter_add_kernel);
 }

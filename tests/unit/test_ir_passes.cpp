@@ -378,54 +378,117 @@ TEST_CASE("decomposition of selected ops only, with dynamic dims") {
         }).find("no_such_op") != std::string::npos);
 }
 
+namespace {
+
+// Test-only composites whose decompositions read x.shape(), as relu's and
+// mean's did before they took their shapes from their operands.
+const OpDef& baked_relu_op() {
+  static const OpDef& d = OpRegistry::instance().add(
+      {.name = "test_baked_relu",
+       .kind = OpKind::composite,
+       .meta = same_meta,
+       .decompose = [](std::span<const Tensor> in, const Attrs&) {
+         return std::vector<Tensor>{oar::maximum(in[0], oar::zeros(in[0].shape(), in[0].dtype(), in[0].device()))};
+       }});
+  return d;
+}
+
+std::vector<TensorMeta> scalar_meta(const OpDef&, std::span<const TensorMeta> in, const Attrs&) {
+  return {{in[0].dtype, {}}};
+}
+const OpDef& baked_mean_op() {
+  static const OpDef& d = OpRegistry::instance().add(
+      {.name = "test_baked_mean",
+       .kind = OpKind::composite,
+       .meta = scalar_meta,
+       .decompose = [](std::span<const Tensor> in, const Attrs&) {
+         return std::vector<Tensor>{oar::sum(in[0]) / static_cast<double>(in[0].numel())};
+       }});
+  return d;
+}
+
+}  // namespace
+
 TEST_CASE("a decomposition that needs fixed sizes of dynamic dims is refused and undone") {
-  // relu is max(x, zeros_like(x)): zeros_like reads x's example shape, so the
-  // traced decomposition holds only for that size.
+  // zeros(x.shape()) reads x's example shape, so the traced decomposition
+  // holds only for that size.
   Program p;
   Value* x = p.add_input("x", f32({oar::ir::kDynamic, 4}));
   Value* y = emit(p, "exp", {x});
-  p.add_output(emit(p, "relu", {y}));
+  p.add_output(p.append(baked_relu_op(), {y}, {}, {f32({oar::ir::kDynamic, 4})})->result(0));
   std::string before = oar::ir::to_string(p);
   std::string message =
-      error_of([&] { oar::ir::make_decomposition_pass(std::set<std::string>{"relu"})->run(p); });
-  CHECK(message.find("decomposition: operation 1 (relu) cannot be decomposed") == 0);
+      error_of([&] { oar::ir::make_decomposition_pass(std::set<std::string>{"test_baked_relu"})->run(p); });
+  CHECK(message.find("decomposition: operation 1 (test_baked_relu) cannot be decomposed") == 0);
   CHECK(message.find("dynamic dims") != std::string::npos);
   oar::ir::verify(p);
   CHECK(oar::ir::to_string(p) == before);
 
-  // With static dims the same decomposition is fine.
+  // relu is max(x, 0) with a 0-D zero (scalar broadcasting): it holds for
+  // every batch size.
   Program q;
-  Value* s = q.add_input("x", f32({2, 4}));
+  Value* s = q.add_input("x", f32({oar::ir::kDynamic, 4}));
   q.add_output(emit(q, "relu", {s}));
   CHECK(oar::ir::make_decomposition_pass(std::set<std::string>{"relu"})->run(q));
+  oar::ir::verify(q);
   CHECK(count_ops(q, "relu") == 0);
   CHECK(count_ops(q, "maximum") == 1);
+  CHECK(q.outputs()[0].value->type() == f32({oar::ir::kDynamic, 4}));
+  for (const auto& device : test_devices()) {
+    for (int64_t batch : {1, 3}) {
+      std::vector<float> v(static_cast<size_t>(batch * 4));
+      std::vector<double> want;
+      for (size_t i = 0; i < v.size(); ++i) {
+        v[i] = static_cast<float>(i) - 5.0f;
+        want.push_back(std::max(0.0, static_cast<double>(v[i])));
+      }
+      check_close(interpret(q, {Tensor::from_vector(v, {batch, 4}, device)}, {}, device)[0], want);
+    }
+  }
 }
 
 TEST_CASE("a decomposition whose attributes depend on dynamic sizes is refused") {
-  // mean divides by the reduced count. Over a dynamic dim that count is only
-  // known when the program runs, so tracing it once would bake in a wrong one.
-  Attrs all_axes{{"axes", std::vector<int64_t>{0, 1}}, {"keepdim", false}};
+  // Dividing by x.numel() read while tracing bakes in the count of one size.
+  // The decomposition is traced at both samples of the batch symbol (11 and
+  // 13 rows of 4), so the constants differ.
   Program p;
   Value* x = p.add_input("x", f32({oar::ir::kDynamic, 4}));
-  p.add_output(emit(p, "mean", {x}, all_axes));
+  p.add_output(p.append(baked_mean_op(), {x}, {}, {f32({})})->result(0));
   std::string before = oar::ir::to_string(p);
   std::string message =
-      error_of([&] { oar::ir::make_decomposition_pass(std::set<std::string>{"mean"})->run(p); });
-  CHECK(message.find("decomposition: operation 0 (mean) cannot be decomposed: its decomposition "
-                     "depends on the "
-                     "sizes of the dynamic dims of its operands (full gets value=8.0 for one size "
-                     "and 16.0 for "
-                     "another)") == 0);
+      error_of([&] { oar::ir::make_decomposition_pass(std::set<std::string>{"test_baked_mean"})->run(p); });
+  CHECK(message.find("decomposition: operation 0 (test_baked_mean) cannot be decomposed: its decomposition "
+                     "depends on the sizes of the dynamic dims of its operands (full gets value=44.0 for one "
+                     "size and 52.0 for another)") == 0);
   CHECK(oar::ir::to_string(p) == before);
 
-  // Over the static dim only, the count is 4 for every batch size.
+  // mean counts the reduced elements when the program runs (numel), so it
+  // decomposes over a dynamic dim too.
+  Attrs all_axes{{"axes", std::vector<int64_t>{0, 1}}, {"keepdim", false}};
+  Program m;
+  Value* z = m.add_input("x", f32({oar::ir::kDynamic, 4}));
+  m.add_output(emit(m, "mean", {z}, all_axes));
+  CHECK(oar::ir::make_decomposition_pass(std::set<std::string>{"mean"})->run(m));
+  oar::ir::verify(m);
+  CHECK(count_ops(m, "mean") == 0);
+  CHECK(count_ops(m, "numel") == 2);
+  for (const auto& device : test_devices()) {
+    CAPTURE(device.str());
+    check_close(interpret(m, {Tensor::from_vector<float>({1, 2, 3, 4, 0, 0, 0, 8}, {2, 4}, device)}, {}, device)[0],
+                {18.0 / 8});
+    check_close(interpret(m, {Tensor::from_vector<float>({1, 2, 3, 4, 0, 0, 0, 8, -4, 4, 2, 2}, {3, 4}, device)},
+                          {}, device)[0],
+                {22.0 / 12});
+  }
+
+  // Over the static dim only, the count is the constant 4 for every batch size.
   Program q;
   Value* y = q.add_input("x", f32({oar::ir::kDynamic, 4}));
   q.add_output(emit(q, "mean", {y}, {{"axes", std::vector<int64_t>{1}}, {"keepdim", false}}));
   CHECK(oar::ir::make_decomposition_pass(std::set<std::string>{"mean"})->run(q));
   oar::ir::verify(q);
   CHECK(count_ops(q, "mean") == 0);
+  CHECK(count_ops(q, "numel") == 0);
   CHECK(q.outputs()[0].value->type() == f32({oar::ir::kDynamic}));
   for (const auto& device : test_devices()) {
     CAPTURE(device.str());

@@ -115,9 +115,24 @@ Tensor full(const Shape& shape, double value, DType dtype = DType::f32,
             std::optional<Device> device = std::nullopt);
 Tensor zeros(const Shape& shape, DType dtype = DType::f32, std::optional<Device> device = std::nullopt);
 Tensor ones(const Shape& shape, DType dtype = DType::f32, std::optional<Device> device = std::nullopt);
+/// x's shape filled with `value` (x's dtype, or `dtype`). The shape is read
+/// when the op runs, so a traced program keeps x's dynamic dims (Note
+/// [Shape from an operand] in core/src/ops/shape_ops.cpp); x's values and
+/// gradient are not used.
 Tensor full_like(const Tensor& x, double value);
+Tensor full_like(const Tensor& x, double value, DType dtype);
 Tensor zeros_like(const Tensor& x);
 Tensor ones_like(const Tensor& x);
+/// x broadcast to the shape of `ref` (read when the op runs, like
+/// paddle.expand_as).
+Tensor broadcast_to_like(const Tensor& x, const Tensor& ref);
+/// g summed over the dims broadcasting added to reach g's shape from ref's:
+/// the gradient of broadcast_to_like, with ref's shape read when it runs.
+Tensor sum_to_like(const Tensor& g, const Tensor& ref);
+/// The dims of x as a 1-D i64 tensor, computed when the op runs (paddle.shape).
+Tensor shape_of(const Tensor& x);
+/// The number of elements of x as a 0-D i64 tensor, computed when it runs.
+Tensor numel_of(const Tensor& x);
 /// [start, end) by step; dtype i64 by default like paddle.arange with ints.
 Tensor arange(double start, double end, double step = 1.0, DType dtype = DType::i64,
               std::optional<Device> device = std::nullopt);

@@ -23,11 +23,17 @@
 // specs when they accept the call, so dynamic dims stay dynamic; else the
 // exact shapes) and inserts the result; the cache keeps the most recently
 // used `capacity` traces and counts every trace made.
+//
+// A program with dynamic dims is first differentiated without fixing them
+// (Note [Dynamic dims] in trace.h): when every decomposition and VJP rule
+// holds for every size, that one pair serves all input shapes. Only when
+// one does not (it reads an example size) is a pair made per input shapes.
 #include "oar/ir/compiled_function.h"
 
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -38,6 +44,7 @@
 #include "oar/ir/shape_inference.h"
 #include "oar/ops.h"
 #include "ops/op_util.h"
+#include "runtime/runtime_state.h"
 
 namespace oar::ir {
 
@@ -52,11 +59,11 @@ struct TrainingPair {
 
 bool decomposed_for_autodiff(const OpDef& def) { return def.decompose && !def.vjp; }
 
-// The forward as differentiated: specialized to `shapes`, composite ops
-// without VJP rules decomposed.
+// The forward as differentiated: specialized to `shapes` (none: kept
+// dynamic), composite ops without VJP rules decomposed.
 Program differentiable_forward(const Program& source, const std::vector<Shape>& shapes) {
   Program p = source.clone();
-  specialize_types(p, shapes);
+  if (!shapes.empty()) specialize_types(p, shapes);
   make_decomposition_pass(decomposed_for_autodiff)->run(p);
   return p;
 }
@@ -70,6 +77,7 @@ struct CompiledFunction::Impl {
   Executor forward;
   std::mutex mutex;  // guards pairs and last_params (Note [Concurrent calls] in executor.h)
   std::map<std::string, std::shared_ptr<TrainingPair>> pairs;
+  std::set<std::string> not_generic;  // masks whose pair needs fixed input shapes
   const ParamMap* last_params = nullptr;  // the executor that ran last
 
   Impl(const Program& p, const Device& d, ExecutorOptions o)
@@ -90,10 +98,31 @@ struct CompiledFunction::Impl {
     for (bool b : input_mask) key += b ? '1' : '0';
     key += '|';
     for (bool b : param_mask) key += b ? '1' : '0';
+    auto generic = pairs.find(key);
+    if (generic != pairs.end()) return generic->second;
+    bool dynamic = false;
+    for (const Value* v : program.inputs()) dynamic = dynamic || !v->type().is_static();
+    if (dynamic && !not_generic.count(key)) {
+      try {
+        auto pair = make_pair(input_mask, param_mask, {});
+        pairs.emplace(key, pair);
+        return pair;
+      } catch (const Error& e) {
+        log_message(OAR_LOG_DEBUG, std::string("to_static: the backward needs fixed input shapes: ") + e.what());
+        not_generic.insert(key);
+      }
+    }
     for (const Shape& s : input_shapes) key += shape_str(s);
     auto it = pairs.find(key);
     if (it != pairs.end()) return it->second;
+    auto pair = make_pair(input_mask, param_mask, input_shapes);
+    pairs.emplace(key, pair);
+    return pair;
+  }
 
+  // The training pair for `input_shapes`, or for every shape when empty.
+  std::shared_ptr<TrainingPair> make_pair(const std::vector<bool>& input_mask, const std::vector<bool>& param_mask,
+                                          const std::vector<Shape>& input_shapes) {
     // Forward + backward in one program (Note [Training programs]).
     Program p = differentiable_forward(program, input_shapes);
     Program f = p.clone();  // the training forward: operations correspond one to one
@@ -111,7 +140,7 @@ struct CompiledFunction::Impl {
       const NamedValue& out = p.outputs()[o];
       targets.push_back(out.value);
       seeds.push_back(p.add_input("grad:" + out.name, out.value->type()));
-      shapes.push_back(out.value->type().dims);
+      if (!shapes.empty()) shapes.push_back(out.value->type().dims);
     }
     std::vector<Value*> grads = append_backward(p, targets, wrt, seeds, {.input_shapes = shapes, .allow_unused = true});
 
@@ -165,7 +194,6 @@ struct CompiledFunction::Impl {
     p.drop_unused_constants();
     default_pipeline(device).run(p);
     pair->backward = std::make_unique<Executor>(p, device, options);
-    pairs.emplace(key, pair);
     return pair;
   }
 };

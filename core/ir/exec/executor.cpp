@@ -10,12 +10,16 @@
 // (dispatch/kernel_launch.h).
 //
 // Note [Decomposing per input shapes]
-// Some decompositions need concrete sizes (relu's builds zeros of its
-// operand's shape), so they fail on a program with dynamic dims. Such a
-// program is compiled again for each new set of input shapes: its types
-// specialized to them (specialize_types), then decomposed. program() is
-// then the compilation of the last run's shapes. The same recompilation
-// decomposes a composite op whose kernels all decline the planned shapes.
+// A decomposition that reads an example size (one written with x.shape()
+// rather than the ops of Note [Shape from an operand]) fails on a program
+// with dynamic dims. Such a program is compiled again for each new set of
+// input shapes: its types specialized to them (specialize_types), then
+// decomposed. program() is then the compilation of the last run's shapes.
+// The first-party decompositions (relu, mean, the losses, the norms, ...)
+// hold for every size of a dynamic dim, so a program made of them compiles
+// once and per_shape stays false; this path remains for decompositions
+// (plugin or user ops) that do not, and for a composite op whose kernels
+// all decline the planned shapes (Note [Kernel fall-through]).
 #include "oar/ir/executor.h"
 #include "ops/op_util.h"
 

@@ -7,6 +7,7 @@
 
 #include "oar/builder.h"
 #include "oar/ir/pass.h"
+#include "oar/ir/shape_inference.h"
 #include "oar/ir/trace.h"
 #include "oar/runtime.h"
 
@@ -18,9 +19,11 @@ namespace {
 // A decomposition that (indirectly) emits its own op would never finish.
 constexpr int kMaxRounds = 32;
 
-// Dynamic dims trace with this size, and one more in the probe shapes
-// (Note [Dynamic dims] in trace.h).
-constexpr int64_t kExampleDim = 2;
+// Operands trace with their symbolic shapes (Note [Symbolic dims] in
+// shape_inference.h), their example shapes being sample A of the symbols;
+// Note [Size-dependent decompositions] traces again at sample B.
+constexpr int kExampleSample = 0;
+constexpr int kOtherSample = 1;
 
 std::string where(size_t pos, const Operation& op) {
   return "decomposition: operation " + std::to_string(pos) + " (" + op.name() + ")";
@@ -42,6 +45,7 @@ class DecompositionPass final : public Pass {
       }
       // Operations in regions are left alone (no real op has regions yet).
       if (selected.empty()) return changed;
+      TypeInference types = infer_types(program);
       if (round == kMaxRounds) {
         throw Error(ErrorCode::invalid_argument,
                     "decomposition: " + selected.front()->name() + " is still present after " +
@@ -49,7 +53,7 @@ class DecompositionPass final : public Pass {
                         " rounds of decomposition; its decomposition keeps emitting "
                         "composite ops it cannot get rid of");
       }
-      for (Operation* op : selected) decompose(program, op);
+      for (Operation* op : selected) decompose(program, op, types);
       changed = true;
     }
   }
@@ -59,15 +63,18 @@ class DecompositionPass final : public Pass {
     return def.kind == OpKind::composite && def.decompose != nullptr && select_(def);
   }
 
-  static void decompose(Program& program, Operation* op) {
+  static void decompose(Program& program, Operation* op, TypeInference& types) {
     Block& block = program.block();
     Operation* const last_before = block.back();  // the traced operations follow it
     auto first_traced = [&] { return last_before ? last_before->next() : block.front(); };
-    Tracer tracer(program, default_device());
+    std::vector<SymShape> operand_shapes;
+    for (const Value* operand : op->operands()) operand_shapes.push_back(types.at(operand));
+    Tracer tracer(program, default_device(), Tracer::kAppend, std::move(types.symbols));
     std::vector<Value*> replacements;
     std::string failure;
     try {
-      std::vector<Tensor> results = trace_decomposition(tracer, *op, op->operands(), kExampleDim);
+      std::vector<Tensor> results =
+          trace_decomposition(tracer, *op, op->operands(), operand_shapes, kExampleSample);
       if (results.size() != op->results().size()) {
         failure = "its decomposition returned " + std::to_string(results.size()) + " tensors for " +
                   std::to_string(op->results().size()) + " results";
@@ -86,10 +93,12 @@ class DecompositionPass final : public Pass {
         }
         replacements.push_back(value);
       }
-      if (failure.empty()) failure = size_dependence(*op, first_traced());
+      if (failure.empty())
+        failure = size_dependence(*op, operand_shapes, tracer.symbols(), first_traced());
     } catch (const Error& e) {
       failure = e.what();
     }
+    types.symbols = std::move(tracer.symbols());
 
     // The traced operations sit at the end of the block, after last_before.
     if (!failure.empty()) {
@@ -99,21 +108,22 @@ class DecompositionPass final : public Pass {
                   where(block.index_of(op), *op) + " cannot be decomposed: " + failure);
     }
     if (Operation* first = first_traced()) block.move_before(op, first, nullptr);
-    for (size_t i = 0; i < replacements.size(); ++i)
+    for (size_t i = 0; i < replacements.size(); ++i) {
+      types.shapes[replacements[i]] = tracer.symbolic_shape(replacements[i]);
       program.replace_all_uses(op->result(i), replacements[i]);
+    }
     block.erase(op);
   }
 
   // Runs the decomposition of `op` on symbolic stand-ins for `operands`
-  // whose dynamic dims are `example` (and one more in the probe shape).
+  // of symbolic shapes `shapes`, their examples being sample `example`.
   static std::vector<Tensor> trace_decomposition(Tracer& tracer, const Operation& op,
                                                  const std::vector<Value*>& operands,
-                                                 int64_t example) {
+                                                 const std::vector<SymShape>& shapes, int example) {
     std::vector<Tensor> inputs;
     inputs.reserve(operands.size());
-    for (Value* operand : operands) {
-      inputs.push_back(tracer.symbolic(operand, operand->type().with_dynamic_dims(example),
-                                       operand->type().with_dynamic_dims(example + 1)));
+    for (size_t i = 0; i < operands.size(); ++i) {
+      inputs.push_back(tracer.symbolic(operands[i], tracer.symbols().sample(shapes[i], example), shapes[i]));
     }
     BuilderScope scope(tracer);
     return op.def().decompose(inputs, op.attrs());
@@ -124,9 +134,10 @@ class DecompositionPass final : public Pass {
   // divides by the reduced count): traced with one size of a dynamic dim it
   // would be wrong for every other size, and the result types cannot show
   // it. So when an operand has dynamic dims, the decomposition is traced a
-  // second time with other sizes; the operations must come out the same.
-  // Returns "" when they do, else the reason.
-  static std::string size_dependence(const Operation& op, const Operation* traced) {
+  // second time with other sizes (sample B of the symbols); the operations
+  // must come out the same. Returns "" when they do, else the reason.
+  static std::string size_dependence(const Operation& op, const std::vector<SymShape>& shapes,
+                                     const SymbolTable& symbols, const Operation* traced) {
     bool dynamic = false;
     for (const Value* operand : op.operands()) dynamic = dynamic || !operand->type().is_static();
     if (!dynamic) return "";
@@ -135,8 +146,8 @@ class DecompositionPass final : public Pass {
     for (size_t i = 0; i < op.operands().size(); ++i) {
       stand_ins.push_back(scratch.add_input("operand" + std::to_string(i), op.operand(i)->type()));
     }
-    Tracer tracer(scratch, default_device());
-    trace_decomposition(tracer, op, stand_ins, kExampleDim + 2);
+    Tracer tracer(scratch, default_device(), Tracer::kAppend, symbols);
+    trace_decomposition(tracer, op, stand_ins, shapes, kOtherSample);
     const std::string reason =
         "its decomposition depends on the sizes of the dynamic dims of its operands";
     if (tracer.specialized()) return reason;
@@ -158,7 +169,6 @@ class DecompositionPass final : public Pass {
         if (!(a.result(r)->type() == b.result(r)->type())) return reason;
       }
     }
-    if (traced != nullptr || other != nullptr) return reason;  // not as many operations
     return "";
   }
 

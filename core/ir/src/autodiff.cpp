@@ -35,11 +35,11 @@ void decompose_ops_without_vjp(Program& program, std::vector<Value*>& held, cons
   try {
     pass->run(program);
   } catch (const Error& e) {
-    // A decomposition that depends on a dynamic size (mean's count over the
-    // batch) needs concrete shapes: specialize, then decompose.
+    // A decomposition that depends on a dynamic size needs concrete shapes:
+    // given example shapes, specialize, then decompose.
     bool dynamic = false;
     for (const Value* v : program.inputs()) dynamic = dynamic || !v->type().is_static();
-    if (!dynamic) throw;
+    if (!dynamic || input_shapes.empty()) throw;
     log_message(OAR_LOG_DEBUG, std::string("append_backward: specializing dynamic dims to decompose: ") + e.what());
     specialize_types(program, input_shapes);
     pass->run(program);
@@ -63,25 +63,23 @@ std::vector<Value*> append_backward(Program& program, const std::vector<Value*>&
   held.insert(held.end(), wrt.begin(), wrt.end());
   held.insert(held.end(), target_grads.begin(), target_grads.end());
   for (Value* v : held) OAR_CHECK_ARG(v != nullptr, "append_backward: a target or wrt value is null");
-  std::vector<Shape> inputs = options.input_shapes.empty() ? static_input_shapes(program) : options.input_shapes;
+  // With no example shapes a dynamic program is differentiated for every
+  // size of its dynamic dims (Note [Dynamic dims] in trace.h).
+  bool dynamic = false;
+  for (const Value* v : program.inputs()) dynamic = dynamic || !v->type().is_static();
+  std::vector<Shape> inputs = options.input_shapes;
+  if (inputs.empty() && !dynamic) inputs = static_input_shapes(program);
   decompose_ops_without_vjp(program, held, inputs);
   std::vector<Value*> tgt(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(targets.size()));
   std::vector<Value*> wrt_v(held.begin() + static_cast<std::ptrdiff_t>(targets.size()),
                             held.begin() + static_cast<std::ptrdiff_t>(targets.size() + wrt.size()));
   std::vector<Value*> seeds(held.begin() + static_cast<std::ptrdiff_t>(targets.size() + wrt.size()), held.end());
 
-  // Example and probe shapes of every value (Note [Dynamic dims]).
-  auto example = infer_shapes(program, inputs);
-  std::vector<Shape> probe_inputs;
-  for (size_t i = 0; i < inputs.size(); ++i) probe_inputs.push_back(probe_shape(inputs[i], program.inputs()[i]->type()));
-  std::unordered_map<const Value*, Shape> probe;
-  bool specialized = false;
-  try {
-    probe = infer_shapes(program, probe_inputs);
-  } catch (const Error&) {
-    specialized = true;
-    probe = example;
-  }
+  // Symbolic shapes of every value (Note [Symbolic dims]); the examples the
+  // VJP rules see are the given input shapes' or sample A of the symbols.
+  TypeInference types = infer_types(program);
+  std::unordered_map<const Value*, Shape> example;
+  if (!inputs.empty()) example = infer_shapes(program, inputs);
 
   // Operations between the wrt values and the targets.
   const size_t forward_ops = program.block().size();
@@ -93,12 +91,13 @@ std::vector<Value*> append_backward(Program& program, const std::vector<Value*>&
     if (reached && op.def().differentiable) from_wrt.insert(op.results().begin(), op.results().end());
   }
 
-  Tracer tracer(program, default_device());
+  Tracer tracer(program, default_device(), Tracer::kAppend, std::move(types.symbols));
   std::unordered_map<const Value*, Tensor> symbols;
   auto sym = [&](Value* v) -> Tensor {
     auto it = symbols.find(v);
     if (it != symbols.end()) return it->second;
-    Tensor t = tracer.symbolic(v, example.at(v), probe.at(v));
+    const SymShape& shape = types.at(v);
+    Tensor t = tracer.symbolic(v, inputs.empty() ? tracer.symbols().sample(shape, 0) : example.at(v), shape);
     symbols.emplace(v, t);
     return t;
   };
@@ -161,7 +160,12 @@ std::vector<Value*> append_backward(Program& program, const std::vector<Value*>&
     }
     result.push_back(tracer.capture(it->second));
   }
-  if (specialized || tracer.specialized()) specialize_types(program, inputs);
+  if (tracer.specialized()) {
+    OAR_CHECK_ARG(!inputs.empty(), "append_backward: a VJP rule computed a shape from the example sizes of the "
+                                   "dynamic dims, so the backward holds only for those sizes; pass input_shapes to "
+                                   "specialize the program to them");
+    specialize_types(program, inputs);
+  }
   verify(program);
   return result;
 }

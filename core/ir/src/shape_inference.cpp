@@ -1,4 +1,5 @@
-// Concrete shapes of every value from the input shapes.
+// Symbolic shapes (infer_types, Note [Symbolic dims] in shape_inference.h)
+// and concrete shapes of every value from the input shapes.
 #include "oar/ir/shape_inference.h"
 
 #include "oar/error.h"
@@ -9,7 +10,213 @@ namespace {
 std::string at_op(size_t index, const Operation& op) {
   return "operation " + std::to_string(index) + " (" + op.name() + ")";
 }
+
+bool is_prime(int64_t n) {
+  for (int64_t d = 2; d * d <= n; ++d) {
+    if (n % d == 0) return false;
+  }
+  return n > 1;
+}
+
+int64_t index_of(int64_t symbol) { return -1 - symbol; }
+int64_t symbol_of(int64_t index) { return -1 - index; }
+
+// A rule may reject symbolic operands once per pair of symbols it needs
+// equal; past this many unifications the operands are simply incompatible.
+constexpr int kMaxUnifications = 16;
 }  // namespace
+
+// ---- SymbolTable ----
+
+int64_t SymbolTable::fresh() {
+  // Sample A and B of input symbol k are the primes 2k and 2k+1 from 11 on.
+  int64_t last = primes_.empty() ? 10 : primes_.back();
+  int64_t pair[2];
+  for (int64_t& p : pair) {
+    do ++last;
+    while (!is_prime(last));
+    p = last;
+    primes_.push_back(last);
+  }
+  by_samples_.emplace(std::make_pair(pair[0], pair[1]), static_cast<int64_t>(samples_.size()));
+  samples_.emplace_back(pair[0], pair[1]);
+  parent_.push_back(static_cast<int64_t>(parent_.size()));
+  return symbol_of(static_cast<int64_t>(samples_.size()) - 1);
+}
+
+SymShape SymbolTable::fresh_shape(const TensorType& type) {
+  SymShape shape = type.dims;
+  for (int64_t& d : shape) {
+    if (d == kDynamic) d = fresh();
+  }
+  return shape;
+}
+
+std::vector<int64_t> SymbolTable::type_dims(const SymShape& shape) {
+  std::vector<int64_t> dims = shape;
+  for (int64_t& d : dims) {
+    if (d < 0) d = kDynamic;
+  }
+  return dims;
+}
+
+int64_t SymbolTable::resolve(int64_t dim) const {
+  if (dim >= 0) return dim;
+  int64_t i = index_of(dim);
+  OAR_CHECK_ARG(i < static_cast<int64_t>(parent_.size()), "shape inference: unknown symbol " + std::to_string(dim));
+  while (parent_[static_cast<size_t>(i)] != i) i = parent_[static_cast<size_t>(i)];
+  return symbol_of(i);
+}
+
+Shape SymbolTable::sample(const SymShape& shape, int which) const {
+  Shape out = shape;
+  for (int64_t& d : out) {
+    if (d < 0) {
+      const auto& s = samples_[static_cast<size_t>(index_of(resolve(d)))];
+      d = which == 0 ? s.first : s.second;
+    }
+  }
+  return out;
+}
+
+std::string SymbolTable::str(const SymShape& shape) const {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int64_t d = resolve(shape[i]);
+    out += (i ? ", " : "") + (d < 0 ? "s" + std::to_string(index_of(d)) : std::to_string(d));
+  }
+  return out + "]";
+}
+
+int64_t SymbolTable::symbol_for(int64_t a, int64_t b) {
+  if (a == b) return a;
+  auto [it, added] = by_samples_.try_emplace({a, b}, static_cast<int64_t>(samples_.size()));
+  if (!added) return resolve(symbol_of(it->second));
+  samples_.emplace_back(a, b);
+  parent_.push_back(static_cast<int64_t>(parent_.size()));
+  return symbol_of(it->second);
+}
+
+bool SymbolTable::unify(int64_t x, int64_t y) {
+  x = resolve(x);
+  y = resolve(y);
+  if (x >= 0 || y >= 0 || x == y) return false;
+  // The older symbol (an input's, usually) stays the representative.
+  int64_t keep = std::max(x, y), gone = std::min(x, y);
+  parent_[static_cast<size_t>(index_of(gone))] = index_of(keep);
+  return true;
+}
+
+bool SymbolTable::unify_operands(std::span<const SymMeta> inputs) {
+  // Dims at the same position from the right (as broadcasting aligns),
+  // then from the left (a label [B] of logits [B, C]), then, as a last
+  // resort, every symbol of the operands (what a probe giving every
+  // dynamic dim one size assumed).
+  for (int how = 0; how < 3; ++how) {
+    bool changed = false;
+    int64_t first = 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const SymShape& a = inputs[i].shape;
+      if (how == 2) {
+        for (int64_t d : a) {
+          if (resolve(d) >= 0) continue;
+          if (first == 0) first = resolve(d);
+          changed = unify(first, d) || changed;
+        }
+        continue;
+      }
+      for (size_t j = i + 1; j < inputs.size(); ++j) {
+        const SymShape& b = inputs[j].shape;
+        for (size_t k = 0; k < a.size() && k < b.size(); ++k) {
+          changed = (how == 0 ? unify(a[a.size() - 1 - k], b[b.size() - 1 - k]) : unify(a[k], b[k])) || changed;
+        }
+      }
+    }
+    if (changed) return true;
+  }
+  return false;
+}
+
+std::vector<SymMeta> SymbolTable::infer(const OpDef& op, std::span<const SymMeta> inputs, const Attrs& attrs) {
+  std::vector<TensorMeta> a(inputs.size()), b(inputs.size());
+  bool symbolic = false;
+  for (const SymMeta& m : inputs) {
+    for (int64_t d : m.shape) symbolic = symbolic || d < 0;
+  }
+  for (int attempt = 0;; ++attempt) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      a[i] = {inputs[i].dtype, sample(inputs[i].shape, 0)};
+      b[i] = {inputs[i].dtype, sample(inputs[i].shape, 1)};
+    }
+    std::vector<TensorMeta> out_a, out_b;
+    try {
+      out_a = infer_meta(op, a, attrs);
+      out_b = symbolic ? infer_meta(op, b, attrs) : out_a;
+    } catch (const Error& e) {
+      if (attempt < kMaxUnifications && unify_operands(inputs)) continue;
+      if (!symbolic) throw;
+      std::string shapes;
+      for (const SymMeta& m : inputs) shapes += (shapes.empty() ? "" : ", ") + str(m.shape);
+      throw Error(e.code(), std::string(e.what()) + " (operand shapes " + shapes +
+                                "; each symbol s<k> is checked at two sizes)");
+    }
+    std::vector<SymMeta> out;
+    out.reserve(out_a.size());
+    for (size_t r = 0; r < out_a.size(); ++r) {
+      if (out_a[r].shape.size() != out_b[r].shape.size()) {
+        throw Error(ErrorCode::invalid_argument,
+                    op.name + ": result " + std::to_string(r) + " has rank " + std::to_string(out_a[r].shape.size()) +
+                        " or " + std::to_string(out_b[r].shape.size()) +
+                        " depending on the sizes of the dynamic dims of its operands");
+      }
+      SymMeta m{out_a[r].dtype, {}};
+      for (size_t d = 0; d < out_a[r].shape.size(); ++d) m.shape.push_back(symbol_for(out_a[r].shape[d], out_b[r].shape[d]));
+      out.push_back(std::move(m));
+    }
+    return out;
+  }
+}
+
+// ---- infer_types ----
+
+const SymShape& TypeInference::at(const Value* v) const {
+  auto it = shapes.find(v);
+  OAR_CHECK_ARG(it != shapes.end(), "shape inference: no symbolic shape is known for a value of type " + v->type().str());
+  return it->second;
+}
+
+TensorType TypeInference::type(const Value* v) const { return {v->type().dtype, SymbolTable::type_dims(at(v))}; }
+
+TypeInference infer_types(const Program& program) {
+  TypeInference result;
+  for (const auto* list : {&program.inputs(), &program.parameters(), &program.constants()}) {
+    for (const Value* v : *list) result.shapes[v] = result.symbols.fresh_shape(v->type());
+  }
+  std::vector<SymMeta> metas;
+  const auto& ops = program.block().ops();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Operation& op = *ops[i];
+    metas.clear();
+    for (const Value* v : op.operands()) {
+      auto it = result.shapes.find(v);
+      OAR_CHECK_ARG(it != result.shapes.end(), "program: " + at_op(i, op) + " uses a value defined after it or nowhere");
+      metas.push_back({v->type().dtype, it->second});
+    }
+    std::vector<SymMeta> out;
+    try {
+      out = result.symbols.infer(op.def(), metas, op.attrs());
+    } catch (const Error& e) {
+      throw Error(e.code(), "program: " + at_op(i, op) + " rejects its operand types: " + e.what());
+    }
+    OAR_CHECK_ARG(out.size() == op.results().size(),
+                  "program: " + at_op(i, op) + " has " + std::to_string(op.results().size()) +
+                      " results but its meta rule gives " + std::to_string(out.size()));
+    for (size_t r = 0; r < out.size(); ++r) result.shapes[op.result(r)] = std::move(out[r].shape);
+  }
+  return result;
+}
+
+// ---- concrete shapes ----
 
 std::vector<Shape> static_input_shapes(const Program& program) {
   std::vector<Shape> shapes;

@@ -1,5 +1,5 @@
 // Capture (static mode's Builder) and to_static. See Note [Dynamic dims] in
-// oar/ir/trace.h.
+// oar/ir/trace.h and Note [Symbolic dims] in oar/ir/shape_inference.h.
 #include "oar/ir/trace.h"
 
 #include <list>
@@ -15,14 +15,6 @@
 
 namespace oar::ir {
 
-Shape probe_shape(const Shape& example, const TensorType& type) {
-  Shape probe = example;
-  for (size_t i = 0; i < probe.size() && i < type.dims.size(); ++i) {
-    if (type.dims[i] == kDynamic) probe[i] += 1;
-  }
-  return probe;
-}
-
 namespace {
 
 std::string type_str(const InputSpec& spec) { return TensorType{spec.dtype, spec.shape}.str(); }
@@ -37,27 +29,35 @@ std::string spec_str(const std::vector<InputSpec>& specs) {
 
 }  // namespace
 
-Tracer::Tracer(Program& program, const Device& device, size_t insert_at)
-    : program_(program), device_(device), cursor_(insert_at == kAppend ? program.block().size() : insert_at) {}
+Tracer::Tracer(Program& program, const Device& device, size_t insert_at, SymbolTable symbols)
+    : program_(program),
+      device_(device),
+      cursor_(insert_at == kAppend ? program.block().size() : insert_at),
+      symbols_(std::move(symbols)) {}
 
-Tensor Tracer::symbolic(Value* value, const Shape& example, const Shape& probe) {
+Tensor Tracer::symbolic(Value* value, const Shape& example, const SymShape& shape) {
   OAR_CHECK_ARG(value != nullptr, "trace: symbolic() needs a value");
-  Shape ex = example;
-  if (ex.empty() && value->type().rank() > 0) {
-    OAR_CHECK_ARG(value->type().is_static(), "trace: value of type " + value->type().str() +
-                                                 " has dynamic dims; give an example shape");
-    ex = value->type().dims;
-  }
-  OAR_CHECK_ARG(value->type().matches(ex), "trace: example shape " + shape_str(ex) + " does not match type " +
-                                               value->type().str());
+  const TensorType& type = value->type();
+  SymShape sym = shape.empty() && type.rank() > 0 ? symbols_.fresh_shape(type) : shape;
+  OAR_CHECK_ARG(static_cast<int64_t>(sym.size()) == type.rank(),
+                "trace: symbolic shape " + symbols_.str(sym) + " does not match type " + type.str());
+  Shape ex = example.empty() && type.rank() > 0 ? symbols_.sample(sym, 0) : example;
+  OAR_CHECK_ARG(type.matches(ex), "trace: example shape " + shape_str(ex) + " does not match type " + type.str());
   auto impl = std::make_shared<TensorImpl>();
   impl->shape = ex;
   impl->strides = contiguous_strides(ex);
-  impl->dtype = value->type().dtype;
+  impl->dtype = type.dtype;
   impl->device = device_;
-  impl->symbol = std::make_shared<SymbolicInfo>(SymbolicInfo{value, this, probe.empty() ? ex : probe});
+  impl->symbol = std::make_shared<SymbolicInfo>(SymbolicInfo{value, this, sym});
   examples_[value] = ex;
+  shapes_[value] = sym;
   return Tensor(std::move(impl));
+}
+
+const SymShape& Tracer::symbolic_shape(const Value* value) const {
+  auto it = shapes_.find(value);
+  OAR_CHECK_ARG(it != shapes_.end(), "trace: no symbolic shape is known for a value of type " + value->type().str());
+  return it->second;
 }
 
 const Shape& Tracer::example_shape(const Value* value) const {
@@ -112,6 +112,7 @@ Value* Tracer::capture(const Tensor& t) {
   captured_[key] = v;
   keep_alive_.push_back(t);
   examples_[v] = v->type().dims;
+  shapes_[v] = v->type().dims;
   return v;
 }
 
@@ -133,38 +134,44 @@ std::vector<Tensor> Tracer::apply(const OpDef& op, std::span<const Tensor> input
   if (record && op.decompose && !op.vjp) return op.decompose(inputs, attrs);
 
   std::vector<Value*> operands;
-  std::vector<TensorMeta> example(inputs.size()), probe(inputs.size());
+  std::vector<TensorMeta> example(inputs.size());
+  std::vector<SymMeta> symbolic_in(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     OAR_CHECK_ARG(inputs[i].defined(), op.name + ": input " + std::to_string(i) + " is undefined");
     Value* v = capture(inputs[i]);
     operands.push_back(v);
     example[i] = {inputs[i].dtype(), inputs[i].shape()};
-    probe[i] = {inputs[i].dtype(), inputs[i].impl().symbol ? inputs[i].impl().symbol->probe : inputs[i].shape()};
+    symbolic_in[i] = {inputs[i].dtype(), symbolic_shape(v)};
   }
   std::vector<TensorMeta> out = infer_meta(op, example, attrs);
-  std::vector<TensorMeta> out_probe;
+  std::vector<SymMeta> out_sym;
   try {
-    out_probe = infer_meta(op, probe, attrs);
+    out_sym = symbols_.infer(op, symbolic_in, attrs);
   } catch (const Error&) {
     specialized_ = true;  // Note [Dynamic dims]
-    out_probe = out;
+  }
+  if (out_sym.size() != out.size()) {
+    out_sym.assign(out.size(), {});  // rejected: every result takes its example shape
+    for (size_t r = 0; r < out.size(); ++r) out_sym[r].shape = out[r].shape;
   }
   std::vector<TensorType> types;
   for (size_t r = 0; r < out.size(); ++r) {
-    TensorType t{out[r].dtype, out[r].shape};
-    if (out_probe[r].shape.size() != out[r].shape.size()) {
+    SymShape& sym = out_sym[r].shape;
+    if (sym.size() != out[r].shape.size()) {  // a rank that depends on the sizes
       specialized_ = true;
-      out_probe[r].shape = out[r].shape;
+      sym = out[r].shape;
     }
-    for (size_t d = 0; d < t.dims.size(); ++d) {
-      if (out_probe[r].shape[d] != out[r].shape[d]) t.dims[d] = kDynamic;
+    // A dim the symbols call static but the example does not follow (a
+    // slice to 5 of an example of size 2) is dynamic: its size is unknown.
+    for (size_t d = 0; d < sym.size(); ++d) {
+      if (sym[d] >= 0 && sym[d] != out[r].shape[d]) sym[d] = symbols_.fresh();
     }
-    types.push_back(std::move(t));
+    types.push_back({out[r].dtype, SymbolTable::type_dims(sym)});
   }
   Operation* operation = program_.insert(cursor_++, op, std::move(operands), attrs, types);
   std::vector<Tensor> outputs;
   outputs.reserve(out.size());
-  for (size_t r = 0; r < out.size(); ++r) outputs.push_back(symbolic(operation->result(r), out[r].shape, out_probe[r].shape));
+  for (size_t r = 0; r < out.size(); ++r) outputs.push_back(symbolic(operation->result(r), out[r].shape, out_sym[r].shape));
   if (record) record_op(op, inputs, outputs, attrs);
   return outputs;
 }
@@ -194,7 +201,7 @@ Trace trace(const TracedFunction& fn, const std::vector<InputSpec>& specs, const
     OAR_CHECK_ARG(type.matches(example), "to_static: input '" + spec.name + "' of spec " + type.str() +
                                              " got shape " + shape_str(example));
     Value* v = program.add_input(spec.name, type);
-    inputs.push_back(tracer.symbolic(v, example, probe_shape(example, type)));
+    inputs.push_back(tracer.symbolic(v, example));
     example_shapes.push_back(example);
   }
   std::vector<Tensor> outputs;

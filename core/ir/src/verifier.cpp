@@ -6,15 +6,14 @@
 #include <unordered_set>
 
 #include "oar/error.h"
+#include "oar/ir/shape_inference.h"
 
 namespace oar::ir {
 
 namespace {
 
-// Representative sizes for dynamic dims while checking meta rules: a
-// result dim equal at both is static and must match the type exactly.
+// Sizes for dynamic dims in the byte-size check of a declared type.
 constexpr int64_t kCheckSize = 3;
-constexpr int64_t kCheckSize2 = 5;
 
 [[noreturn]] void fail(const std::string& message) {
   throw Error(ErrorCode::invalid_argument, "verify: " + message);
@@ -66,6 +65,7 @@ class Verifier {
         }
         defined_.insert(v);
         reached_.push_back(v);
+        shapes_[v] = symbols_.fresh_shape(v->type());
       }
     }
     for (const Value* c : program_.constants()) {
@@ -143,7 +143,9 @@ class Verifier {
       if (message.starts_with(head)) message = message.substr(head.size());
       fail(where(scope, i, op) + message);
     }
-    std::vector<TensorMeta> metas, metas2;
+    // Meta rules run on symbolic shapes (Note [Symbolic dims] in
+    // shape_inference.h): each dynamic dim of an input its own symbol.
+    std::vector<SymMeta> metas;
     bool dynamic = false;
     for (size_t k = 0; k < op.operands().size(); ++k) {
       const Value* v = op.operand(k);
@@ -154,14 +156,12 @@ class Verifier {
         fail(where(scope, i, op) + " uses operand " + std::to_string(k) + " before it is defined");
       }
       dynamic = dynamic || !v->type().is_static();
-      metas.push_back({v->type().dtype, v->type().with_dynamic_dims(kCheckSize)});
-      metas2.push_back({v->type().dtype, v->type().with_dynamic_dims(kCheckSize2)});
+      metas.push_back({v->type().dtype, shapes_.at(v)});
       ++operand_count_;
     }
-    std::vector<TensorMeta> out, out2;
+    std::vector<SymMeta> out;
     try {
-      out = infer_meta(def, metas, op.attrs());
-      out2 = dynamic ? infer_meta(def, metas2, op.attrs()) : out;
+      out = symbols_.infer(def, metas, op.attrs());
     } catch (const Error& e) {
       fail(where(scope, i, op) + ": its meta rule rejects the operand types: " + e.what());
     }
@@ -172,20 +172,28 @@ class Verifier {
     for (size_t r = 0; r < out.size(); ++r) {
       const Value* result = op.result(r);
       const TensorType& t = result->type();
-      bool ok = t.dtype == out[r].dtype && t.dims.size() == out[r].shape.size() &&
-                out2[r].shape.size() == out[r].shape.size();
+      bool ok = t.dtype == out[r].dtype && t.dims.size() == out[r].shape.size();
       for (size_t d = 0; ok && d < t.dims.size(); ++d) {
-        // A result dim that follows the dynamic sizes must be dynamic; one
-        // that does not must equal the type's (or the type leaves it dynamic).
-        bool follows = out[r].shape[d] != out2[r].shape[d];
+        // A result dim that is a symbol must be dynamic; a static one must
+        // equal the type's (or the type leaves it dynamic).
+        int64_t want = symbols_.resolve(out[r].shape[d]);
         if (t.dims[d] == kDynamic) continue;
-        if (t.dims[d] < 0 || follows || t.dims[d] != out[r].shape[d]) ok = false;
+        if (t.dims[d] < 0 || want < 0 || t.dims[d] != want) ok = false;
       }
       if (!ok) {
-        TensorType want{out[r].dtype, out[r].shape};
+        TensorType want{out[r].dtype, SymbolTable::type_dims(out[r].shape)};
         fail(where(scope, i, op) + " result " + std::to_string(r) + " has type " + t.str() +
              " but the op gives " + want.str() +
-             (dynamic ? " (dynamic dims checked at size " + std::to_string(kCheckSize) + ")" : ""));
+             (dynamic ? " (symbolic shape " + symbols_.str(out[r].shape) + ")" : ""));
+      }
+      // A type that declares a dim dynamic where the rule knows its size
+      // keeps it dynamic for the ops after it.
+      if (t.dims.size() == out[r].shape.size()) {
+        SymShape shape = out[r].shape;
+        for (size_t d = 0; d < shape.size(); ++d) {
+          if (t.dims[d] == kDynamic && shape[d] >= 0) shape[d] = symbols_.fresh();
+        }
+        shapes_[op.result(r)] = std::move(shape);
       }
       if (result->producer() != &op || result->result_index() != static_cast<int>(r)) {
         fail(where(scope, i, op) + " result " + std::to_string(r) + " names another producer");
@@ -252,6 +260,8 @@ class Verifier {
 
   const Program& program_;
   std::unordered_set<const Value*> defined_;
+  SymbolTable symbols_;                                // the dynamic dims' symbols
+  std::unordered_map<const Value*, SymShape> shapes_;  // symbolic shape of each defined value
   std::unordered_map<const Value*, std::string>
       hidden_;                         // region values, with where they are defined
   std::vector<const Value*> reached_;  // every value defined, in order

@@ -78,9 +78,7 @@ Tensor full(const Shape& shape, double value, DType dtype, std::optional<Device>
 }
 Tensor zeros(const Shape& shape, DType dtype, std::optional<Device> device) { return full(shape, 0.0, dtype, device); }
 Tensor ones(const Shape& shape, DType dtype, std::optional<Device> device) { return full(shape, 1.0, dtype, device); }
-Tensor full_like(const Tensor& x, double value) { return full(x.shape(), value, x.dtype(), x.device()); }
-Tensor zeros_like(const Tensor& x) { return full_like(x, 0.0); }
-Tensor ones_like(const Tensor& x) { return full_like(x, 1.0); }
+// full_like, zeros_like and ones_like take x's shape when they run: shape_ops.cpp.
 
 Tensor arange(double start, double end, double step, DType dtype, std::optional<Device> device) {
   OAR_CHECK_ARG(step != 0, "arange: step is 0");

@@ -62,7 +62,7 @@ const Tensor& X(const VjpContext& c, size_t i = 0) { return c.inputs[i]; }
 const Tensor& G(const VjpContext& c) { return c.grads[0]; }
 const Tensor& Y(const VjpContext& c) { return c.outputs[0]; }
 // Gradient for input i, summed back over broadcast dims, if wanted.
-Tensor to_input(const VjpContext& c, size_t i, const Tensor& g) { return c.needs[i] ? sum_to(g, X(c, i).shape()) : Tensor(); }
+Tensor to_input(const VjpContext& c, size_t i, const Tensor& g) { return c.needs[i] ? sum_to_like(g, X(c, i)) : Tensor(); }
 
 Grads neg_vjp(const VjpContext& c) { return {-G(c)}; }
 Grads abs_vjp(const VjpContext& c) { return {G(c) * sign(X(c))}; }

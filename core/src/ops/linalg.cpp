@@ -39,8 +39,8 @@ std::vector<Tensor> matmul_vjp(const VjpContext& c) {
   const Tensor &a = c.inputs[0], &b = c.inputs[1], &g = c.grads[0];
   bool ta = c.attrs.get_bool("transpose_a"), tb = c.attrs.get_bool("transpose_b");
   Tensor da, db;
-  if (c.needs[0]) da = sum_to(ta ? matmul(b, g, tb, true) : matmul(g, b, false, !tb), a.shape());
-  if (c.needs[1]) db = sum_to(tb ? matmul(g, a, true, ta) : matmul(a, g, !ta, false), b.shape());
+  if (c.needs[0]) da = sum_to_like(ta ? matmul(b, g, tb, true) : matmul(g, b, false, !tb), a);
+  if (c.needs[1]) db = sum_to_like(tb ? matmul(g, a, true, ta) : matmul(a, g, !ta, false), b);
   return {da, db};
 }
 

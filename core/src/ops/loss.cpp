@@ -3,6 +3,7 @@
 
 #include "oar/ops.h"
 #include "ops/op_util.h"
+#include "ops/shape_util.h"
 
 namespace oar {
 
@@ -66,7 +67,7 @@ std::vector<Tensor> cross_entropy_decompose(std::span<const Tensor> in, const At
   Shape keep = logits.shape();
   int64_t classes = keep[static_cast<size_t>(axis)];
   keep[static_cast<size_t>(axis)] = 1;
-  Tensor label = reshape(cast(in[1], DType::i64), keep);
+  Tensor label = reshape(cast(in[1], DType::i64), reshape_spec(in[1].shape(), keep));
   Shape class_shape(keep.size(), 1);
   class_shape[static_cast<size_t>(axis)] = classes;
   Tensor class_ids = reshape(arange(0, static_cast<double>(classes), 1, DType::i64, logits.device()), class_shape);

@@ -7,6 +7,7 @@
 #include "oar/autograd.h"
 #include "oar/ops.h"
 #include "ops/op_util.h"
+#include "ops/shape_util.h"
 
 namespace oar {
 
@@ -213,14 +214,16 @@ void normalize_slice(int64_t n, int64_t& start, int64_t& end, int64_t step) {
 
 // ---- VJP rules ----
 using Grads = std::vector<Tensor>;
-Grads reshape_vjp(const VjpContext& c) { return {reshape(c.grads[0], c.inputs[0].shape())}; }
+Grads reshape_vjp(const VjpContext& c) {
+  return {reshape(c.grads[0], reshape_spec(c.grads[0].shape(), c.inputs[0].shape()))};
+}
 Grads transpose_vjp(const VjpContext& c) {
   const auto& perm = c.attrs.get_ints("perm");
   std::vector<int64_t> inverse(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
   return {transpose(c.grads[0], inverse)};
 }
-Grads broadcast_to_vjp(const VjpContext& c) { return {sum_to(c.grads[0], c.inputs[0].shape())}; }
+Grads broadcast_to_vjp(const VjpContext& c) { return {sum_to_like(c.grads[0], c.inputs[0])}; }
 // Scatters g back dim by dim: the slice along a dim is a gather with the
 // index arange(start, start + len * step, step), whose adjoint is scatter_add.
 Grads slice_vjp(const VjpContext& c) {
@@ -436,7 +439,7 @@ Tensor squeeze(const Tensor& x, std::vector<int64_t> axes) {
     bool listed = std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end();
     if (!(listed && x.shape()[i] == 1)) out.push_back(x.shape()[i]);
   }
-  return reshape(x, out);
+  return reshape(x, reshape_spec(x.shape(), out));
 }
 
 Tensor unsqueeze(const Tensor& x, std::vector<int64_t> axes) {
@@ -450,7 +453,7 @@ Tensor unsqueeze(const Tensor& x, std::vector<int64_t> axes) {
     else out.push_back(x.shape()[src++]);
   }
   checked_shape_bytes("unsqueeze", out, x.dtype());  // names this op, not reshape (Note [Checked shapes])
-  return reshape(x, out);
+  return reshape(x, reshape_spec(x.shape(), out));
 }
 
 Tensor flatten(const Tensor& x, int64_t start_axis, int64_t stop_axis) {

@@ -8,6 +8,7 @@
 #include "oar/autograd.h"
 #include "oar/ops.h"
 #include "ops/op_util.h"
+#include "ops/shape_util.h"
 
 namespace oar {
 
@@ -46,8 +47,10 @@ std::vector<int64_t> axes_from(int64_t begin, int64_t rank) {
   return axes;
 }
 
+// A 0-D zero broadcasts against x (Paddle's relu_decomp), so the
+// decomposition holds for every shape of x.
 std::vector<Tensor> relu_decompose(std::span<const Tensor> in, const Attrs&) {
-  return {maximum(in[0], zeros_like(in[0]))};
+  return {maximum(in[0], scalar_like(in[0], 0.0))};
 }
 
 std::vector<Tensor> sigmoid_decompose(std::span<const Tensor> in, const Attrs&) {
@@ -65,30 +68,38 @@ std::vector<Tensor> gelu_decompose(std::span<const Tensor> in, const Attrs& attr
   return {x * 0.5 * (1.0 + erf(x * M_SQRT1_2))};
 }
 
+// softmax, log_softmax, layer_norm and rms_norm compute f16/bf16 inputs in
+// f32 and cast the result back (upcast_half), as Paddle's composite rules
+// do: the sums and the variance would lose most of their bits in half.
 std::vector<Tensor> softmax_decompose(std::span<const Tensor> in, const Attrs& attrs) {
   int64_t axis = attrs.get_int("axis");
-  Tensor shifted = in[0] - max(in[0], {axis}, true);
+  Tensor x = upcast_half(in[0]);
+  Tensor shifted = x - max(x, {axis}, true);
   Tensor e = exp(shifted);
-  return {e / sum(e, {axis}, true)};
+  return {cast_back(e / sum(e, {axis}, true), in[0].dtype())};
 }
 
 std::vector<Tensor> log_softmax_decompose(std::span<const Tensor> in, const Attrs& attrs) {
   int64_t axis = attrs.get_int("axis");
-  Tensor shifted = in[0] - max(in[0], {axis}, true);
-  return {shifted - log(sum(exp(shifted), {axis}, true))};
+  Tensor x = upcast_half(in[0]);
+  Tensor shifted = x - max(x, {axis}, true);
+  return {cast_back(shifted - log(sum(exp(shifted), {axis}, true)), in[0].dtype())};
 }
 
 std::vector<Tensor> layer_norm_decompose(std::span<const Tensor> in, const Attrs& attrs) {
   auto axes = axes_from(attrs.get_int("begin_axis"), in[0].dim());
-  Tensor centered = in[0] - mean(in[0], axes, true);
+  Tensor x = upcast_half(in[0]);
+  Tensor centered = x - mean(x, axes, true);
   Tensor variance = mean(centered * centered, axes, true);
-  return {centered * rsqrt(variance + attrs.get_float("epsilon")) * in[1] + in[2]};
+  Tensor y = centered * rsqrt(variance + attrs.get_float("epsilon")) * upcast_half(in[1]) + upcast_half(in[2]);
+  return {cast_back(y, in[0].dtype())};
 }
 
 std::vector<Tensor> rms_norm_decompose(std::span<const Tensor> in, const Attrs& attrs) {
   auto axes = axes_from(attrs.get_int("begin_axis"), in[0].dim());
-  Tensor ms = mean(in[0] * in[0], axes, true);
-  return {in[0] * rsqrt(ms + attrs.get_float("epsilon")) * in[1]};
+  Tensor x = upcast_half(in[0]);
+  Tensor ms = mean(x * x, axes, true);
+  return {cast_back(x * rsqrt(ms + attrs.get_float("epsilon")) * upcast_half(in[1]), in[0].dtype())};
 }
 
 // ---- VJP rules, used when a device ran a fused kernel (first order). They
@@ -96,7 +107,7 @@ std::vector<Tensor> rms_norm_decompose(std::span<const Tensor> in, const Attrs& 
 using Grads = std::vector<Tensor>;
 Grads relu_vjp(const VjpContext& c) {
   Tensor x = c.inputs[0].detach();  // the mask is piecewise constant: no grad-of-grad through it
-  return {c.grads[0] * cast(greater_than(x, zeros_like(x)), x.dtype())};
+  return {c.grads[0] * cast(greater_than(x, scalar_like(x, 0.0)), x.dtype())};
 }
 Grads sigmoid_vjp(const VjpContext& c) { return {c.grads[0] * c.outputs[0] * (1.0 - c.outputs[0])}; }
 Grads silu_vjp(const VjpContext& c) {

@@ -5,6 +5,7 @@
 #include "oar/autograd.h"
 #include "oar/ops.h"
 #include "ops/op_util.h"
+#include "ops/shape_util.h"
 
 namespace oar {
 
@@ -78,30 +79,40 @@ int64_t reduced_count(const Shape& shape, const std::vector<int64_t>& axes) {
   return n;
 }
 
+// Over static dims the count is a constant; over a dynamic dim of a trace it
+// is computed when the program runs (Note [Shape from an operand]).
 std::vector<Tensor> mean_decompose(std::span<const Tensor> in, const Attrs& attrs) {
   const auto& axes = attrs.get_ints("axes");
-  int64_t n = reduced_count(in[0].shape(), axes);
-  return {sum(in[0], axes, attrs.get_bool("keepdim")) / static_cast<double>(n)};
+  Tensor s = sum(in[0], axes, attrs.get_bool("keepdim"));
+  if (has_dynamic_dims(in[0], axes)) return {s / oar::reduced_count(in[0], s, s.dtype())};
+  return {s / static_cast<double>(reduced_count(in[0].shape(), axes))};
 }
 
 std::vector<Tensor> var_decompose(std::span<const Tensor> in, const Attrs& attrs) {
   const auto& axes = attrs.get_ints("axes");
-  int64_t n = reduced_count(in[0].shape(), axes);
   Tensor centered = in[0] - mean(in[0], axes, true);
+  Tensor s = sum(centered * centered, axes, attrs.get_bool("keepdim"));
   // n - 1 < 0 (an empty reduction) would make 0 / -1 = -0.0; numpy gives nan (0 / 0).
+  if (has_dynamic_dims(in[0], axes)) {
+    Tensor n = oar::reduced_count(in[0], s, s.dtype());
+    return {s / (attrs.get_bool("unbiased") ? maximum(n - 1.0, scalar_like(n, 0.0)) : n)};
+  }
+  int64_t n = reduced_count(in[0].shape(), axes);
   int64_t denom = attrs.get_bool("unbiased") ? std::max<int64_t>(n - 1, 0) : n;
-  return {sum(centered * centered, axes, attrs.get_bool("keepdim")) / static_cast<double>(denom)};
+  return {s / static_cast<double>(denom)};
 }
 
 // ---- VJP rules ----
 // g (reduced over `axes`) broadcast back to the input's shape.
-Tensor expand_back(const Tensor& g, const Shape& shape, const std::vector<int64_t>& axes, bool keepdim) {
+// The shape comes from the input `x` when the program runs (Note [Shape
+// from an operand]), so the rule holds for every size of a dynamic dim.
+Tensor expand_back(const Tensor& g, const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
   Tensor kept = g;
-  if (!keepdim) kept = reshape(g, reduced_shape(shape, axes, true));
-  return broadcast_to(kept, shape);
+  if (!keepdim) kept = reshape(g, reshape_spec(g.shape(), reduced_shape(x.shape(), axes, true)));
+  return broadcast_to_like(kept, x);
 }
 std::vector<Tensor> sum_vjp(const VjpContext& c) {
-  return {expand_back(c.grads[0], c.inputs[0].shape(), c.attrs.get_ints("axes"), c.attrs.get_bool("keepdim"))};
+  return {expand_back(c.grads[0], c.inputs[0], c.attrs.get_ints("axes"), c.attrs.get_bool("keepdim"))};
 }
 // d prod / dx_i is the product of the other elements: prod / x_i where x_i
 // is not 0. With one zero in a reduced group, the zero's gradient is the
@@ -112,15 +123,14 @@ std::vector<Tensor> prod_vjp(const VjpContext& c) {
   const auto& axes = c.attrs.get_ints("axes");
   bool keepdim = c.attrs.get_bool("keepdim");
   const Tensor& x = c.inputs[0];
-  const Shape& shape = x.shape();
   Tensor is_zero = equal(x.detach(), zeros_like(x.detach()));
   Tensor zero_count = sum(cast(is_zero, x.dtype()), axes, true);
   Tensor safe_x = where(is_zero, ones_like(x.detach()), x);
-  Tensor others = expand_back(c.outputs[0], shape, axes, keepdim) / safe_x;  // 0 when the group has a zero
-  Tensor single_zero = broadcast_to(equal(zero_count, ones_like(zero_count)), shape);
-  Tensor nonzero_prod = broadcast_to(prod(safe_x, axes, true), shape);
+  Tensor others = expand_back(c.outputs[0], x, axes, keepdim) / safe_x;  // 0 when the group has a zero
+  Tensor single_zero = broadcast_to_like(equal(zero_count, ones_like(zero_count)), x);
+  Tensor nonzero_prod = broadcast_to_like(prod(safe_x, axes, true), x);
   Tensor at_zero = where(single_zero, nonzero_prod, zeros_like(x.detach()));
-  return {expand_back(c.grads[0], shape, axes, keepdim) * where(is_zero, at_zero, others)};
+  return {expand_back(c.grads[0], x, axes, keepdim) * where(is_zero, at_zero, others)};
 }
 // The gradient goes to the extreme elements, split evenly among ties (a
 // piecewise-constant mask, computed on detached values like extremum_vjp in
@@ -129,9 +139,9 @@ std::vector<Tensor> extremum_vjp(const VjpContext& c) {
   const auto& axes = c.attrs.get_ints("axes");
   bool keepdim = c.attrs.get_bool("keepdim");
   Tensor x = c.inputs[0].detach();
-  Tensor hit = cast(equal(x, expand_back(c.outputs[0].detach(), x.shape(), axes, keepdim)), x.dtype());
+  Tensor hit = cast(equal(x, expand_back(c.outputs[0].detach(), x, axes, keepdim)), x.dtype());
   Tensor count = sum(hit, axes, true);
-  return {expand_back(c.grads[0], x.shape(), axes, keepdim) * hit / count};
+  return {expand_back(c.grads[0], x, axes, keepdim) * hit / count};
 }
 
 Tensor reduce(const OpDef& op, const Tensor& x, std::vector<int64_t> axes, bool keepdim) {

@@ -716,11 +716,12 @@ def cumsum(x, axis=None, dtype=None, name=None):
 
 
 def numel(x, name=None):
-    return to_tensor(int(np.prod(x.shape)), dtype="int64")
+    # Counted when the op runs, so a to_static trace keeps dynamic dims.
+    return _ops.numel(x)
 
 
 def shape(input):  # noqa: A002
-    return to_tensor(np.asarray(input.shape, dtype=np.int64))
+    return _ops.shape(input)
 
 
 def is_tensor(x):

@@ -71,7 +71,14 @@ void bind_ops(py::module_& parent) {
   m.def("full", [](const oar::Shape& shape, double value, oar::DType dtype, const Dev& device) {
     return oar::full(shape, value, dtype, optional_device(device));
   }, py::arg("shape"), py::arg("value"), py::arg("dtype") = oar::DType::f32, py::arg("device") = py::none());
-  m.def("full_like", &oar::full_like, py::arg("x"), py::arg("value"));
+  m.def("full_like", [](const oar::Tensor& x, double value, std::optional<oar::DType> dtype) {
+    return oar::full_like(x, value, dtype.value_or(x.dtype()));
+  }, py::arg("x"), py::arg("value"), py::arg("dtype") = py::none());
+  // Shapes read when the op runs (Note [Shape from an operand], core/src/ops/shape_ops.cpp).
+  m.def("broadcast_to_like", &oar::broadcast_to_like, py::arg("x"), py::arg("ref"));
+  m.def("sum_to_like", &oar::sum_to_like, py::arg("g"), py::arg("ref"));
+  m.def("shape", &oar::shape_of, py::arg("x"));
+  m.def("numel", &oar::numel_of, py::arg("x"));
   m.def("arange", [](double start, double end, double step, oar::DType dtype, const Dev& device) {
     return oar::arange(start, end, step, dtype, optional_device(device));
   }, py::arg("start"), py::arg("end"), py::arg("step") = 1.0, py::arg("dtype") = oar::DType::i64,

@@ -526,3 +526,43 @@ def test_python_export_runs_in_oar_run(tmp_path):
     with oar.no_grad():
         want = net(oar.to_tensor(x)).numpy()
     np.testing.assert_allclose(out["output_0"].numpy(), want, rtol=1e-6, atol=1e-6)
+
+
+def test_training_with_a_dynamic_batch_traces_once_for_every_batch_size(device):
+    # The loss averages over the batch and the backward broadcasts back to
+    # it: both take the batch size when the program runs (numel,
+    # broadcast_to_like), so batch 1, 64 and 1000 share one trace.
+    oar.seed(0)
+    static_net = nn.Sequential(nn.Linear(784, 16), nn.ReLU(), nn.Linear(16, 10))
+    eager_net = nn.Sequential(nn.Linear(784, 16), nn.ReLU(), nn.Linear(16, 10))
+    eager_net.set_state_dict(static_net.state_dict())
+    forward = oar.jit.to_static(static_net, input_spec=[InputSpec([None, 784])])
+    for batch in (1, 64, 1000):
+        x = rand(batch, 784, seed=batch)
+        labels = oar.to_tensor(np.arange(batch, dtype=np.int64) % 10)
+        loss = nn.functional.cross_entropy(forward(oar.to_tensor(x)), labels)
+        loss.backward()
+        want = nn.functional.cross_entropy(eager_net(oar.to_tensor(x)), labels)
+        want.backward()
+        assert_close(loss, want.numpy(), rtol=1e-5, atol=1e-6)
+        for p, q in zip(static_net.parameters(), eager_net.parameters()):
+            assert_close(p.grad, q.grad.numpy(), rtol=1e-4, atol=1e-6)
+            p.clear_gradient()
+            q.clear_gradient()
+        assert static_net.forward.trace_count == 1
+    assert "input %x0: f32[-1, 784]" in static_net.forward.program
+
+
+def test_shape_and_numel_are_computed_when_the_program_runs(device):
+    @oar.jit.to_static(input_spec=[InputSpec([None, 3])])
+    def f(x):
+        return x * oar.cast(oar.numel(x), "float32"), oar.shape(x)
+
+    for batch in (2, 5):
+        x = rand(batch, 3)
+        y, s = f(oar.to_tensor(x))
+        assert_close(y, x * batch * 3, rtol=1e-6, atol=1e-6)
+        assert s.numpy().tolist() == [batch, 3]
+    assert f.trace_count == 1
+    assert oar.numel(oar.to_tensor(rand(4, 2))).numpy().tolist() == 8
+    assert oar.shape(oar.to_tensor(rand(4, 2))).numpy().tolist() == [4, 2]

@@ -7,13 +7,18 @@
 /// what it captured.
 ///
 /// Note [Dynamic dims]
-/// Meta rules work on concrete shapes. A symbolic tensor carries two: the
-/// example shape (the shapes of the call being traced) and a probe shape in
-/// which every dynamic input dim is one larger. Each op's meta rule runs on
-/// both; result dims that differ are dynamic. When a meta rule accepts the
-/// example but rejects the probe (a reshape to a shape computed from
-/// x.shape(), say) the trace is *specialized*: its dynamic dims are fixed
-/// to the example's, and other shapes re-trace.
+/// Meta rules work on concrete shapes. A symbolic tensor carries two
+/// shapes: the example shape (the shapes of the call being traced, which
+/// code that reads x.shape() sees) and its symbolic shape (Note [Symbolic
+/// dims] in shape_inference.h), where each dynamic dim is a symbol. Each
+/// op's meta rule runs on the examples and, through the tracer's
+/// SymbolTable, on the symbols; result dims that are symbols are dynamic.
+/// When the symbolic rule rejects what the example accepts (a reshape to a
+/// shape computed from x.shape(), say) the trace is *specialized*: its
+/// dynamic dims are fixed to the example's, and other shapes re-trace.
+/// Ops that take their shape from an operand (full_like,
+/// broadcast_to_like, sum_to_like, shape, numel) keep decompositions and
+/// VJPs free of example sizes, so training programs stay dynamic.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +33,7 @@
 #include "oar/device.h"
 #include "oar/ir/executor.h"
 #include "oar/ir/program.h"
+#include "oar/ir/shape_inference.h"
 #include "oar/runtime.h"
 
 namespace oar {
@@ -36,28 +42,30 @@ namespace oar {
 struct SymbolicInfo {
   ir::Value* value = nullptr;
   const void* owner = nullptr;  ///< the Tracer that made it
-  Shape probe;                  ///< Note [Dynamic dims]
+  ir::SymShape shape;           ///< symbolic shape (Note [Dynamic dims])
 };
 
 }  // namespace oar
 
 namespace oar::ir {
 
-/// The probe shape of Note [Dynamic dims]: `example` with every dim that is
-/// dynamic in `type` one larger.
-Shape probe_shape(const Shape& example, const TensorType& type);
-
 /// The static-mode Builder.
 class Tracer final : public Builder {
  public:
   static constexpr size_t kAppend = std::numeric_limits<size_t>::max();
 
-  /// Appends to `program` (or inserts from block position `insert_at`).
-  Tracer(Program& program, const Device& device, size_t insert_at = kAppend);
+  /// Appends to `program` (or inserts from block position `insert_at`);
+  /// `symbols` holds the symbols of the values passed to symbolic().
+  Tracer(Program& program, const Device& device, size_t insert_at = kAppend, SymbolTable symbols = {});
 
-  /// A symbolic tensor standing for `value`. `example` defaults to the
-  /// value's type (which must then be static); `probe` to `example`.
-  Tensor symbolic(Value* value, const Shape& example = {}, const Shape& probe = {});
+  /// A symbolic tensor standing for `value`. `shape` defaults to the
+  /// value's type with a new symbol per dynamic dim; `example` to the
+  /// type's dims, or sample A of the symbols when the type is dynamic.
+  Tensor symbolic(Value* value, const Shape& example = {}, const SymShape& shape = {});
+  /// The tracer's symbols (Note [Symbolic dims]).
+  SymbolTable& symbols() { return symbols_; }
+  /// The symbolic shape of a value this tracer made or captured.
+  const SymShape& symbolic_shape(const Value* value) const;
   /// The value of a symbolic tensor made by this tracer, or nullptr.
   Value* value_of(const Tensor& t) const;
   /// The value standing for any tensor: symbolic ones map to their value;
@@ -85,7 +93,9 @@ class Tracer final : public Builder {
   Device device_;
   size_t cursor_;
   bool specialized_ = false;
+  SymbolTable symbols_;
   std::unordered_map<const Value*, Shape> examples_;
+  std::unordered_map<const Value*, SymShape> shapes_;
   std::unordered_map<const TensorImpl*, Value*> captured_;
   std::unordered_map<const TensorImpl*, std::string> param_names_;
   std::vector<Tensor> keep_alive_;  // captured tensors (their impl pointers key captured_)
