@@ -88,7 +88,7 @@ OarStatus shape_value_kernel(const OarKernelContext* ctx, const char* op, bool c
   const int64_t want = count ? 1 : x.ndim;
   if (y.dtype != OAR_DTYPE_I64 || y.numel() != want || y.ndim != (count ? 0 : 1))
     return fail(OAR_ERROR_INVALID_ARGUMENT,
-                strf("%s: the output must be i64 of %s %lld but has shape %s", op,
+                format("%s: the output must be i64 of %s %lld but has shape %s", op,
                      count ? "rank 0, count" : "rank 1, size", static_cast<long long>(want),
                      shape_str(y.ndim, y.shape).c_str()));
   std::vector<int64_t> values = count ? std::vector<int64_t>{x.numel()}
