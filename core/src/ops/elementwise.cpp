@@ -68,6 +68,7 @@ Grads sin_vjp(const VjpContext& c) { return {G(c) * cos(X(c))}; }
 Grads cos_vjp(const VjpContext& c) { return {-(G(c) * sin(X(c)))}; }
 Grads tanh_vjp(const VjpContext& c) { return {G(c) * (1.0 - Y(c) * Y(c))}; }
 Grads erf_vjp(const VjpContext& c) { return {G(c) * exp(-(X(c) * X(c))) * (2.0 / std::sqrt(M_PI))}; }
+Grads expm1_vjp(const VjpContext& c) { return {G(c) * (Y(c) + 1.0)}; }
 // sign, floor, ceil: the derivative is 0 wherever it exists.
 Grads zero_vjp(const VjpContext& c) { return {zeros_like(X(c))}; }
 
@@ -136,6 +137,7 @@ const UnaryDef kUnary[] = {
     {"cos", cos_vjp, kF, kToFloat, {-6, 6}, "cosine"},
     {"tanh", tanh_vjp, kF, kToFloat, {-4, 4}, "hyperbolic tangent"},
     {"erf", erf_vjp, kF, kToFloat, {-3, 3}, "error function"},
+    {"expm1", expm1_vjp, kF, kToFloat, {-5, 5}, "y = e^x - 1, exact near 0"},
     {"sign", zero_vjp, kN, kKeep, {-2, 2, NAN, NAN, true}, "-1, 0 or 1 (NaN stays NaN)"},
     {"floor", zero_vjp, kF, kAsIs, {-3, 3}, "round toward -inf"},
     {"ceil", zero_vjp, kF, kAsIs, {-3, 3}, "round toward +inf"},
@@ -227,6 +229,7 @@ Tensor sin(const Tensor& x) { return unary(OAR_OP("sin"), x); }
 Tensor cos(const Tensor& x) { return unary(OAR_OP("cos"), x); }
 Tensor tanh(const Tensor& x) { return unary(OAR_OP("tanh"), x); }
 Tensor erf(const Tensor& x) { return unary(OAR_OP("erf"), x); }
+Tensor expm1(const Tensor& x) { return unary(OAR_OP("expm1"), x); }
 Tensor sign(const Tensor& x) { return unary(OAR_OP("sign"), x); }
 Tensor floor(const Tensor& x) { return unary(OAR_OP("floor"), x); }
 Tensor ceil(const Tensor& x) { return unary(OAR_OP("ceil"), x); }

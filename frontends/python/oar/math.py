@@ -236,7 +236,7 @@ def _registry_unary(op_name):
 
 
 # Generated from the registry (_ops.elementwise_unary(): abs, neg, exp, log,
-# ..., sigmoid); relu and silu live in nn.functional, copy is internal,
+# ..., expm1, sigmoid); relu and silu live in nn.functional, copy is internal,
 # logical_not takes Paddle's `out` argument below.
 for _name in _ops.elementwise_unary():
     if _name not in ("relu", "silu", "copy", "logical_not"):
@@ -261,10 +261,6 @@ def log2(x, name=None):
 
 def log10(x, name=None):
     return multiply(log(x), 1.0 / np.log(10.0))
-
-
-def expm1(x, name=None):
-    return subtract(exp(x), 1.0)
 
 
 def tan(x, name=None):

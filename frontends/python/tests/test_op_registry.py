@@ -11,10 +11,30 @@ from conftest import assert_close
 
 def test_unary_functions_come_from_the_registry():
     names = _C.ops.elementwise_unary()
-    for name in ("neg", "exp", "erf", "floor", "sigmoid"):
+    for name in ("neg", "exp", "erf", "expm1", "floor", "sigmoid"):
         assert name in names
         assert callable(getattr(oar, name))
-    assert oar.erf.__module__ == "oar.math"
+    assert oar.expm1.__module__ == "oar.math"
+
+
+def test_expm1_is_exact_near_zero_and_a_tensor_method(device):
+    x = np.array([1e-6, -1e-6, 3e-8, 0.5, -2.0], dtype=np.float32)
+    got = oar.expm1(oar.to_tensor(x)).numpy()
+    want = np.expm1(x.astype(np.float64))
+    assert np.all(np.abs(got - want) <= 1e-6 * np.abs(want))
+    assert_close(oar.to_tensor(x).expm1(), want, rtol=1e-6)
+    # exp(x) - 1 in float32 is 5% off at 1e-6: the op is what makes expm1 exact.
+    assert abs(float(np.exp(np.float32(1e-6)) - np.float32(1)) - want[0]) > 1e-2 * want[0]
+    # An integer input computes in the default float dtype (float_compute).
+    y = oar.expm1(oar.to_tensor([0, 1], dtype="int64"))
+    assert y.dtype == oar.float32
+    assert_close(y, np.expm1([0.0, 1.0]), rtol=1e-6)
+
+
+def test_expm1_gradient_is_exp(device):
+    x = oar.to_tensor(np.array([-1.0, 0.0, 0.5]), dtype="float64", stop_gradient=False)
+    oar.sum(oar.expm1(x)).backward()
+    assert_close(x.grad, np.exp([-1.0, 0.0, 0.5]), rtol=1e-12)
 
 
 @pytest.mark.parametrize("op,dtypes,kinds,want", [
