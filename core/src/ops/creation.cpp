@@ -75,10 +75,12 @@ OAR_REGISTER_OPS(creation) {
           .attrs = {shape, dtype, attr("start", AttrKind::float_, "the first value"), attr("step", 1.0, "the spacing")},
           .doc = "1-D: y[i] = start + i * step, in double, then cast"});
   add_op({.name = "uniform", .num_inputs = 0, .meta = creation_meta, .random = true,
-          .attrs = {shape, dtype, seed, offset, attr("low", 0.0, "inclusive bound"), attr("high", 1.0, "exclusive bound")},
+          .attrs = {shape, dtype, seed, offset, attr("low", 0.0, "inclusive bound"),
+                    attr("high", 1.0, "exclusive bound")},
           .doc = "float: Philox uniform in [low, high) (below)"});
   add_op({.name = "normal", .num_inputs = 0, .meta = creation_meta, .random = true,
-          .attrs = {shape, dtype, seed, offset, attr("mean", 0.0, "the mean"), attr("std", 1.0, "the standard deviation")},
+          .attrs = {shape, dtype, seed, offset, attr("mean", 0.0, "the mean"),
+                    attr("std", 1.0, "the standard deviation")},
           .doc = "float: Philox Box-Muller normal (below)"});
 }
 

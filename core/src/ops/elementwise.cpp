@@ -173,7 +173,8 @@ const std::pair<const char*, const char*> kLogical[] = {{"logical_and", "a and b
 
 OAR_REGISTER_OPS(elementwise) {
   for (const auto& u : kUnary) {
-    add_op({.name = u.name, .meta = unary_meta, .vjp = u.vjp, .dtypes = {.accepts = u.accepts, .promotion = u.promotion},
+    add_op({.name = u.name, .meta = unary_meta, .vjp = u.vjp,
+            .dtypes = {.accepts = u.accepts, .promotion = u.promotion},
             .spmd = spmd::elementwise_unary, .domain = u.domain, .doc = u.doc});
   }
   add_op({.name = "logical_not", .meta = logical_not_meta, .differentiable = false, .spmd = spmd::elementwise_unary,

@@ -103,7 +103,8 @@ OAR_REGISTER_OPS(loss) {
           .dtypes = {.accepts = kFloatDTypes},
           .doc = "softmax cross entropy of logits against labels"});
   add_op({.name = "mse_loss", .kind = OpKind::composite, .num_inputs = 2, .meta = mse_meta, .decompose = mse_decompose,
-          .attrs = {attr("reduction", std::string("mean"), "none, mean or sum")}, .dtypes = {.accepts = kFloatDTypes}, .doc = "(input - label)^2, reduced"});
+          .attrs = {attr("reduction", std::string("mean"), "none, mean or sum")},
+          .dtypes = {.accepts = kFloatDTypes}, .doc = "(input - label)^2, reduced"});
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& label, bool soft_label, int64_t axis,

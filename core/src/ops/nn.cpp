@@ -143,8 +143,8 @@ OAR_REGISTER_OPS(nn) {
     def.domain = domain;
     add_op(std::move(def));
   };
-  elementwise("relu", meta::same_as_input, relu_decompose, relu_vjp, {-3, 3, NAN, NAN, false, false, true, kF32F64DTypes, 10},
-              "max(x, 0)");
+  elementwise("relu", meta::same_as_input, relu_decompose, relu_vjp,
+              {-3, 3, NAN, NAN, false, false, true, kF32F64DTypes, 10}, "max(x, 0)");
   elementwise("sigmoid", meta::same_as_float_input, sigmoid_decompose, sigmoid_vjp,
               {-8, 8, NAN, NAN, false, false, true, kF32F64DTypes, 10}, "1 / (1 + e^-x)");
   elementwise("silu", meta::same_as_float_input, silu_decompose, silu_vjp,
@@ -155,10 +155,12 @@ OAR_REGISTER_OPS(nn) {
   add_composite("softmax", 1, axis_meta, softmax_decompose, softmax_vjp, {axis}, "e^x / sum(e^x) along axis");
   add_composite("log_softmax", 1, axis_meta, log_softmax_decompose, log_softmax_vjp, {axis}, "log(softmax(x))");
   add_composite("layer_norm", 3, norm_meta, layer_norm_decompose, nullptr,
-                {attr("epsilon", 1e-5, "added to the variance"), attr("begin_axis", AttrKind::int_, "first normalized dim")},
+                {attr("epsilon", 1e-5, "added to the variance"),
+                 attr("begin_axis", AttrKind::int_, "first normalized dim")},
                 "(x - mean) / sqrt(var + eps) * weight + bias over dims begin_axis..");
   add_composite("rms_norm", 2, norm_meta, rms_norm_decompose, nullptr,
-                {attr("epsilon", 1e-6, "added to the mean square"), attr("begin_axis", AttrKind::int_, "first normalized dim")},
+                {attr("epsilon", 1e-6, "added to the mean square"),
+                 attr("begin_axis", AttrKind::int_, "first normalized dim")},
                 "x / sqrt(mean(x^2) + eps) * weight over dims begin_axis..");
 }
 

@@ -42,7 +42,8 @@ std::string dtype_set_str(DTypeSet set) {
   if (set == kAllDTypes) return "any dtype";
   std::string out;
   for (int d = 0; d <= static_cast<int>(DType::boolean); ++d) {
-    if (set & dtype_bit(static_cast<DType>(d))) out += (out.empty() ? "" : ", ") + std::string(dtype_name(static_cast<DType>(d)));
+    auto dtype = static_cast<DType>(d);
+    if (set & dtype_bit(dtype)) out += (out.empty() ? "" : ", ") + std::string(dtype_name(dtype));
   }
   return out.empty() ? "no dtype" : out;
 }

@@ -81,7 +81,8 @@ std::string op_table_markdown() {
     std::string inputs = op->num_inputs < 0 ? "any number" : std::to_string(op->num_inputs);
     if (op->layout == InputLayout::broadcast) inputs += ", broadcast";
     out << "| " << op->name << " | " << kind_str(op->kind) << " | " << inputs << " | "
-        << (op->num_inputs == 0 ? std::string("—") : dtype_set_str(op->dtypes.accepts)) << " | " << escape(attrs_cell(*op)) << " | "
+        << (op->num_inputs == 0 ? std::string("—") : dtype_set_str(op->dtypes.accepts)) << " | "
+        << escape(attrs_cell(*op)) << " | "
         << escape(op->doc.empty() ? "see core/src/ops" : op->doc) << " |\n";
   }
   return out.str();
