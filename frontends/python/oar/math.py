@@ -38,8 +38,14 @@ def _exact_int_scalar(x, scalar):
             and isinstance(scalar, (numbers.Integral, np.integer)) and not isinstance(scalar, (builtins.bool, np.bool_)))
 
 
+_KIND_OF_TYPE = {float: "float", int: "int", builtins.bool: "bool"}
+
+
 def _scalar_kind(v):
     """"bool", "int" or "float" for a Python or numpy scalar; None for anything else."""
+    kind = _KIND_OF_TYPE.get(type(v))
+    if kind is not None or isinstance(v, Tensor):
+        return kind
     if isinstance(v, (builtins.bool, np.bool_)):
         return "bool"
     if isinstance(v, (numbers.Integral, np.integer)):
@@ -47,13 +53,21 @@ def _scalar_kind(v):
     return "float" if _is_scalar(v) else None
 
 
+# The registry's answers, remembered per (op, dtypes, scalar kinds, default float).
+_PROMOTED = {}
+
+
 def _promoted(op, x, y):
     """x and y with their tensors cast to the dtype registry op `op` computes
     in (Note [Dtype promotion] in core/src/ops/op_registry.cpp: a float scalar
     with an integer tensor gives the default float dtype, an int scalar with a
     bool tensor int64, div of integers computes in float); scalars stay."""
-    d = _ops.promote(op, [x.dtype if isinstance(x, Tensor) else None, y.dtype if isinstance(y, Tensor) else None],
-                     [_scalar_kind(x), _scalar_kind(y)], default_float_dtype())
+    dx = x.dtype if isinstance(x, Tensor) else None
+    dy = y.dtype if isinstance(y, Tensor) else None
+    key = (op, dx, dy, _scalar_kind(x), _scalar_kind(y), default_float_dtype())
+    d = _PROMOTED.get(key)
+    if d is None:
+        d = _PROMOTED[key] = _ops.promote(op, [dx, dy], [key[3], key[4]], key[5])
     if isinstance(x, Tensor) and x.dtype != d:
         x = _ops.cast(x, d)
     if isinstance(y, Tensor) and y.dtype != d:
@@ -84,13 +98,25 @@ def _binary(op, fn, x, y):
     return fn(x, _as_tensor(y, x)) if isinstance(x, Tensor) else fn(_as_tensor(x, y), y)
 
 
+_SCALAR_PROMOTED = {}
+
+
 def _with_scalar(op, fn, scalar_fn, x, y):
-    """x (op) y where y may be a scalar: scalar_fn(x, float(y)) unless it
-    must be built exactly in an integer dtype."""
-    if isinstance(x, Tensor) and _is_scalar(y):
-        x, _ = _promoted(op, x, y)
-        if not _exact_int_scalar(x, y):
-            return scalar_fn(x, float(y))
+    """x (op) y where y may be a scalar: scalar_fn(x, float(y)) in the dtype
+    the registry gives (remembered per tensor dtype, scalar kind and default
+    float: this is the hot path of `x * 0.5`), unless the scalar must be built
+    exactly in an integer dtype."""
+    if isinstance(x, Tensor):
+        kind = _scalar_kind(y)
+        if kind is not None:
+            key = (op, x.dtype, kind, default_float_dtype())
+            d = _SCALAR_PROMOTED.get(key)
+            if d is None:
+                d = _SCALAR_PROMOTED[key] = _ops.promote(op, [key[1], None], [None, kind], key[3])
+            if d != key[1]:
+                x = _ops.cast(x, d)
+            if kind != "int" or not _exact_int_scalar(x, y):
+                return scalar_fn(x, float(y))
     return _binary(op, fn, x, y)
 
 
@@ -109,6 +135,8 @@ def multiply(x, y, name=None):
 def divide(x, y, name=None):
     # int / int is true division in Paddle 3: the registry's div computes
     # integers in the default float dtype (Promotion::float_compute).
+    if isinstance(x, Tensor) and _is_scalar(y):
+        return _with_scalar("div", _ops.divide, _ops.divide_scalar, x, y)
     x, y = _promoted("div", *_tensor_operands(x, y))
     if isinstance(x, Tensor) and _is_scalar(y):
         return _ops.divide_scalar(x, float(y))
