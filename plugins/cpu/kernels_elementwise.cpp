@@ -90,6 +90,7 @@ OAR_CPU_FLOAT_UNARY(Cos, std::cos(a))
 OAR_CPU_FLOAT_UNARY(Erf, std::erf(a))
 OAR_CPU_FLOAT_UNARY(Floor, std::floor(a))
 OAR_CPU_FLOAT_UNARY(Ceil, std::ceil(a))
+OAR_CPU_FLOAT_UNARY(Expm1, std::expm1(a))
 #undef OAR_CPU_FLOAT_UNARY
 
 struct LogicalNot {  // any dtype -> bool
@@ -445,6 +446,7 @@ void register_elementwise_kernels(op::KernelTable& r) {
   add_unary<Erf>(r, "erf");
   add_unary<Floor>(r, "floor");
   add_unary<Ceil>(r, "ceil");
+  add_unary<Expm1>(r, "expm1");
   add_unary<LogicalNot, true>(r, "logical_not");
 
   add_binary<Add>(r, "add");

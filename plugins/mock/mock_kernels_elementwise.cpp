@@ -14,9 +14,9 @@ namespace {
 // Unary
 // ------------------------------------------------------------------------
 
-enum class Unary { Neg, Abs, Sign, Exp, Log, Sqrt, Rsqrt, Sin, Cos, Tanh, Erf, Floor, Ceil };
+enum class Unary { Neg, Abs, Sign, Exp, Log, Sqrt, Rsqrt, Sin, Cos, Tanh, Erf, Floor, Ceil, Expm1 };
 const char* const kUnaryNames[] = {"neg", "abs", "sign", "exp", "log",   "sqrt", "rsqrt",
-                                   "sin", "cos", "tanh", "erf", "floor", "ceil"};
+                                   "sin", "cos", "tanh", "erf", "floor", "ceil", "expm1"};
 
 template <typename T>
 typename T::C unary_value(Unary op, typename T::C v) {
@@ -49,6 +49,8 @@ typename T::C unary_value(Unary op, typename T::C v) {
         return std::floor(v);
       case Unary::Ceil:
         return std::ceil(v);
+      case Unary::Expm1:
+        return std::expm1(v);
     }
     return v;
   } else {  // integers: neg and abs wrap (abs(INT_MIN) == INT_MIN)
@@ -380,7 +382,7 @@ void register_elementwise_kernels(op::KernelTable& t) {
       {"rsqrt", unary_kernel<Unary::Rsqrt>, true}, {"sin", unary_kernel<Unary::Sin>, true},
       {"cos", unary_kernel<Unary::Cos>, true},     {"tanh", unary_kernel<Unary::Tanh>, true},
       {"erf", unary_kernel<Unary::Erf>, true},     {"floor", unary_kernel<Unary::Floor>, true},
-      {"ceil", unary_kernel<Unary::Ceil>, true},
+      {"ceil", unary_kernel<Unary::Ceil>, true},   {"expm1", unary_kernel<Unary::Expm1>, true},
   };
   for (const auto& u : unary)
     for (int32_t dt : kNumericDtypes)

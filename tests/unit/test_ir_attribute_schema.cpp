@@ -1,5 +1,5 @@
 // Attribute names are checked against each op's schema (issue 19, item 10;
-// Note [Attribute schema] in core/ir/src/verifier.cpp).
+// Note [Attribute schema] in core/src/ops/op_registry.cpp).
 #include <nlohmann/json.hpp>
 
 #include "oar/ir/serialize.h"

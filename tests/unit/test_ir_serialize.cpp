@@ -98,7 +98,12 @@ Example every_attribute_kind() {
       {.name = "test_every_attribute_kind",
        .num_inputs = 0,
        .meta = oar::OpRegistry::instance().get("full").meta,
-       .attrs = {"shape", "dtype", "value", "scales", "note", "no_ints", "no_floats", "big", "alpha"}});
+       .attrs = {oar::attr("shape", oar::AttrKind::ints, "shape"), oar::attr("dtype", oar::AttrKind::int_, "dtype"),
+                 oar::attr("value", oar::AttrKind::float_, "value"), oar::attr("scales", oar::AttrKind::floats, "floats"),
+                 oar::attr("note", oar::AttrKind::string, "a string"), oar::attr("no_ints", oar::AttrKind::ints, "empty"),
+                 oar::attr("no_floats", oar::AttrKind::floats, "empty"), oar::attr("big", oar::AttrKind::int_, "int"),
+                 oar::attr("alpha", oar::AttrKind::float_, "float")},
+       .doc = "a test op with an attribute of every kind"});
   Value* f =
       emit(p, every_kind.name.c_str(), {},
            {{"shape", Ints{3, 2}},

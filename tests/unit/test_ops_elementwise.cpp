@@ -55,6 +55,7 @@ const std::vector<UnaryCase>& unary_cases() {
       {"cos", oar::cos, [](double x) { return std::cos(x); }, {-3, -1, 0, 0.5, 2}},
       {"tanh", oar::tanh, [](double x) { return std::tanh(x); }, {-20, -1, 0, 0.5, 3}},
       {"erf", oar::erf, [](double x) { return std::erf(x); }, {-2, -0.5, 0, 0.3, 1.5}},
+      {"expm1", oar::expm1, [](double x) { return std::expm1(x); }, {-3, -0.5, 0, 1e-4, 2}},
       {"sign",
        oar::sign,
        [](double x) { return double((x > 0) - (x < 0)); },
@@ -82,6 +83,27 @@ TEST_CASE("unary float ops match std:: functions in f32 and f64") {
       CHECK(y64.dtype() == DType::f64);
       check_close(y64, want, 1e-12, 1e-12);
     }
+  }
+}
+
+// expm1 is the op the registry's one-definition contract was proved on
+// (Note [One op definition] in core/src/ops/op_registry.cpp).
+TEST_CASE("expm1 keeps its precision near 0, where exp(x) - 1 loses it, and its gradient is e^x") {
+  for (const auto& device : test_devices()) {
+    INFO(device.str());
+    // e^1e-6 - 1 = 1.0000005e-6; in f32 exp(x) - 1 gives 9.5367e-7 (5% off).
+    Tensor x = f32({1e-6f, -1e-6f, 3e-8f}, {3}, device);
+    std::vector<float> got = oar::expm1(x).to_vector<float>();
+    const double want[] = {std::expm1(1e-6), std::expm1(-1e-6), std::expm1(3e-8)};
+    for (size_t i = 0; i < 3; ++i) CHECK(std::abs(got[i] - want[i]) <= 1e-6 * std::abs(want[i]));
+    CHECK(std::abs(oar::subtract(oar::exp(x), oar::ones_like(x)).to_vector<float>()[0] - want[0]) > 1e-2 * want[0]);
+
+    Tensor xs = f64({-1, 0, 0.5}, {3}, device).set_requires_grad();
+    oar::sum(oar::expm1(xs)).backward();
+    check_close(xs.grad(), {std::exp(-1.0), 1.0, std::exp(0.5)}, 1e-12, 1e-12);
+    // An integer input is refused by the meta rule, naming the op.
+    std::string e = oar_test::error_of([&] { oar::expm1(i32({1}, {1}, device)); });
+    CHECK(e.find("expm1: input 0 has dtype int32 but a floating dtype is required") != std::string::npos);
   }
 }
 

@@ -1,12 +1,16 @@
 /// \file op.h
-/// Op definitions: one OpDef per op holds its signature, meta rule
-/// (dtype/shape inference with error sentences), decomposition for composite
-/// ops, and (with autodiff) its VJP rule. See Note [Builder] in builder.h.
+/// Op definitions: one OpDef per op holds its signature (inputs, attribute
+/// schema, accepted dtypes and promotion), meta rule (dtype/shape inference
+/// with error sentences), decomposition for composite ops, VJP rule, SPMD
+/// rule and the input domain conformance cases are drawn from. See Note
+/// [Builder] in builder.h and Note [One op definition] in op_registry.cpp.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -15,6 +19,7 @@
 #include <vector>
 
 #include "oar/dtype.h"
+#include "oar/spmd.h"
 #include "oar/tensor.h"
 
 namespace oar {
@@ -45,6 +50,78 @@ class Attrs {
 
  private:
   std::vector<std::pair<std::string, AttrValue>> items_;
+};
+
+/// The kind of value an attribute holds: one per AttrValue alternative, in
+/// the same order.
+enum class AttrKind : uint8_t { int_, float_, bool_, string, ints, floats };
+/// "int", "float", "bool", "string", "int[]", "float[]".
+const char* attr_kind_name(AttrKind kind);
+/// The kind of `value`.
+AttrKind attr_kind_of(const AttrValue& value);
+
+/// One attribute of an op's schema (Note [Attribute schema] in
+/// op_registry.cpp). Build one with `attr(...)`.
+struct AttrSpec {
+  std::string name;
+  AttrKind kind = AttrKind::int_;
+  std::optional<AttrValue> default_value = std::nullopt;  ///< none: the attribute must be given
+  std::string doc;                                       ///< one line, for docs/kernels.md
+};
+/// An attribute the caller must give: `attr("axes", AttrKind::ints, "...")`.
+AttrSpec attr(std::string name, AttrKind kind, std::string doc);
+/// An attribute with a default, of the default's kind: `attr("keepdim", false, "...")`.
+AttrSpec attr(std::string name, AttrValue default_value, std::string doc);
+
+/// A set of dtypes, one bit per DType value.
+using DTypeSet = uint32_t;
+/// The set holding only `d`.
+constexpr DTypeSet dtype_bit(DType d) { return DTypeSet{1} << static_cast<int>(d); }
+inline constexpr DTypeSet kFloatDTypes =
+    dtype_bit(DType::f32) | dtype_bit(DType::f64) | dtype_bit(DType::f16) | dtype_bit(DType::bf16);
+inline constexpr DTypeSet kIntDTypes =
+    dtype_bit(DType::i8) | dtype_bit(DType::u8) | dtype_bit(DType::i32) | dtype_bit(DType::i64);
+inline constexpr DTypeSet kNumericDTypes = kFloatDTypes | kIntDTypes;
+inline constexpr DTypeSet kAllDTypes = kNumericDTypes | dtype_bit(DType::boolean);
+/// f32 and f64: the dtypes composite ops are tested in.
+inline constexpr DTypeSet kF32F64DTypes = dtype_bit(DType::f32) | dtype_bit(DType::f64);
+/// "float dtypes", "numeric dtypes", "any dtype", or the names ("float32, int64").
+std::string dtype_set_str(DTypeSet set);
+
+/// How the operands of an op are brought to one dtype before it runs
+/// (Note [Dtype promotion] in op_registry.cpp).
+enum class Promotion : uint8_t {
+  none,           ///< inputs are taken as given; the meta rule checks them
+  common,         ///< every operand becomes the promote_types of all; a scalar adapts to the tensor
+  float_compute,  ///< as common, then a non-float result becomes the default float (int / int, exp(int))
+};
+
+/// Which dtypes an op's data inputs accept and how they promote.
+struct DTypeRule {
+  DTypeSet accepts = kAllDTypes;  ///< for the data inputs (after promotion)
+  Promotion promotion = Promotion::none;
+};
+
+/// What a frontend operand is: a tensor of some dtype or a Python scalar.
+enum class ScalarKind : uint8_t {
+  tensor,    ///< not a scalar: the operand's dtype counts
+  boolean,   ///< True / False
+  integer,   ///< 3
+  floating,  ///< 2.5
+};
+
+/// The input domain conformance and gradient cases of an op are drawn from
+/// (frontends/conformance/op_specs_registry.cpp generates them for
+/// elementwise ops and reductions that have one).
+struct TestDomain {
+  double low = -3, high = 3;  ///< values drawn uniformly in [low, high)
+  /// For a second input (binary ops): its own range; NaN: the first's.
+  double low2 = std::numeric_limits<double>::quiet_NaN(), high2 = std::numeric_limits<double>::quiet_NaN();
+  bool integral = false;       ///< round the values, so zeros and ties occur
+  bool nonzero2 = false;       ///< a zero drawn for the second input becomes 1 (integer divisors)
+  bool empty_axes = true;      ///< reductions: reducing a size-0 axis is in the domain
+  DTypeSet dtypes = 0;         ///< dtypes tested; 0: those the op accepts (Note [Tested dtypes])
+  double tol_scale = 1;        ///< multiplies the per-dtype tolerance
 };
 
 /// The dtype and shape of a value, as meta rules see it.
@@ -109,12 +186,43 @@ struct OpDef {
   VjpFn vjp = nullptr;              ///< null: composite ops differentiate their decomposition
   bool differentiable = true;       ///< false: asking for a gradient through it is an error
   bool random = false;              ///< draws random numbers: static-mode passes never merge or fold it
-  /// The attribute names the op takes, and no others (Note [Attribute
-  /// schema] in verifier.cpp): a program op with another one is refused
-  /// by the verifier, naming the op and the attribute.
-  std::vector<std::string> attrs = {};
-  int id = -1;                      ///< index in the registry, set on registration
+  /// The attributes the op takes, and no others (Note [Attribute schema]
+  /// in op_registry.cpp): another name, a value of another kind or a
+  /// missing required one is an error naming the op and the attribute.
+  std::vector<AttrSpec> attrs = {};
+  DTypeRule dtypes = {};             ///< accepted input dtypes and promotion
+  SpmdFn spmd = nullptr;             ///< null: no SPMD rule yet (the op runs replicated)
+  std::optional<TestDomain> domain = std::nullopt;  ///< where conformance cases are drawn from
+  std::string doc = {};              ///< one line, for the op table of docs/kernels.md
+  int id = -1;                       ///< index in the registry, set on registration
+
+  /// The schema entry of attribute `name`, or null.
+  const AttrSpec* find_attr(std::string_view name) const;
 };
+
+/// Checks `attrs` against `op`'s schema: every name known, every value of
+/// its kind (an int where a float is declared and a bool where an int is
+/// are accepted, as Attrs' getters do), every required one present. Throws
+/// oar::Error (invalid_argument) naming the op and the attribute. Attributes
+/// that have a default may be missing.
+void check_attrs(const OpDef& op, const Attrs& attrs);
+/// What check_attrs would refuse, as a predicate for a sentence about the
+/// op ("has an unknown attribute 'bogus'; conv2d takes only strides, ..."),
+/// or "" when the attributes fit the schema.
+std::string attr_problem(const OpDef& op, const Attrs& attrs);
+/// `attrs` checked, with every missing optional attribute set to its
+/// default (in schema order, after the given ones).
+Attrs with_defaults(const OpDef& op, const Attrs& attrs);
+
+/// The dtype `op` computes in for these operands (Note [Dtype promotion]):
+/// `dtypes[i]` counts where `scalars[i]` is ScalarKind::tensor. A scalar
+/// takes the tensors' dtype, except that a float scalar with integer or
+/// bool tensors gives `default_float`, and an integer scalar with bool
+/// tensors gives i64; float_compute then turns a non-float result into
+/// `default_float`. Throws naming the op when the result is a dtype the op
+/// does not accept. Ops with Promotion::none return the first tensor's dtype.
+DType promote(const OpDef& op, std::span<const DType> dtypes, std::span<const ScalarKind> scalars,
+              DType default_float = DType::f32);
 
 /// All op definitions. Ops register at static-initialization time of the
 /// core library, one file per op family (core/src/ops/).
@@ -133,6 +241,12 @@ class OpRegistry {
  private:
   std::vector<std::unique_ptr<OpDef>> defs_;
 };
+
+/// The op table of docs/kernels.md: one Markdown row per registered op
+/// (name, kind, inputs, accepted dtypes, attribute schema, doc), in
+/// registration order. `oar ops --markdown` prints it; the ctest
+/// docs_kernels_table fails when the committed table differs.
+std::string op_table_markdown();
 
 /// Registers ops from a file: `OAR_REGISTER_OPS(elementwise) { add_op({...}); }`.
 #define OAR_REGISTER_OPS(family)                                   \

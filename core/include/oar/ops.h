@@ -25,6 +25,8 @@ Tensor sin(const Tensor& x);
 Tensor cos(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor erf(const Tensor& x);
+/// e^x - 1, accurate for x near 0.
+Tensor expm1(const Tensor& x);
 Tensor sign(const Tensor& x);
 Tensor floor(const Tensor& x);
 Tensor ceil(const Tensor& x);

@@ -247,24 +247,51 @@ Tensor pool(const char* name, const Tensor& x, const Ints& kernel_size, const In
 }  // namespace
 
 OAR_REGISTER_OPS(conv) {
-  const std::vector<std::string> conv{"strides", "paddings", "dilations", "groups"};
-  auto plus = [](std::vector<std::string> names, const char* extra) {
-    names.push_back(extra);
-    return names;
+  const std::vector<AttrSpec> conv{attr("strides", AttrKind::ints, "(h, w) steps of the window, >= 1"),
+                                    attr("paddings", AttrKind::ints, "(h, w) zeros added on each side, >= 0"),
+                                    attr("dilations", Ints{1, 1}, "(h, w) spacing of the kernel's taps, >= 1"),
+                                    attr("groups", int64_t{1}, "channels split into this many groups")};
+  auto plus = [](std::vector<AttrSpec> specs, const char* extra) {
+    specs.push_back(attr(extra, AttrKind::ints, "the shape of the result (NCHW or OIHW)"));
+    return specs;
   };
-  add_op({.name = "conv2d", .num_inputs = 2, .meta = conv2d_meta, .vjp = conv2d_vjp, .attrs = conv});
+  add_op({.name = "conv2d", .num_inputs = 2, .meta = conv2d_meta, .vjp = conv2d_vjp, .attrs = conv,
+          .dtypes = {.accepts = kFloatDTypes},
+          .doc = "x [N, C, H, W], weight [Cout, C/groups, kh, kw] -> y [N, Cout, Ho, Wo], float dtypes. y[n, o, i, j] = "
+                 "sum over c in o's group, p, q of x[n, c, i*sh - ph + p*dh, j*sw - pw + q*dw] * weight[o, c mod "
+                 "(C/groups), p, q], out-of-range x reads 0; Ho = (H + 2ph - dh(kh-1) - 1) / sh + 1"});
   add_op({.name = "conv2d_grad_input", .num_inputs = 2, .meta = conv2d_grad_input_meta, .vjp = conv2d_grad_input_vjp,
-          .attrs = plus(conv, "input_shape")});
+          .attrs = plus(conv, "input_shape"),
+          .dtypes = {.accepts = kFloatDTypes},
+          .doc = "grad [N, Cout, Ho, Wo], weight -> dx [N, C, H, W]: the adjoint of conv2d in x, dx = sum of grad * "
+                 "weight over every (o, p, q) whose window reads dx's element"});
   add_op({.name = "conv2d_grad_weight", .num_inputs = 2, .meta = conv2d_grad_weight_meta,
-          .vjp = conv2d_grad_weight_vjp, .attrs = plus(conv, "weight_shape")});
-  const std::vector<std::string> max_pool{"kernel_size", "strides", "paddings"};
-  const std::vector<std::string> avg_pool = plus(max_pool, "exclusive");
-  add_op({.name = "max_pool2d", .meta = pool_meta, .vjp = max_pool2d_vjp, .attrs = max_pool});
+          .vjp = conv2d_grad_weight_vjp, .attrs = plus(conv, "weight_shape"),
+          .dtypes = {.accepts = kFloatDTypes},
+          .doc = "x, grad [N, Cout, Ho, Wo] -> dw [Cout, C/groups, kh, kw]: the adjoint of conv2d in weight, dw[o, c, "
+                 "p, q] = sum over n, i, j of grad[n, o, i, j] * x[n, c', i*sh - ph + p*dh, j*sw - pw + q*dw]"});
+  const std::vector<AttrSpec> max_pool{attr("kernel_size", AttrKind::ints, "(h, w) window"),
+                                        attr("strides", AttrKind::ints, "(h, w) steps of the window"),
+                                        attr("paddings", AttrKind::ints, "(h, w) padding, 2 * padding <= kernel")};
+  std::vector<AttrSpec> avg_pool = max_pool;
+  avg_pool.push_back(attr("exclusive", true, "divide by the elements inside x (else by kh * kw)"));
+  add_op({.name = "max_pool2d", .meta = pool_meta, .vjp = max_pool2d_vjp, .attrs = max_pool,
+          .dtypes = {.accepts = kFloatDTypes},
+          .doc = "x [N, C, H, W] -> y [N, C, Ho, Wo]: max over the window's elements inside x (padding never wins); "
+                 "Ho = (H + 2ph - kh) / sh + 1"});
   add_op({.name = "max_pool2d_grad", .num_inputs = 2, .meta = max_pool_grad_meta, .vjp = max_pool2d_grad_vjp,
-          .attrs = max_pool});
-  add_op({.name = "avg_pool2d", .meta = pool_meta, .vjp = avg_pool2d_vjp, .attrs = avg_pool});
+          .attrs = max_pool,
+          .dtypes = {.accepts = kFloatDTypes},
+          .doc = "x, grad [N, C, Ho, Wo] -> dx (x's shape): each window's grad added at the window's first maximum "
+                 "(row-major scan)"});
+  add_op({.name = "avg_pool2d", .meta = pool_meta, .vjp = avg_pool2d_vjp, .attrs = avg_pool,
+          .dtypes = {.accepts = kFloatDTypes},
+          .doc = "window sum divided by the number of elements inside x (exclusive) or by kh * kw"});
   add_op({.name = "avg_pool2d_grad", .meta = avg_pool_grad_meta, .vjp = avg_pool2d_grad_vjp,
-          .attrs = plus(avg_pool, "input_shape")});
+          .attrs = plus(avg_pool, "input_shape"),
+          .dtypes = {.accepts = kFloatDTypes},
+          .doc = "grad [N, C, Ho, Wo] -> dx: each window's grad divided by its divisor and added to every element of "
+                 "the window inside x"});
 }
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& stride,

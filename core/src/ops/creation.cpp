@@ -64,12 +64,24 @@ Tensor random(const OpDef& op, const Shape& shape, double a, double b, const cha
 }  // namespace
 
 OAR_REGISTER_OPS(creation) {
-  add_op({.name = "full", .num_inputs = 0, .meta = creation_meta, .attrs = {"shape", "dtype", "value"}});
-  add_op({.name = "arange", .num_inputs = 0, .meta = creation_meta, .attrs = {"shape", "dtype", "start", "step"}});
+  const AttrSpec shape = attr("shape", AttrKind::ints, "the result's shape");
+  const AttrSpec dtype = attr("dtype", AttrKind::int_, "the result's DType");
+  const AttrSpec seed = attr("seed", AttrKind::int_, "Philox key (set per run in static mode)");
+  const AttrSpec offset = attr("offset", AttrKind::int_, "Philox counter offset");
+  add_op({.name = "full", .num_inputs = 0, .meta = creation_meta,
+          .attrs = {shape, dtype, attr("value", AttrKind::float_, "every element's value")},
+          .doc = "every element = value (cast to the dtype)"});
+  add_op({.name = "arange", .num_inputs = 0, .meta = creation_meta,
+          .attrs = {shape, dtype, attr("start", AttrKind::float_, "the first value"), attr("step", 1.0, "the spacing")},
+          .doc = "1-D: y[i] = start + i * step, in double, then cast"});
   add_op({.name = "uniform", .num_inputs = 0, .meta = creation_meta, .random = true,
-          .attrs = {"shape", "dtype", "seed", "offset", "low", "high"}});
+          .attrs = {shape, dtype, seed, offset, attr("low", 0.0, "inclusive bound"),
+                    attr("high", 1.0, "exclusive bound")},
+          .doc = "float: Philox uniform in [low, high) (below)"});
   add_op({.name = "normal", .num_inputs = 0, .meta = creation_meta, .random = true,
-          .attrs = {"shape", "dtype", "seed", "offset", "mean", "std"}});
+          .attrs = {shape, dtype, seed, offset, attr("mean", 0.0, "the mean"),
+                    attr("std", 1.0, "the standard deviation")},
+          .doc = "float: Philox Box-Muller normal (below)"});
 }
 
 Tensor full(const Shape& shape, double value, DType dtype, std::optional<Device> device) {

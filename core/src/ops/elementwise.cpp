@@ -13,14 +13,8 @@ namespace {
 
 using meta::broadcast_shapes;
 
-// Unary ops allowed on every numeric dtype (the rest need floats).
-bool unary_accepts_ints(const std::string& name) { return name == "neg" || name == "abs" || name == "sign"; }
-
 std::vector<TensorMeta> unary_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs&) {
-  if (!unary_accepts_ints(op.name)) meta::require_float(op, in, 0);
-  else if (in[0].dtype == DType::boolean) {
-    throw Error(ErrorCode::invalid_argument, op.name + ": input 0 has dtype bool but a numeric dtype is required");
-  }
+  meta::require_accepted(op, in, 0);
   return {in[0]};
 }
 
@@ -30,10 +24,10 @@ std::vector<TensorMeta> logical_not_meta(const OpDef&, std::span<const TensorMet
 
 std::vector<TensorMeta> arithmetic_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs&) {
   meta::require_same_dtype(op, in);
-  if (op.name == "pow") meta::require_float(op, in, 0);
   if (in[0].dtype == DType::boolean) {
     throw Error(ErrorCode::invalid_argument, op.name + ": inputs have dtype bool but a numeric dtype is required");
   }
+  meta::require_accepted(op, in, 0);
   return {{in[0].dtype, broadcast_shapes(op.name, in[0].shape, in[1].shape)}};
 }
 
@@ -74,6 +68,7 @@ Grads sin_vjp(const VjpContext& c) { return {G(c) * cos(X(c))}; }
 Grads cos_vjp(const VjpContext& c) { return {-(G(c) * sin(X(c)))}; }
 Grads tanh_vjp(const VjpContext& c) { return {G(c) * (1.0 - Y(c) * Y(c))}; }
 Grads erf_vjp(const VjpContext& c) { return {G(c) * exp(-(X(c) * X(c))) * (2.0 / std::sqrt(M_PI))}; }
+Grads expm1_vjp(const VjpContext& c) { return {G(c) * (Y(c) + 1.0)}; }
 // sign, floor, ceil: the derivative is 0 wherever it exists.
 Grads zero_vjp(const VjpContext& c) { return {zeros_like(X(c))}; }
 
@@ -116,40 +111,99 @@ Grads cast_vjp(const VjpContext& c) {
 }
 Grads copy_vjp(const VjpContext& c) { return {G(c)}; }
 
+// One row per unary op (Note [One op definition] in op_registry.cpp): name,
+// VJP, the dtypes it takes and how frontends promote others (Note [Dtype
+// promotion]: float_compute casts an integer input to the default float;
+// common keeps it, as oar.abs of an int stays int; none refuses it, as
+// paddle.floor does), where conformance draws its inputs, doc.
 struct UnaryDef {
   const char* name;
   VjpFn vjp;
+  DTypeSet accepts;
+  Promotion promotion;
+  TestDomain domain;
+  const char* doc;
 };
-constexpr std::array<UnaryDef, 13> kUnary = {{{"neg", neg_vjp},   {"abs", abs_vjp},   {"exp", exp_vjp},
-                                              {"log", log_vjp},   {"sqrt", sqrt_vjp}, {"rsqrt", rsqrt_vjp},
-                                              {"sin", sin_vjp},   {"cos", cos_vjp},   {"tanh", tanh_vjp},
-                                              {"erf", erf_vjp},   {"sign", zero_vjp}, {"floor", zero_vjp},
-                                              {"ceil", zero_vjp}}};
-constexpr std::array<UnaryDef, 7> kArithmetic = {{{"add", add_vjp},
-                                                  {"sub", sub_vjp},
-                                                  {"mul", mul_vjp},
-                                                  {"div", div_vjp},
-                                                  {"pow", pow_vjp},
-                                                  {"maximum", maximum_vjp},
-                                                  {"minimum", minimum_vjp}}};
-constexpr std::array<const char*, 8> kCompare = {"equal", "not_equal",     "less",        "less_equal",
-                                                 "greater", "greater_equal", "logical_and", "logical_or"};
+constexpr DTypeSet kF = kFloatDTypes, kN = kNumericDTypes;
+constexpr Promotion kToFloat = Promotion::float_compute, kKeep = Promotion::common, kAsIs = Promotion::none;
+const UnaryDef kUnary[] = {
+    {"neg", neg_vjp, kN, kKeep, {-3, 3}, "y = -x (integers wrap)"},
+    {"abs", abs_vjp, kN, kKeep, {-3, 3}, "y = |x| (integers wrap: abs(MIN) = MIN)"},
+    {"exp", exp_vjp, kF, kToFloat, {-5, 5}, "y = e^x"},
+    {"log", log_vjp, kF, kToFloat, {0.01, 10}, "natural logarithm"},
+    {"sqrt", sqrt_vjp, kF, kToFloat, {0, 10}, "square root"},
+    {"rsqrt", rsqrt_vjp, kF, kToFloat, {0.01, 10}, "y = 1 / sqrt(x)"},
+    {"sin", sin_vjp, kF, kToFloat, {-6, 6}, "sine"},
+    {"cos", cos_vjp, kF, kToFloat, {-6, 6}, "cosine"},
+    {"tanh", tanh_vjp, kF, kToFloat, {-4, 4}, "hyperbolic tangent"},
+    {"erf", erf_vjp, kF, kToFloat, {-3, 3}, "error function"},
+    {"expm1", expm1_vjp, kF, kToFloat, {-5, 5}, "y = e^x - 1, exact near 0"},
+    {"sign", zero_vjp, kN, kKeep, {-2, 2, NAN, NAN, true}, "-1, 0 or 1 (NaN stays NaN)"},
+    {"floor", zero_vjp, kF, kAsIs, {-3, 3}, "round toward -inf"},
+    {"ceil", zero_vjp, kF, kAsIs, {-3, 3}, "round toward +inf"},
+};
+constexpr TestDomain kIntegral{-2, 2, NAN, NAN, true};
+// Binary ops: integer cases draw a in [-20, 20] and b in [-5, 5]
+// (frontends/conformance/op_specs_registry.cpp).
+struct BinaryDef {
+  const char* name;
+  VjpFn vjp;
+  DTypeSet accepts;
+  TestDomain domain;
+  const char* doc;
+};
+const BinaryDef kArithmetic[] = {
+    {"add", add_vjp, kN, {-3, 3}, "y = a + b (integers wrap)"},
+    {"sub", sub_vjp, kN, {-3, 3}, "y = a - b"},
+    {"mul", mul_vjp, kN, {-3, 3}, "y = a * b"},
+    {"div", div_vjp, kN, {-3, 3, 0.5, 3, false, true},
+     "y = a / b; integers truncate toward zero and x / 0 = 0 (Python's `/` of ints computes in float)"},
+    {"pow", pow_vjp, kF, {0.1, 2.5, -2, 2}, "y = a^b"},
+    {"maximum", maximum_vjp, kN, {-3, 3}, "elementwise max; NaN wins"},
+    {"minimum", minimum_vjp, kN, {-3, 3}, "elementwise min; NaN wins"},
+};
+const std::pair<const char*, const char*> kCompare[] = {
+    {"equal", "a == b"},    {"not_equal", "a != b"},        {"less", "a < b"},
+    {"less_equal", "a <= b"}, {"greater", "a > b"},         {"greater_equal", "a >= b"},
+};
+const std::pair<const char*, const char*> kLogical[] = {{"logical_and", "a and b (nonzero is true)"},
+                                                        {"logical_or", "a or b (nonzero is true)"}};
 
 }  // namespace
 
 OAR_REGISTER_OPS(elementwise) {
-  for (const auto& u : kUnary) add_op({.name = u.name, .meta = unary_meta, .vjp = u.vjp});
-  add_op({.name = "logical_not", .meta = logical_not_meta, .differentiable = false});
+  for (const auto& u : kUnary) {
+    add_op({.name = u.name, .meta = unary_meta, .vjp = u.vjp,
+            .dtypes = {.accepts = u.accepts, .promotion = u.promotion},
+            .spmd = spmd::elementwise_unary, .domain = u.domain, .doc = u.doc});
+  }
+  add_op({.name = "logical_not", .meta = logical_not_meta, .differentiable = false, .spmd = spmd::elementwise_unary,
+          .domain = TestDomain{-1, 1, NAN, NAN, true, false, true, kAllDTypes}, .doc = "y = (x == 0), bool"});
   for (const auto& b : kArithmetic) {
-    add_op({.name = b.name, .num_inputs = 2, .layout = InputLayout::broadcast, .meta = arithmetic_meta, .vjp = b.vjp});
+    add_op({.name = b.name, .num_inputs = 2, .layout = InputLayout::broadcast, .meta = arithmetic_meta, .vjp = b.vjp,
+            .dtypes = {.accepts = b.accepts, .promotion = std::string_view(b.name) == "div" ? Promotion::float_compute
+                                                                                         : Promotion::common},
+            .domain = b.domain, .doc = b.doc});
   }
-  for (const char* name : kCompare) {
+  for (const auto& [name, doc] : kCompare) {
     add_op({.name = name, .num_inputs = 2, .layout = InputLayout::broadcast, .meta = compare_meta,
-            .differentiable = false});
+            .differentiable = false, .dtypes = {.promotion = Promotion::common},
+            .domain = kIntegral,
+            .doc = std::string(doc) + ", bool"});
   }
-  add_op({.name = "where", .num_inputs = 3, .layout = InputLayout::broadcast, .meta = where_meta, .vjp = where_vjp});
-  add_op({.name = "cast", .meta = cast_meta, .vjp = cast_vjp, .attrs = {"dtype"}});
-  add_op({.name = "copy", .meta = meta::same_as_input, .vjp = copy_vjp});
+  for (const auto& [name, doc] : kLogical) {
+    add_op({.name = name, .num_inputs = 2, .layout = InputLayout::broadcast, .meta = compare_meta,
+            .differentiable = false, .dtypes = {.promotion = Promotion::common},
+            .domain = TestDomain{-1, 1, NAN, NAN, true, false, true, kAllDTypes}, .doc = std::string(doc) + ", bool"});
+  }
+  add_op({.name = "where", .num_inputs = 3, .layout = InputLayout::broadcast, .meta = where_meta, .vjp = where_vjp,
+          .doc = "cond bool, x, y broadcast; out = cond ? x : y"});
+  add_op({.name = "cast", .meta = cast_meta, .vjp = cast_vjp,
+          .attrs = {attr("dtype", AttrKind::int_, "the target DType")},
+          .doc = "float->int truncates toward zero; ->bool is x != 0"});
+  add_op({.name = "copy", .meta = meta::same_as_input, .vjp = copy_vjp, .spmd = spmd::elementwise_unary,
+          .domain = TestDomain{-50, 50, NAN, NAN, false, false, true, kAllDTypes},
+          .doc = "y = x (makes views contiguous)"});
 }
 
 namespace {
@@ -176,6 +230,7 @@ Tensor sin(const Tensor& x) { return unary(OAR_OP("sin"), x); }
 Tensor cos(const Tensor& x) { return unary(OAR_OP("cos"), x); }
 Tensor tanh(const Tensor& x) { return unary(OAR_OP("tanh"), x); }
 Tensor erf(const Tensor& x) { return unary(OAR_OP("erf"), x); }
+Tensor expm1(const Tensor& x) { return unary(OAR_OP("expm1"), x); }
 Tensor sign(const Tensor& x) { return unary(OAR_OP("sign"), x); }
 Tensor floor(const Tensor& x) { return unary(OAR_OP("floor"), x); }
 Tensor ceil(const Tensor& x) { return unary(OAR_OP("ceil"), x); }

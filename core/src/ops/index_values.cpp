@@ -52,7 +52,13 @@ std::vector<Tensor> check_index_decompose(std::span<const Tensor> in, const Attr
 
 OAR_REGISTER_OPS(index_values) {
   add_op({.name = "check_index", .kind = OpKind::primitive, .num_inputs = 1, .meta = check_index_meta,
-          .decompose = check_index_decompose, .attrs = {"size", "ignore_index", "has_ignore", "op", "what"}});
+          .decompose = check_index_decompose,
+          .attrs = {attr("size", AttrKind::int_, "values must be in [0, size)"),
+                    attr("ignore_index", int64_t{0}, "a value allowed besides, when has_ignore"),
+                    attr("has_ignore", false, "whether ignore_index is allowed"),
+                    attr("op", AttrKind::string, "the user-facing op named in the error"),
+                    attr("what", std::string("index"), "the value's name in the error")},
+          .doc = "y = index (i32/i64) after checking every value (Note [Index values])"});
 }
 
 Tensor check_index_values(const IndexCheck& check, const Tensor& index) {

@@ -75,11 +75,17 @@ std::vector<Tensor> attention_decompose(std::span<const Tensor> in, const Attrs&
 
 OAR_REGISTER_OPS(layers) {
   add_op({.name = "dropout", .kind = OpKind::composite, .meta = dropout_meta, .decompose = dropout_decompose, .random = true,
-          .attrs = {"p", "seed", "offset"}});
+          .attrs = {attr("p", 0.5, "probability of zeroing an element"), attr("seed", AttrKind::int_, "Philox key"),
+                    attr("offset", AttrKind::int_, "Philox counter offset")},
+          .dtypes = {.accepts = kFloatDTypes},
+          .doc = "zero each element with probability p, scale the rest by 1 / (1 - p)"});
   add_op({.name = "embedding", .kind = OpKind::composite, .num_inputs = 2, .meta = embedding_meta,
-          .decompose = embedding_decompose});
+          .decompose = embedding_decompose, .doc = "rows of weight picked by the ids"});
   add_op({.name = "scaled_dot_product_attention", .kind = OpKind::composite, .num_inputs = 3,
-          .meta = attention_meta, .decompose = attention_decompose, .attrs = {"is_causal"}});
+          .meta = attention_meta, .decompose = attention_decompose,
+          .attrs = {attr("is_causal", false, "mask out keys after each query")},
+          .dtypes = {.accepts = kFloatDTypes},
+          .doc = "softmax(q k^T / sqrt(d)) v over [batch, seq, heads, dim]"});
 }
 
 Tensor dropout(const Tensor& x, double p, bool training) {

@@ -70,9 +70,11 @@ std::vector<Tensor> linear_decompose(std::span<const Tensor> in, const Attrs&) {
 
 OAR_REGISTER_OPS(linalg) {
   add_op({.name = "matmul", .num_inputs = 2, .layout = InputLayout::broadcast, .meta = matmul_meta, .vjp = matmul_vjp,
-          .attrs = {"transpose_a", "transpose_b"}});
+          .attrs = {attr("transpose_a", false, "use a's last two dims swapped"),
+                    attr("transpose_b", false, "use b's last two dims swapped")},
+          .doc = "a, b, y have one ndim >= 2; batch dims broadcast; y[..., m, n] = sum_k a[..., m, k] b[..., k, n]"});
   add_op({.name = "linear", .kind = OpKind::composite, .num_inputs = 3, .meta = linear_meta,
-          .decompose = linear_decompose});
+          .decompose = linear_decompose, .doc = "y = x w + b"});
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {

@@ -96,9 +96,16 @@ std::vector<Tensor> mse_decompose(std::span<const Tensor> in, const Attrs& attrs
 
 OAR_REGISTER_OPS(loss) {
   add_op({.name = "cross_entropy", .kind = OpKind::composite, .num_inputs = 2, .meta = cross_entropy_meta,
-          .decompose = cross_entropy_decompose, .attrs = {"soft_label", "axis", "reduction", "ignore_index"}});
+          .decompose = cross_entropy_decompose,
+          .attrs = {attr("soft_label", false, "labels are probabilities (else class indices)"),
+                    attr("axis", AttrKind::int_, "the class axis, in [0, rank)"),
+                    attr("reduction", std::string("mean"), "none, mean or sum"),
+                    attr("ignore_index", int64_t{-100}, "a hard label that contributes nothing")},
+          .dtypes = {.accepts = kFloatDTypes},
+          .doc = "softmax cross entropy of logits against labels"});
   add_op({.name = "mse_loss", .kind = OpKind::composite, .num_inputs = 2, .meta = mse_meta, .decompose = mse_decompose,
-          .attrs = {"reduction"}});
+          .attrs = {attr("reduction", std::string("mean"), "none, mean or sum")},
+          .dtypes = {.accepts = kFloatDTypes}, .doc = "(input - label)^2, reduced"});
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& label, bool soft_label, int64_t axis,

@@ -333,17 +333,34 @@ Grads scatter_add_vjp(const VjpContext& c) {
 }  // namespace
 
 OAR_REGISTER_OPS(manipulation) {
-  add_op({.name = "reshape", .kind = OpKind::view, .meta = reshape_meta, .vjp = reshape_vjp, .attrs = {"shape"}});
-  add_op({.name = "transpose", .meta = transpose_meta, .vjp = transpose_vjp, .attrs = {"perm"}});
+  const AttrSpec axis = attr("axis", AttrKind::int_, "the axis, in [0, rank)");
+  add_op({.name = "reshape", .kind = OpKind::view, .meta = reshape_meta, .vjp = reshape_vjp,
+          .attrs = {attr("shape", AttrKind::ints, "the new shape; one -1 is inferred")},
+          .doc = "same elements, new shape (a view in eager mode)"});
+  add_op({.name = "transpose", .meta = transpose_meta, .vjp = transpose_vjp,
+          .attrs = {attr("perm", AttrKind::ints, "a permutation of the dims")}, .doc = "y.shape[i] = x.shape[perm[i]]"});
   add_op({.name = "broadcast_to", .layout = InputLayout::broadcast, .meta = broadcast_to_meta, .vjp = broadcast_to_vjp,
-          .attrs = {"shape"}});
-  add_op({.name = "slice", .meta = slice_meta, .vjp = slice_vjp, .attrs = {"starts", "ends", "steps"}});
+          .attrs = {attr("shape", AttrKind::ints, "the result's shape")},
+          .doc = "x (ndim = y's) with its dims of 1 broadcast"});
+  add_op({.name = "slice", .meta = slice_meta, .vjp = slice_vjp,
+          .attrs = {attr("starts", AttrKind::ints, "first index per dim"), attr("ends", AttrKind::ints, "end per dim"),
+                    attr("steps", AttrKind::ints, "step per dim, never 0")},
+          .doc = "y[i0..] = x[starts[d] + i_d * steps[d]]; steps may be negative"});
   add_op({.name = "diagonal", .kind = OpKind::composite, .meta = diagonal_meta, .decompose = diagonal_decompose,
-          .vjp = diagonal_vjp, .attrs = {"offset", "axis1", "axis2"}});
-  add_op({.name = "concat", .num_inputs = -1, .meta = concat_meta, .vjp = concat_vjp, .attrs = {"axis"}});
-  add_op({.name = "pad", .meta = pad_meta, .vjp = pad_vjp, .attrs = {"pads", "value"}});
-  add_op({.name = "gather", .num_inputs = 2, .meta = gather_meta, .vjp = gather_vjp, .attrs = {"axis"}});
-  add_op({.name = "scatter_add", .num_inputs = 3, .meta = scatter_add_meta, .vjp = scatter_add_vjp, .attrs = {"axis"}});
+          .vjp = diagonal_vjp,
+          .attrs = {attr("offset", AttrKind::int_, "0: the main diagonal, > 0 above it, < 0 below"),
+                    attr("axis1", AttrKind::int_, "the first dim of the 2-D planes"),
+                    attr("axis2", AttrKind::int_, "the second dim of the 2-D planes")},
+          .doc = "the diagonals of the (axis1, axis2) planes, as a last dim (a view in eager mode)"});
+  add_op({.name = "concat", .num_inputs = -1, .meta = concat_meta, .vjp = concat_vjp, .attrs = {axis},
+          .doc = "inputs agree except along axis"});
+  add_op({.name = "pad", .meta = pad_meta, .vjp = pad_vjp,
+          .attrs = {attr("pads", AttrKind::ints, "(before, after) per dim, >= 0"), attr("value", 0.0, "the fill value")},
+          .doc = "constant padding"});
+  add_op({.name = "gather", .num_inputs = 2, .meta = gather_meta, .vjp = gather_vjp, .attrs = {axis},
+          .doc = "x indexed along axis by a 1-D i32/i64 index; an out-of-range index is an error"});
+  add_op({.name = "scatter_add", .num_inputs = 3, .meta = scatter_add_meta, .vjp = scatter_add_vjp, .attrs = {axis},
+          .doc = "y = x; y[.., index[i], ..] += updates[.., i, ..] along axis"});
 }
 
 Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape) {

@@ -135,19 +135,44 @@ Tensor with_axis(const OpDef& op, const Tensor& x, int64_t axis) {
 }  // namespace
 
 OAR_REGISTER_OPS(nn) {
-  auto add_composite = [](const char* name, int inputs, MetaFn m, DecomposeFn d, VjpFn vjp,
-                          std::vector<std::string> attrs) {
-    add_op({.name = name, .kind = OpKind::composite, .num_inputs = inputs, .meta = m, .decompose = d, .vjp = vjp,
-            .attrs = std::move(attrs)});
+  auto composite_def = [](const char* name, int inputs, MetaFn m, DecomposeFn d, VjpFn vjp,
+                          std::vector<AttrSpec> attrs, const char* doc) {
+    // Every nn composite but relu requires a float input (its meta rule says so).
+    DTypeSet accepts = m == meta::same_as_input ? kAllDTypes : kFloatDTypes;
+    return OpDef{.name = name, .kind = OpKind::composite, .num_inputs = inputs, .meta = m, .decompose = d,
+                 .vjp = vjp, .attrs = std::move(attrs), .dtypes = {.accepts = accepts}, .doc = doc};
   };
-  add_composite("relu", 1, meta::same_as_input, relu_decompose, relu_vjp, {});
-  add_composite("sigmoid", 1, meta::same_as_float_input, sigmoid_decompose, sigmoid_vjp, {});
-  add_composite("silu", 1, meta::same_as_float_input, silu_decompose, silu_vjp, {});
-  add_composite("gelu", 1, meta::same_as_float_input, gelu_decompose, nullptr, {"approximate"});
-  add_composite("softmax", 1, axis_meta, softmax_decompose, softmax_vjp, {"axis"});
-  add_composite("log_softmax", 1, axis_meta, log_softmax_decompose, log_softmax_vjp, {"axis"});
-  add_composite("layer_norm", 3, norm_meta, layer_norm_decompose, nullptr, {"epsilon", "begin_axis"});
-  add_composite("rms_norm", 2, norm_meta, rms_norm_decompose, nullptr, {"epsilon", "begin_axis"});
+  auto add_composite = [&](const char* name, int inputs, MetaFn m, DecomposeFn d, VjpFn vjp,
+                           std::vector<AttrSpec> attrs, const char* doc) {
+    add_op(composite_def(name, inputs, m, d, vjp, std::move(attrs), doc));
+  };
+  // Elementwise unary composites: conformance cases from their domain, f32/f64 (Note [One op definition]).
+  auto elementwise = [&](const char* name, MetaFn m, DecomposeFn d, VjpFn vjp, TestDomain domain, const char* doc) {
+    OpDef def = composite_def(name, 1, m, d, vjp, {}, doc);
+    if (m == meta::same_as_float_input) def.dtypes.promotion = Promotion::float_compute;
+    def.spmd = spmd::elementwise_unary;
+    def.domain = domain;
+    add_op(std::move(def));
+  };
+  elementwise("relu", meta::same_as_input, relu_decompose, relu_vjp,
+              {-3, 3, NAN, NAN, false, false, true, kF32F64DTypes, 10}, "max(x, 0)");
+  elementwise("sigmoid", meta::same_as_float_input, sigmoid_decompose, sigmoid_vjp,
+              {-8, 8, NAN, NAN, false, false, true, kF32F64DTypes, 10}, "1 / (1 + e^-x)");
+  elementwise("silu", meta::same_as_float_input, silu_decompose, silu_vjp,
+              {-8, 8, NAN, NAN, false, false, true, kF32F64DTypes, 10}, "x * sigmoid(x)");
+  add_composite("gelu", 1, meta::same_as_float_input, gelu_decompose, nullptr,
+                {attr("approximate", false, "the tanh formula instead of erf")}, "x * Phi(x)");
+  const AttrSpec axis = attr("axis", AttrKind::int_, "the normalized axis, in [0, rank)");
+  add_composite("softmax", 1, axis_meta, softmax_decompose, softmax_vjp, {axis}, "e^x / sum(e^x) along axis");
+  add_composite("log_softmax", 1, axis_meta, log_softmax_decompose, log_softmax_vjp, {axis}, "log(softmax(x))");
+  add_composite("layer_norm", 3, norm_meta, layer_norm_decompose, nullptr,
+                {attr("epsilon", 1e-5, "added to the variance"),
+                 attr("begin_axis", AttrKind::int_, "first normalized dim")},
+                "(x - mean) / sqrt(var + eps) * weight + bias over dims begin_axis..");
+  add_composite("rms_norm", 2, norm_meta, rms_norm_decompose, nullptr,
+                {attr("epsilon", 1e-6, "added to the mean square"),
+                 attr("begin_axis", AttrKind::int_, "first normalized dim")},
+                "x / sqrt(mean(x^2) + eps) * weight over dims begin_axis..");
 }
 
 Tensor relu(const Tensor& x) {

@@ -1,10 +1,176 @@
-// Attrs and the op registry.
+// Attrs, the op registry, and what an OpDef declares besides its rules:
+// the attribute schema, dtype promotion, the trivial SPMD rules.
+//
+// Note [One op definition]: an op is defined once, in its family file of
+// core/src/ops/: signature, attribute schema (name, kind, default, doc),
+// accepted dtypes and promotion, meta rule, decomposition, VJP, SPMD rule,
+// test domain and a one-line doc. Everything else that used to restate it
+// is generated from the registry: the op table of docs/kernels.md
+// (`oar ops --markdown`, checked by the ctest docs_kernels_table), the
+// elementwise and reduction conformance cases
+// (frontends/conformance/op_specs_registry.cpp), the `_C.ops` bindings of
+// elementwise unary ops and the Python functions over them (math.py), and
+// the scalar/tensor promotion of the Python operators (`_C.ops.promote`).
+// Adding a unary elementwise op is then its row in elementwise.cpp (plus
+// its C++ function in ops.h), one kernel row per plugin, and its test.
+#include <algorithm>
 #include <memory>
 
 #include "oar/error.h"
 #include "oar/op.h"
 
 namespace oar {
+
+namespace {
+constexpr const char* kAttrKindNames[] = {"int", "float", "bool", "string", "int[]", "float[]"};
+}  // namespace
+
+const char* attr_kind_name(AttrKind kind) { return kAttrKindNames[static_cast<size_t>(kind)]; }
+AttrKind attr_kind_of(const AttrValue& value) { return static_cast<AttrKind>(value.index()); }
+
+AttrSpec attr(std::string name, AttrKind kind, std::string doc) {
+  return {std::move(name), kind, std::nullopt, std::move(doc)};
+}
+AttrSpec attr(std::string name, AttrValue default_value, std::string doc) {
+  AttrKind kind = attr_kind_of(default_value);
+  return {std::move(name), kind, std::move(default_value), std::move(doc)};
+}
+
+std::string dtype_set_str(DTypeSet set) {
+  if (set == kFloatDTypes) return "float dtypes";
+  if (set == kNumericDTypes) return "numeric dtypes";
+  if (set == kAllDTypes) return "any dtype";
+  std::string out;
+  for (int d = 0; d <= static_cast<int>(DType::boolean); ++d) {
+    auto dtype = static_cast<DType>(d);
+    if (set & dtype_bit(dtype)) out += (out.empty() ? "" : ", ") + std::string(dtype_name(dtype));
+  }
+  return out.empty() ? "no dtype" : out;
+}
+
+const AttrSpec* OpDef::find_attr(std::string_view attr_name) const {
+  for (const AttrSpec& a : attrs) {
+    if (a.name == attr_name) return &a;
+  }
+  return nullptr;
+}
+
+// Note [Attribute schema]: each OpDef lists the attributes it takes
+// (OpDef::attrs: name, kind, default, doc), next to its meta rule. Every
+// call of a meta rule goes through infer_meta, which checks the attributes
+// first (eager calls, traces, the verifier, shape inference), so a made-up
+// `bogus` on conv2d, a misspelt `stride` for `strides`, a float where an int
+// array belongs or a missing required attribute is an error naming the op
+// and the attribute, and a hostile or stale program file cannot smuggle in
+// attributes every reader would silently ignore. The check costs nothing
+// for ops without attributes (the tiny-op dispatch path) and a few string
+// compares for the others. An attribute with a default may be missing: the
+// meta rule then sees it filled in, and `with_defaults` gives the completed
+// set to callers that build attributes from outside C++ (`_C.ops.call`).
+// The kind check accepts what Attrs' getters convert: an int for a float,
+// a bool for an int.
+namespace {
+bool kind_fits(AttrKind declared, const AttrValue& value) {
+  AttrKind given = attr_kind_of(value);
+  return given == declared || (declared == AttrKind::float_ && given == AttrKind::int_) ||
+         (declared == AttrKind::int_ && given == AttrKind::bool_);
+}
+
+std::string schema_list(const OpDef& op) {
+  std::string out;
+  for (const AttrSpec& a : op.attrs) out += (out.empty() ? "" : ", ") + a.name;
+  return out;
+}
+}  // namespace
+
+std::string attr_problem(const OpDef& op, const Attrs& attrs) {
+  for (const auto& [name, value] : attrs.items()) {
+    const AttrSpec* spec = op.find_attr(name);
+    if (!spec) {
+      return "has an unknown attribute '" + name + "'; " + op.name + " takes " +
+             (op.attrs.empty() ? "no attributes" : "only " + schema_list(op));
+    }
+    if (!kind_fits(spec->kind, value)) {
+      return "has attribute '" + name + "' of kind " + attr_kind_name(attr_kind_of(value)) + " but " + op.name +
+             " declares it " + attr_kind_name(spec->kind);
+    }
+  }
+  for (const AttrSpec& a : op.attrs) {
+    if (!a.default_value && !attrs.has(a.name)) {
+      return "is missing the required attribute '" + a.name + "' (" + attr_kind_name(a.kind) + ": " + a.doc + ")";
+    }
+  }
+  return {};
+}
+
+void check_attrs(const OpDef& op, const Attrs& attrs) {
+  if (attrs.items().empty() && op.attrs.empty()) return;
+  std::string problem = attr_problem(op, attrs);
+  if (!problem.empty()) throw Error(ErrorCode::invalid_argument, op.name + ": the call " + problem);
+}
+
+Attrs with_defaults(const OpDef& op, const Attrs& attrs) {
+  check_attrs(op, attrs);
+  Attrs out = attrs;
+  for (const AttrSpec& a : op.attrs) {
+    if (a.default_value && !attrs.has(a.name)) out.set(a.name, *a.default_value);
+  }
+  return out;
+}
+
+// Note [Dtype promotion]: one table for every frontend. Tensors combine by
+// promote_types (float beats int beats bool, wider beats narrower). A
+// Python scalar adapts to the tensors (x_f16 * 2.5 stays f16, x_i32 + 1
+// stays i32), except where Paddle 3 widens: a float scalar with integer or
+// bool tensors gives the default float dtype, an integer scalar with bool
+// tensors gives int64. Promotion::float_compute then moves a non-float
+// result to the default float dtype: true division (int / int) and the
+// float-only unary functions of the Python layer (oar.exp of an int
+// tensor). The C++ op functions promote tensors as `common` (binary() in
+// elementwise.cpp) and leave the rest to the meta rule, which refuses a
+// dtype outside DTypeRule::accepts: C++ `oar::divide` of ints is the
+// kernels' truncating division (floor_divide builds on it), `oar::exp` of
+// an int tensor is an error; the Python layer asks `_C.ops.promote` first.
+DType promote(const OpDef& op, std::span<const DType> dtypes, std::span<const ScalarKind> scalars,
+              DType default_float) {
+  if (dtypes.size() != scalars.size()) {
+    throw Error(ErrorCode::invalid_argument, op.name + ": promote got " + std::to_string(dtypes.size()) +
+                                                 " dtypes but " + std::to_string(scalars.size()) + " scalar kinds");
+  }
+  std::optional<DType> tensors;
+  ScalarKind widest = ScalarKind::tensor;
+  for (size_t i = 0; i < dtypes.size(); ++i) {
+    if (scalars[i] == ScalarKind::tensor) tensors = tensors ? promote_types(*tensors, dtypes[i]) : dtypes[i];
+    else widest = std::max(widest, scalars[i]);
+  }
+  DType d = tensors.value_or(widest == ScalarKind::floating  ? default_float
+                             : widest == ScalarKind::integer ? DType::i64
+                                                             : DType::boolean);
+  if (op.dtypes.promotion == Promotion::none) return d;
+  if (widest == ScalarKind::floating && !is_floating(d)) d = default_float;
+  if (widest == ScalarKind::integer && d == DType::boolean) d = DType::i64;
+  if (op.dtypes.promotion == Promotion::float_compute && !is_floating(d)) d = default_float;
+  return d;
+}
+
+std::string Placement::str() const {
+  static const char* const reduce_names[] = {"sum", "avg", "max", "min"};
+  switch (kind) {
+    case Kind::replicate:
+      return "Replicate()";
+    case Kind::shard:
+      return "Shard(" + std::to_string(dim) + ")";
+    case Kind::partial:
+      return std::string("Partial(") + reduce_names[static_cast<size_t>(reduce)] + ")";
+  }
+  return "?";
+}
+
+std::optional<std::vector<Placement>> spmd::elementwise_unary(const OpDef&, std::span<const Placement> inputs,
+                                                              const Attrs&) {
+  if (inputs.size() != 1 || inputs[0].kind == Placement::Kind::partial) return std::nullopt;
+  return std::vector<Placement>{inputs[0]};
+}
 
 void Attrs::set(std::string name, AttrValue value) {
   for (auto& [k, v] : items_) {
@@ -24,7 +190,9 @@ const AttrValue* Attrs::find(std::string_view name) const {
 }
 
 std::vector<TensorMeta> infer_meta(const OpDef& op, std::span<const TensorMeta> inputs, const Attrs& attrs) {
-  std::vector<TensorMeta> out = op.meta(op, inputs, attrs);
+  check_attrs(op, attrs);  // Note [Attribute schema]
+  bool complete = attrs.items().size() >= op.attrs.size();  // every attribute given (they are all known)
+  std::vector<TensorMeta> out = complete ? op.meta(op, inputs, attrs) : op.meta(op, inputs, with_defaults(op, attrs));
   for (const TensorMeta& m : out) checked_shape_bytes(op.name, m.shape, m.dtype);  // Note [Checked shapes]
   return out;
 }

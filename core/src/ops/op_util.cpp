@@ -51,6 +51,15 @@ void require_float(const OpDef& op, std::span<const TensorMeta> in, size_t index
   }
 }
 
+void require_accepted(const OpDef& op, std::span<const TensorMeta> in, size_t index) {
+  DType d = in[index].dtype;
+  if (op.dtypes.accepts & dtype_bit(d)) return;
+  if ((op.dtypes.accepts & ~kFloatDTypes) == 0) require_float(op, in, index);
+  std::string takes = op.dtypes.accepts == kNumericDTypes ? "a numeric dtype" : dtype_set_str(op.dtypes.accepts);
+  throw Error(ErrorCode::invalid_argument, op.name + ": input " + std::to_string(index) + " has dtype " +
+                                               std::string(dtype_name(d)) + " but " + takes + " is required");
+}
+
 void require_same_dtype(const OpDef& op, std::span<const TensorMeta> in) {
   for (size_t i = 1; i < in.size(); ++i) {
     if (in[i].dtype != in[0].dtype) {

@@ -31,6 +31,9 @@ std::vector<int64_t> normalize_axes(const std::string& op, std::vector<int64_t> 
 Shape broadcast_shapes(const std::string& op, const Shape& a, const Shape& b);
 /// Throws unless input `index` has a floating dtype.
 void require_float(const OpDef& op, std::span<const TensorMeta> in, size_t index);
+/// Throws unless input `index` has a dtype of op.dtypes.accepts, naming the
+/// op, the input and what it takes ("a floating dtype is required").
+void require_accepted(const OpDef& op, std::span<const TensorMeta> in, size_t index);
 /// Throws unless every input has the dtype of input 0.
 void require_same_dtype(const OpDef& op, std::span<const TensorMeta> in);
 /// Output = input 0's dtype and shape.

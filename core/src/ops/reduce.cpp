@@ -1,6 +1,7 @@
 // Reductions: sum, prod, max, min, argmax, argmin (primitives); mean, var
 // (composites).
 #include <array>
+#include <cmath>
 
 #include "oar/autograd.h"
 #include "oar/ops.h"
@@ -165,17 +166,35 @@ Tensor arg_reduce(const OpDef& op, const Tensor& x, std::optional<int64_t> axis,
 }  // namespace
 
 OAR_REGISTER_OPS(reduce) {
-  const std::vector<std::string> reduce{"axes", "keepdim"};
-  add_op({.name = "sum", .meta = reduce_meta, .vjp = sum_vjp, .attrs = reduce});
-  add_op({.name = "prod", .meta = reduce_meta, .vjp = prod_vjp, .attrs = reduce});
-  add_op({.name = "max", .meta = reduce_meta, .vjp = extremum_vjp, .attrs = reduce});
-  add_op({.name = "min", .meta = reduce_meta, .vjp = extremum_vjp, .attrs = reduce});
+  const AttrSpec axes = attr("axes", AttrKind::ints, "the reduced axes: sorted, unique, in [0, rank)");
+  const AttrSpec keepdim = attr("keepdim", false, "keep each reduced axis as a dim of 1");
+  const std::vector<AttrSpec> reduce{axes, keepdim};
+  const DTypeSet sum_dtypes = kFloatDTypes | dtype_bit(DType::i32) | dtype_bit(DType::i64) | dtype_bit(DType::boolean);
+  add_op({.name = "sum", .meta = reduce_meta, .vjp = sum_vjp, .attrs = reduce,
+          .domain = TestDomain{-2, 2, NAN, NAN, false, false, true, sum_dtypes, 10},
+          .doc = "sum over `axes`; int and bool inputs write i64; an empty reduction gives 0"});
+  add_op({.name = "prod", .meta = reduce_meta, .vjp = prod_vjp, .attrs = reduce,
+          .domain = TestDomain{0.5, 1.5, NAN, NAN, false, false, true, 0, 10},
+          .doc = "product over `axes`; int and bool inputs write i64; an empty reduction gives 1"});
+  add_op({.name = "max", .meta = reduce_meta, .vjp = extremum_vjp, .attrs = reduce,
+          .domain = TestDomain{-2, 2, NAN, NAN, false, false, false, 0, 10},
+          .doc = "max over `axes` (NaN wins); an empty axis is refused by the meta rule"});
+  add_op({.name = "min", .meta = reduce_meta, .vjp = extremum_vjp, .attrs = reduce,
+          .domain = TestDomain{-2, 2, NAN, NAN, false, false, false, 0, 10},
+          .doc = "min over `axes` (NaN wins); an empty axis is refused by the meta rule"});
   for (const char* name : {"argmax", "argmin"}) {
-    add_op({.name = name, .meta = arg_meta, .differentiable = false, .attrs = {"axis", "keepdim"}});
+    add_op({.name = name, .meta = arg_meta, .differentiable = false,
+            .attrs = {attr("axis", AttrKind::int_, "the searched axis, in [0, rank)"), keepdim},
+            .doc = "i64 index of the first extreme value along `axis`; NaN counts as the extreme"});
   }
-  add_op({.name = "mean", .kind = OpKind::composite, .meta = mean_meta, .decompose = mean_decompose, .attrs = reduce});
+  add_op({.name = "mean", .kind = OpKind::composite, .meta = mean_meta, .decompose = mean_decompose, .attrs = reduce,
+          .dtypes = {.accepts = kFloatDTypes},
+          .domain = TestDomain{-2, 2, NAN, NAN, false, false, false, kF32F64DTypes, 10},
+          .doc = "sum / count over `axes` (float dtypes)"});
   add_op({.name = "var", .kind = OpKind::composite, .meta = mean_meta, .decompose = var_decompose,
-          .attrs = {"axes", "keepdim", "unbiased"}});
+          .attrs = {axes, keepdim, attr("unbiased", true, "divide by count - 1 (Bessel's correction)")},
+          .dtypes = {.accepts = kFloatDTypes},
+          .doc = "variance over `axes` (float dtypes)"});
 }
 
 Tensor sum(const Tensor& x, std::vector<int64_t> axes, bool keepdim) { return reduce(OAR_OP("sum"), x, axes, keepdim); }

@@ -120,16 +120,21 @@ OAR_REGISTER_OPS(shape_ops) {
   // Composite: the cpu and mock plugins run them natively; a device
   // without kernels for them runs the decomposition.
   add_op({.name = "full_like", .kind = OpKind::composite, .meta = full_like_meta, .decompose = full_like_decompose,
-          .vjp = no_grad_vjp, .differentiable = false, .attrs = {"value", "dtype"}});
+          .vjp = no_grad_vjp, .differentiable = false,
+          .attrs = {attr("value", AttrKind::float_, "every element's value"),
+                    attr("dtype", AttrKind::int_, "the result's DType")},
+          .doc = "x's shape, every element = value (cast to the dtype); x's values are not read"});
   add_op({.name = "broadcast_to_like", .kind = OpKind::composite, .num_inputs = 2,
           .layout = InputLayout::broadcast, .meta = broadcast_to_like_meta,
-          .decompose = broadcast_to_like_decompose, .vjp = broadcast_to_like_vjp});
+          .decompose = broadcast_to_like_decompose, .vjp = broadcast_to_like_vjp,
+          .doc = "x broadcast to the shape of the second input (whose values are not read)"});
   add_op({.name = "sum_to_like", .kind = OpKind::composite, .num_inputs = 2, .meta = sum_to_like_meta,
-          .decompose = sum_to_like_decompose, .vjp = sum_to_like_vjp});
+          .decompose = sum_to_like_decompose, .vjp = sum_to_like_vjp,
+          .doc = "x summed over its broadcast dims down to the shape of the second input"});
   add_op({.name = "shape", .kind = OpKind::composite, .meta = shape_meta, .decompose = shape_decompose,
-          .vjp = no_grad_vjp, .differentiable = false});
+          .vjp = no_grad_vjp, .differentiable = false, .doc = "1-D i64: x's dims, computed when it runs"});
   add_op({.name = "numel", .kind = OpKind::composite, .meta = numel_meta, .decompose = numel_decompose,
-          .vjp = no_grad_vjp, .differentiable = false});
+          .vjp = no_grad_vjp, .differentiable = false, .doc = "0-D i64: x's element count, computed when it runs"});
 }
 
 Tensor full_like(const Tensor& x, double value, DType dtype) {

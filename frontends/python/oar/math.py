@@ -21,7 +21,7 @@ def _as_tensor(v, like):
     """v as a tensor on like's device: a Tensor stays, a scalar takes like's dtype."""
     if isinstance(v, Tensor):
         return v
-    if _int_with_int_scalar(like, v):
+    if _exact_int_scalar(like, v):
         # Exactly in the integer dtype (a double holds integers only up to
         # 2**53); one it cannot hold raises OverflowError, as numpy does.
         return to_tensor(v, dtype=like.dtype, place=like._device)
@@ -30,67 +30,117 @@ def _as_tensor(v, like):
     return to_tensor(v, place=like._device)
 
 
-def _int_with_int_scalar(x, scalar):
-    """An integer (not bool) tensor with a Python or numpy integer scalar."""
+def _exact_int_scalar(x, scalar):
+    """An integer (not bool) tensor with a Python or numpy integer scalar: the
+    scalar is built exactly in x's dtype. (Not a dtype rule: which dtype an op
+    computes in comes from the registry, _promoted.)"""
     return (isinstance(x, Tensor) and not x.dtype.is_floating_point and x.dtype != _BOOL
             and isinstance(scalar, (numbers.Integral, np.integer)) and not isinstance(scalar, (builtins.bool, np.bool_)))
 
 
-def _float_for_scalar(x, scalar):
-    """Paddle promotes an integer tensor with a float scalar to the default float dtype."""
-    if not x.dtype.is_floating_point and isinstance(scalar, (float, np.floating)):
-        return _ops.cast(x, default_float_dtype())
-    if x.dtype == _BOOL and isinstance(scalar, (numbers.Integral, np.integer)) and not isinstance(scalar, builtins.bool):
-        return _ops.cast(x, int64)
-    return x
+_KIND_OF_TYPE = {float: "float", int: "int", builtins.bool: "bool"}
 
 
-def _binary(op, x, y):
-    if not isinstance(x, Tensor):
-        if isinstance(y, Tensor):
-            if _is_scalar(x):
-                y = _float_for_scalar(y, x)
-            return op(_as_tensor(x, y), y)
-        x = to_tensor(x)
-    if _is_scalar(y):
-        x = _float_for_scalar(x, y)
-    return op(x, _as_tensor(y, x))
+def _scalar_kind(v):
+    """"bool", "int" or "float" for a Python or numpy scalar; None for anything else."""
+    kind = _KIND_OF_TYPE.get(type(v))
+    if kind is not None or isinstance(v, Tensor):
+        return kind
+    if isinstance(v, (builtins.bool, np.bool_)):
+        return "bool"
+    if isinstance(v, (numbers.Integral, np.integer)):
+        return "int"
+    return "float" if _is_scalar(v) else None
 
 
-def add(x, y, name=None):
-    if isinstance(x, Tensor) and _is_scalar(y) and not _int_with_int_scalar(x, y):
-        return _ops.add_scalar(_float_for_scalar(x, y), float(y))
-    return _binary(_ops.add, x, y)
+# The registry's answers, remembered per (op, dtypes, scalar kinds, default float).
+_PROMOTED = {}
 
 
-def subtract(x, y, name=None):
-    if isinstance(x, Tensor) and _is_scalar(y) and not _int_with_int_scalar(x, y):
-        return _ops.subtract_scalar(_float_for_scalar(x, y), float(y))
-    return _binary(_ops.subtract, x, y)
-
-
-def multiply(x, y, name=None):
-    if isinstance(x, Tensor) and _is_scalar(y) and not _int_with_int_scalar(x, y):
-        return _ops.multiply_scalar(_float_for_scalar(x, y), float(y))
-    return _binary(_ops.multiply, x, y)
-
-
-def _true_div_operands(x, y):
-    # int / int is true division in Paddle 3: computed in the default float dtype.
-    if isinstance(x, Tensor) and not x.dtype.is_floating_point and (
-            not isinstance(y, Tensor) or not y.dtype.is_floating_point):
-        x = _ops.cast(x, default_float_dtype())
-    if isinstance(y, Tensor) and not y.dtype.is_floating_point and (
-            not isinstance(x, Tensor) or not x.dtype.is_floating_point):
-        y = _ops.cast(y, default_float_dtype())
+def _promoted(op, x, y):
+    """x and y with their tensors cast to the dtype registry op `op` computes
+    in (Note [Dtype promotion] in core/src/ops/op_registry.cpp: a float scalar
+    with an integer tensor gives the default float dtype, an int scalar with a
+    bool tensor int64, div of integers computes in float); scalars stay."""
+    dx = x.dtype if isinstance(x, Tensor) else None
+    dy = y.dtype if isinstance(y, Tensor) else None
+    key = (op, dx, dy, _scalar_kind(x), _scalar_kind(y), default_float_dtype())
+    d = _PROMOTED.get(key)
+    if d is None:
+        d = _PROMOTED[key] = _ops.promote(op, [dx, dy], [key[3], key[4]], key[5])
+    if isinstance(x, Tensor) and x.dtype != d:
+        x = _ops.cast(x, d)
+    if isinstance(y, Tensor) and y.dtype != d:
+        y = _ops.cast(y, d)
     return x, y
 
 
+def _tensor_operands(x, y):
+    """Operands that are neither tensors nor scalars (lists, arrays) as tensors
+    on the other operand's device; x becomes a tensor when neither is one."""
+    if not isinstance(x, Tensor):
+        if not isinstance(y, Tensor):
+            x = to_tensor(x)
+        elif not _is_scalar(x):
+            x = to_tensor(x, place=y._device)
+    if not isinstance(y, Tensor) and not _is_scalar(y):
+        y = to_tensor(y, place=x._device)
+    return x, y
+
+
+def _binary(op, fn, x, y):
+    """fn(x, y) for registry op `op`: tensors as they are (the core promotes
+    them), a scalar operand after _promoted."""
+    x, y = _tensor_operands(x, y)
+    if isinstance(x, Tensor) and isinstance(y, Tensor):
+        return fn(x, y)
+    x, y = _promoted(op, x, y)
+    return fn(x, _as_tensor(y, x)) if isinstance(x, Tensor) else fn(_as_tensor(x, y), y)
+
+
+_SCALAR_PROMOTED = {}
+
+
+def _with_scalar(op, fn, scalar_fn, x, y):
+    """x (op) y where y may be a scalar: scalar_fn(x, float(y)) in the dtype
+    the registry gives (remembered per tensor dtype, scalar kind and default
+    float: this is the hot path of `x * 0.5`), unless the scalar must be built
+    exactly in an integer dtype."""
+    if isinstance(x, Tensor):
+        kind = _scalar_kind(y)
+        if kind is not None:
+            key = (op, x.dtype, kind, default_float_dtype())
+            d = _SCALAR_PROMOTED.get(key)
+            if d is None:
+                d = _SCALAR_PROMOTED[key] = _ops.promote(op, [key[1], None], [None, kind], key[3])
+            if d != key[1]:
+                x = _ops.cast(x, d)
+            if kind != "int" or not _exact_int_scalar(x, y):
+                return scalar_fn(x, float(y))
+    return _binary(op, fn, x, y)
+
+
+def add(x, y, name=None):
+    return _with_scalar("add", _ops.add, _ops.add_scalar, x, y)
+
+
+def subtract(x, y, name=None):
+    return _with_scalar("sub", _ops.subtract, _ops.subtract_scalar, x, y)
+
+
+def multiply(x, y, name=None):
+    return _with_scalar("mul", _ops.multiply, _ops.multiply_scalar, x, y)
+
+
 def divide(x, y, name=None):
-    x, y = _true_div_operands(x, y)
+    # int / int is true division in Paddle 3: the registry's div computes
+    # integers in the default float dtype (Promotion::float_compute).
+    if isinstance(x, Tensor) and _is_scalar(y):
+        return _with_scalar("div", _ops.divide, _ops.divide_scalar, x, y)
+    x, y = _promoted("div", *_tensor_operands(x, y))
     if isinstance(x, Tensor) and _is_scalar(y):
         return _ops.divide_scalar(x, float(y))
-    return _binary(_ops.divide, x, y)
+    return _binary("div", _ops.divide, x, y)
 
 
 def _is_int_operand(v):
@@ -144,48 +194,48 @@ mod = remainder
 
 def pow(x, y, name=None):  # noqa: A001 - paddle.pow
     if isinstance(x, Tensor) and _is_scalar(y):
-        return _ops.pow_scalar(_float_for_scalar(x, y), float(y))
-    return _binary(_ops.pow, x, y)
+        return _ops.pow_scalar(_promoted("pow", x, y)[0], float(y))
+    return _binary("pow", _ops.pow, x, y)
 
 
 def maximum(x, y, name=None):
-    return _binary(_ops.maximum, x, y)
+    return _binary("maximum", _ops.maximum, x, y)
 
 
 def minimum(x, y, name=None):
-    return _binary(_ops.minimum, x, y)
+    return _binary("minimum", _ops.minimum, x, y)
 
 
 def equal(x, y, name=None):
-    return _binary(_ops.equal, x, y)
+    return _binary("equal", _ops.equal, x, y)
 
 
 def not_equal(x, y, name=None):
-    return _binary(_ops.not_equal, x, y)
+    return _binary("not_equal", _ops.not_equal, x, y)
 
 
 def less_than(x, y, name=None):
-    return _binary(_ops.less_than, x, y)
+    return _binary("less", _ops.less_than, x, y)
 
 
 def less_equal(x, y, name=None):
-    return _binary(_ops.less_equal, x, y)
+    return _binary("less_equal", _ops.less_equal, x, y)
 
 
 def greater_than(x, y, name=None):
-    return _binary(_ops.greater_than, x, y)
+    return _binary("greater", _ops.greater_than, x, y)
 
 
 def greater_equal(x, y, name=None):
-    return _binary(_ops.greater_equal, x, y)
+    return _binary("greater_equal", _ops.greater_equal, x, y)
 
 
 def logical_and(x, y, out=None, name=None):
-    return _binary(_ops.logical_and, x, y)
+    return _binary("logical_and", _ops.logical_and, x, y)
 
 
 def logical_or(x, y, out=None, name=None):
-    return _binary(_ops.logical_or, x, y)
+    return _binary("logical_or", _ops.logical_or, x, y)
 
 
 def logical_xor(x, y, out=None, name=None):
@@ -196,36 +246,29 @@ def logical_not(x, out=None, name=None):
     return _ops.logical_not(x)
 
 
-def _unary(fn):
-    def op(x, name=None):
-        return fn(x)
-    op.__name__ = fn.__name__
-    return op
+def _registry_unary(op_name):
+    """paddle.<op_name> for an elementwise unary op of the registry. A float-only
+    op (Promotion::float_compute) computes an integer input in the default
+    float dtype, as _ops.promote says for one tensor operand."""
+    fn = getattr(_ops, op_name)
+    float_compute = _ops.promote(op_name, [int64], [None], convert_dtype("float32")) != int64
 
-
-def _float_unary(fn):
     def op(x, name=None):
-        if not x.dtype.is_floating_point:
+        if float_compute and not x.dtype.is_floating_point:
             x = _ops.cast(x, default_float_dtype())
         return fn(x)
-    op.__name__ = fn.__name__
+    op.__name__ = op_name
+    op.__qualname__ = op_name
+    op.__module__ = __name__
     return op
 
 
-abs = _unary(_ops.abs)  # noqa: A001
-neg = _unary(_ops.neg)
-sign = _unary(_ops.sign)
-floor = _unary(_ops.floor)
-ceil = _unary(_ops.ceil)
-exp = _float_unary(_ops.exp)
-log = _float_unary(_ops.log)
-sqrt = _float_unary(_ops.sqrt)
-rsqrt = _float_unary(_ops.rsqrt)
-sin = _float_unary(_ops.sin)
-cos = _float_unary(_ops.cos)
-tanh = _float_unary(_ops.tanh)
-erf = _float_unary(_ops.erf)
-sigmoid = _float_unary(_ops.sigmoid)
+# Generated from the registry (_ops.elementwise_unary(): abs, neg, exp, log,
+# ..., expm1, sigmoid); relu and silu live in nn.functional, copy is internal,
+# logical_not takes Paddle's `out` argument below.
+for _name in _ops.elementwise_unary():
+    if _name not in ("relu", "silu", "copy", "logical_not"):
+        globals()[_name] = _registry_unary(_name)
 
 
 def square(x, name=None):
@@ -246,10 +289,6 @@ def log2(x, name=None):
 
 def log10(x, name=None):
     return multiply(log(x), 1.0 / np.log(10.0))
-
-
-def expm1(x, name=None):
-    return subtract(exp(x), 1.0)
 
 
 def tan(x, name=None):

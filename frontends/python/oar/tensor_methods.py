@@ -390,6 +390,8 @@ def _install():
         "index_add", "take_along_axis", "nonzero", "masked_select", "masked_fill", "tril", "triu", "flip",
         "roll", "cumsum", "where",
     ]
+    # The registry's elementwise unary ops (math.py makes them) are methods too.
+    methods += [n for n in _ops.elementwise_unary() if n not in methods and hasattr(M, n)]
     for name in methods:
         setattr(T, name, M._PY_FUNCTIONS.get(name) or getattr(M, name))
     for name in ["add", "subtract", "multiply", "divide", "clip", "scale", "exp", "sqrt", "tanh",

@@ -2,6 +2,8 @@
 // Paddle-style signatures (axis=None, dtype strings, name=) are in Python.
 #include <pybind11/stl.h>
 
+#include <array>
+
 #include "binding.h"
 
 namespace oar_py {
@@ -16,13 +18,72 @@ Tensor or_undefined(const OptTensor& t) { return t.value_or(Tensor()); }
 
 void bind_ops(py::module_& parent) {
   py::module_ m = parent.def_submodule("ops", "The core's eager ops.");
-  // ---- elementwise unary ----
-#define OAR_UNARY(name) m.def(#name, [](const Tensor& x) { return oar::name(x); }, py::arg("x"));
-  OAR_UNARY(neg) OAR_UNARY(abs) OAR_UNARY(exp) OAR_UNARY(log) OAR_UNARY(sqrt) OAR_UNARY(rsqrt)
-  OAR_UNARY(sin) OAR_UNARY(cos) OAR_UNARY(tanh) OAR_UNARY(erf) OAR_UNARY(sign) OAR_UNARY(floor)
-  OAR_UNARY(ceil) OAR_UNARY(logical_not) OAR_UNARY(relu) OAR_UNARY(sigmoid) OAR_UNARY(silu)
-  OAR_UNARY(zeros_like) OAR_UNARY(ones_like)
-#undef OAR_UNARY
+  // ---- elementwise unary: generated from the registry ----
+  // Every op with one input, no attributes and a TestDomain (Note [One op
+  // definition] in core/src/ops/op_registry.cpp): neg, exp, ..., relu. The
+  // list is `elementwise_unary()`; math.py makes its Python functions from it.
+  py::list unary_names;
+  for (const oar::OpDef* def : oar::OpRegistry::instance().all()) {
+    if (!def->domain || def->num_inputs != 1 || !def->attrs.empty()) continue;
+    m.def(def->name.c_str(), [def](const Tensor& x) {
+      std::array<Tensor, 1> in{x};
+      return oar::apply1(*def, in);
+    }, py::arg("x"));
+    unary_names.append(def->name);
+  }
+  m.attr("_elementwise_unary") = unary_names;
+  m.def("elementwise_unary", [unary_names]() { return unary_names; },
+        "Names of the elementwise unary ops of the registry, in registration order.");
+  m.def("accepts_only_floats", [](const std::string& op) {
+    return (oar::OpRegistry::instance().get(op).dtypes.accepts & ~oar::kFloatDTypes) == 0;
+  }, py::arg("op"), "Whether op takes float dtypes only (its DTypeRule).");
+  // Note [Dtype promotion] in op_registry.cpp: the dtype an op computes in
+  // for tensor dtypes and Python scalars ("bool", "int", "float"; None for a tensor).
+  m.def("promote", [](const std::string& op, const std::vector<std::optional<oar::DType>>& dtypes,
+                      const std::vector<std::optional<std::string>>& scalar_kinds, oar::DType default_float) {
+    const oar::OpDef& def = oar::OpRegistry::instance().get(op);
+    std::vector<oar::DType> ds;
+    std::vector<oar::ScalarKind> ks;
+    for (size_t i = 0; i < dtypes.size(); ++i) {
+      const std::optional<std::string>& k = i < scalar_kinds.size() ? scalar_kinds[i] : std::nullopt;
+      if (!k) {
+        if (!dtypes[i]) throw oar::Error(oar::ErrorCode::invalid_argument, op + ": promote: operand " +
+                                                                           std::to_string(i) + " has neither a dtype nor a scalar kind");
+        ks.push_back(oar::ScalarKind::tensor);
+      } else if (*k == "bool") ks.push_back(oar::ScalarKind::boolean);
+      else if (*k == "int") ks.push_back(oar::ScalarKind::integer);
+      else if (*k == "float") ks.push_back(oar::ScalarKind::floating);
+      else throw oar::Error(oar::ErrorCode::invalid_argument, op + ": promote: scalar kind '" + *k +
+                                                              "' is not one of bool, int, float");
+      ds.push_back(dtypes[i].value_or(oar::DType::boolean));
+    }
+    return oar::promote(def, ds, ks, default_float);
+  }, py::arg("op"), py::arg("dtypes"), py::arg("scalar_kinds"), py::arg("default_float") = oar::DType::f32);
+  // A registry op by name, its attributes checked and defaults filled (Note
+  // [Attribute schema]); returns the list of its outputs.
+  m.def("call", [](const std::string& op, const std::vector<Tensor>& inputs, const py::dict& attrs) {
+    const oar::OpDef& def = oar::OpRegistry::instance().get(op);
+    oar::Attrs given;
+    for (const auto& [k, v] : attrs) {
+      std::string name = py::cast<std::string>(k);
+      const oar::AttrSpec* spec = def.find_attr(name);
+      if (!spec) {
+        given.set(name, int64_t{0});  // check_attrs names it as unknown
+        continue;
+      }
+      switch (spec->kind) {
+        case oar::AttrKind::int_: given.set(name, oar::AttrValue(py::cast<int64_t>(v))); break;
+        case oar::AttrKind::float_: given.set(name, oar::AttrValue(py::cast<double>(v))); break;
+        case oar::AttrKind::bool_: given.set(name, oar::AttrValue(py::cast<bool>(v))); break;
+        case oar::AttrKind::string: given.set(name, oar::AttrValue(py::cast<std::string>(v))); break;
+        case oar::AttrKind::ints: given.set(name, oar::AttrValue(py::cast<std::vector<int64_t>>(v))); break;
+        case oar::AttrKind::floats: given.set(name, oar::AttrValue(py::cast<std::vector<double>>(v))); break;
+      }
+    }
+    return oar::current_builder().apply(def, inputs, oar::with_defaults(def, given), nullptr);
+  }, py::arg("op"), py::arg("inputs"), py::arg("attrs") = py::dict());
+  m.def("zeros_like", [](const Tensor& x) { return oar::zeros_like(x); }, py::arg("x"));
+  m.def("ones_like", [](const Tensor& x) { return oar::ones_like(x); }, py::arg("x"));
   // ---- elementwise binary ----
 #define OAR_BINARY(name) m.def(#name, [](const Tensor& a, const Tensor& b) { return oar::name(a, b); }, \
                                py::arg("x"), py::arg("y"));
