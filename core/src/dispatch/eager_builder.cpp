@@ -119,7 +119,9 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
     if (op.decompose) return op.decompose(inputs, attrs);
     throw no_kernel_error(backend, op.name, op.id, in_span, out_span, &ctx);
   }
-  for (size_t i = 0; i < inputs.size(); ++i) views[i] = kernel_input_view(inputs[i], rank, kernel->flags, copies[i]);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!kernel_takes_as_is(inputs[i], kernel->flags)) views[i] = kernel_input_view(inputs[i], rank, kernel->flags, copies[i]);
+  }
 
   std::vector<Tensor> outputs;
   outputs.reserve(out_meta.size());
