@@ -87,21 +87,10 @@ void fill_value(const OarTensorView& y, T v) {
   }
 }
 
+// full, and full_like (the shape of its input, whose values are not read).
+template <int Inputs>
 OarStatus full_kernel(const OarKernelContext* ctx) {
-  if (OarStatus s = creation_output(ctx, false)) return s;
-  Attrs attrs(ctx);
-  const OarTensorView& y = ctx->outputs[0];
-  visit_all(y.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    const T v = attrs.element<T>("value", nullptr);
-    if (attrs.ok()) fill_value<T>(y, v);
-  });
-  return attrs.status();
-}
-
-// full_like: full with the shape of its input, whose values are not read.
-OarStatus full_like_kernel(const OarKernelContext* ctx) {
-  if (OarStatus s = creation_output(ctx, false, 1)) return s;
+  if (OarStatus s = creation_output(ctx, false, Inputs)) return s;
   Attrs attrs(ctx);
   const OarTensorView& y = ctx->outputs[0];
   visit_all(y.dtype, [&](auto tag) {
@@ -167,8 +156,8 @@ void register_cast_kernels(op::KernelTable& r) {
   }
   for (int32_t dt : kAllDtypes) {
     r.add("copy", {dt}, {dt}, &guarded<&copy_kernel>, OAR_KERNEL_STRIDED);
-    r.add("full", {}, {dt}, &guarded<&full_kernel>);
-    r.add_any_inputs("full_like", {dt}, &guarded<&full_like_kernel>);
+    r.add("full", {}, {dt}, &guarded<&full_kernel<0>>);
+    r.add_any_inputs("full_like", {dt}, &guarded<&full_kernel<1>>);
   }
   for (int32_t dt : kNumericDtypes) r.add("arange", {}, {dt}, &guarded<&arange_kernel>);
   for (int32_t dt : kFloatDtypes) {

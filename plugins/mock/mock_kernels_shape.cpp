@@ -53,9 +53,11 @@ OarStatus transpose_kernel(const OarKernelContext* ctx) {
   });
 }
 
-OarStatus broadcast_to_kernel(const OarKernelContext* ctx) {
+// broadcast_to, and broadcast_to_like (the shape of its second input, which
+// is not read): x broadcast to the output's shape.
+OarStatus broadcast_kernel(const OarKernelContext* ctx, const char* op, int32_t inputs) {
   Launch l;
-  if (OarStatus s = prepare(ctx, "broadcast_to", 1, 1, &l)) return s;
+  if (OarStatus s = prepare(ctx, op, inputs, 1, &l)) return s;
   const View x = l.in[0], y = l.out[0];
   if (OarStatus s = same_dtype(l, x, y)) return s;
   if (!check_broadcastable(l.op, "x", x, y)) return OAR_ERROR_INVALID_ARGUMENT;
@@ -66,18 +68,9 @@ OarStatus broadcast_to_kernel(const OarKernelContext* ctx) {
   });
 }
 
-// broadcast_to_like: broadcast_to with the shape of its second input (not read).
+OarStatus broadcast_to_kernel(const OarKernelContext* ctx) { return broadcast_kernel(ctx, "broadcast_to", 1); }
 OarStatus broadcast_to_like_kernel(const OarKernelContext* ctx) {
-  Launch l;
-  if (OarStatus s = prepare(ctx, "broadcast_to_like", 2, 1, &l)) return s;
-  const View x = l.in[0], y = l.out[0];
-  if (OarStatus s = same_dtype(l, x, y)) return s;
-  if (!check_broadcastable(l.op, "x", x, y)) return OAR_ERROR_INVALID_ARGUMENT;
-  return submit(l, [x, y](std::string&) -> OarStatus {
-    for_each_index(y.ndim, y.shape,
-                   [&](const int64_t* i, int64_t) { std::memcpy(y.at(i), x.at(i), y.elsize()); });
-    return OAR_OK;
-  });
+  return broadcast_kernel(ctx, "broadcast_to_like", 2);
 }
 
 // shape and numel: the input's dims or element count as i64; its values are not read.
