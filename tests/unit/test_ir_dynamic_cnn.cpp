@@ -162,6 +162,32 @@ TEST_CASE("a VJP along a dynamic dim holds for the example size only, and append
                                                   {.input_shapes = {{2, 3}}});
   REQUIRE(g[0]);
   CHECK(g[0]->type().str() == "f32[3]");
+  // pad along the dynamic dim, differentiated for the input itself: nothing
+  // after the VJP would reject the gradient's example-sized shape.
+  ir::Trace padded = ir::trace(
+      [](const std::vector<Tensor>& in) {
+        Tensor y = pad(in[0], {1, 2, 0, 0});
+        return std::vector<Tensor>{sum(y * y)};
+      },
+      {{{-1, 3}, DType::f32, "x"}}, {}, d);
+  CHECK_FALSE(padded.specialized);
+  {
+    ir::Program r = padded.program.clone();
+    CHECK(error_of([&] { ir::append_backward(r, {r.outputs()[0].value}, {r.inputs()[0]}); })
+              .find("append_backward: a VJP rule computed a shape from the example sizes") == 0);
+  }
+  // pad along the static dim: the gradient keeps the dynamic batch.
+  ir::Trace features = ir::trace(
+      [](const std::vector<Tensor>& in) {
+        Tensor y = pad(in[0], {0, 0, 2, 1});
+        return std::vector<Tensor>{sum(y * y)};
+      },
+      {{{-1, 3}, DType::f32, "x"}}, {}, d);
+  {
+    ir::Program r = features.program.clone();
+    std::vector<ir::Value*> gx = ir::append_backward(r, {r.outputs()[0].value}, {r.inputs()[0]});
+    CHECK(gx[0]->type().str() == "f32[-1, 3]");
+  }
   // Slicing the features of a dynamic batch keeps the batch dynamic.
   ir::Trace t = ir::trace([](const std::vector<Tensor>& in) { return std::vector<Tensor>{slice(in[0], {1}, {1}, {3})}; },
                           {{{-1, 4}, DType::f32, "x"}}, {}, d);
