@@ -121,9 +121,10 @@ OarStatus arange_kernel(const OarKernelContext* ctx) {
   return OAR_OK;
 }
 
-template <bool kNormal>
+// kInputs: 1 for uniform_like, whose input gives only the shape (its values are not read).
+template <bool kNormal, int kInputs = 0>
 OarStatus random_kernel(const OarKernelContext* ctx) {
-  if (OarStatus s = creation_output(ctx, true)) return s;
+  if (OarStatus s = creation_output(ctx, true, kInputs)) return s;
   Attrs attrs(ctx);
   const uint64_t seed = static_cast<uint64_t>(attrs.get_int("seed"));
   const uint64_t offset = static_cast<uint64_t>(attrs.get_int("offset", 0));
@@ -163,6 +164,7 @@ void register_cast_kernels(op::KernelTable& r) {
   for (int32_t dt : kFloatDtypes) {
     r.add("uniform", {}, {dt}, &guarded<&random_kernel<false>>);
     r.add("normal", {}, {dt}, &guarded<&random_kernel<true>>);
+    r.add_any_inputs("uniform_like", {dt}, &guarded<&random_kernel<false, 1>>);
   }
 }
 

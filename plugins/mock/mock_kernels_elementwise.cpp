@@ -342,11 +342,12 @@ OarStatus arange_kernel(const OarKernelContext* ctx) {
 
 // uniform and normal follow docs/kernels.md through oar_uniform_at and
 // oar_normal_at: element n (row-major) is a pure function of (seed, offset, n).
-template <bool kNormal>
+// kInputs: 1 for uniform_like, whose input gives only the shape (its values are not read).
+template <bool kNormal, int kInputs = 0>
 OarStatus random_kernel(const OarKernelContext* ctx) {
-  const char* op = kNormal ? "normal" : "uniform";
+  const char* op = kNormal ? "normal" : kInputs ? "uniform_like" : "uniform";
   Launch l;
-  if (OarStatus s = prepare(ctx, op, 0, 1, &l)) return s;
+  if (OarStatus s = prepare(ctx, op, kInputs, 1, &l)) return s;
   const View y = l.out[0];
   if (!visit_float(y.dtype, [](auto) {}))
     return bad_dtype(op, "the output", y.dtype, "float dtypes");
@@ -422,6 +423,7 @@ void register_elementwise_kernels(op::KernelTable& t) {
   for (int32_t dt : kFloatDtypes) {
     t.add("uniform", {}, {dt}, random_kernel<false>);
     t.add("normal", {}, {dt}, random_kernel<true>);
+    t.add("uniform_like", {}, {dt}, random_kernel<false, 1>);
   }
 }
 

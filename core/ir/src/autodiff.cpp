@@ -102,6 +102,7 @@ std::vector<Value*> append_backward(Program& program, const std::vector<Value*>&
     return t;
   };
   std::unordered_map<const Value*, Tensor> grads;
+  bool example_bound = false;  // a gradient took a dynamic dim's example size
   NoGrad no_grad;  // the emitted ops are plain operations: no eager tape
   BuilderScope scope(tracer);
   auto accumulate = [&](const Value* v, const Tensor& g) {
@@ -144,6 +145,19 @@ std::vector<Value*> append_backward(Program& program, const std::vector<Value*>&
     for (size_t k = 0; k < needs_storage.size(); ++k) needs[k] = needs_storage[k];
     VjpContext ctx{in, out, g, op.attrs(), std::span<const bool>(needs.get(), needs_storage.size())};
     std::vector<Tensor> input_grads = def.vjp(ctx);
+    // A gradient whose dim is not its operand's dynamic dim came from the
+    // example's size (a VJP that sliced along a dynamic dim, say): it holds
+    // for that size only.
+    for (size_t k = 0; inputs.empty() && k < op.operands().size() && k < input_grads.size(); ++k) {
+      const Value* gv = needs_storage[k] && input_grads[k].defined() ? tracer.value_of(input_grads[k]) : nullptr;
+      if (!gv) continue;
+      const SymShape& want = types.at(op.operand(k));
+      const SymShape& got = tracer.symbolic_shape(gv);
+      for (size_t d = 0; d < want.size() && got.size() == want.size(); ++d) {
+        const int64_t w = tracer.symbols().resolve(want[d]);
+        if (w < 0 && tracer.symbols().resolve(got[d]) != w) example_bound = true;
+      }
+    }
     for (size_t k = 0; k < op.operands().size() && k < input_grads.size(); ++k) {
       if (needs_storage[k] && input_grads[k].defined()) accumulate(op.operand(k), input_grads[k]);
     }
@@ -160,7 +174,7 @@ std::vector<Value*> append_backward(Program& program, const std::vector<Value*>&
     }
     result.push_back(tracer.capture(it->second));
   }
-  if (tracer.specialized()) {
+  if (tracer.specialized() || example_bound) {
     OAR_CHECK_ARG(!inputs.empty(), "append_backward: a VJP rule computed a shape from the example sizes of the "
                                    "dynamic dims, so the backward holds only for those sizes; pass input_shapes to "
                                    "specialize the program to them");

@@ -13,6 +13,16 @@
 // argmax only (zero derivative almost everywhere); its VJP with respect to
 // the gradient input (a gather at the argmax positions) is not provided, so
 // grad-of-grad through max_pool2d raises an error naming it.
+//
+// Note [Batch of the grad ops]: conv2d_grad_input and avg_pool2d_grad
+// cannot infer x's shape from the gradient alone (a strided window drops
+// up to stride - 1 rows), so an input_shape attribute holds it. Its batch
+// is the gradient's by construction, and the VJPs write it as -1: a
+// program traced with a dynamic batch then holds for every batch size
+// (Note [Dynamic dims] in oar/ir/trace.h) instead of baking the example's.
+// The kernels take every size from their output view. A dynamic spatial
+// dim still bakes the example's size; the symbolic meta rule rejects it,
+// and the backward is made per input shapes.
 #include <array>
 
 #include "oar/autograd.h"
@@ -93,6 +103,19 @@ std::vector<TensorMeta> conv2d_meta(const OpDef& op, std::span<const TensorMeta>
   return {{in[0].dtype, conv_output(op.name, in[0].shape, in[1].shape, conv_geometry(op.name, attrs))}};
 }
 
+// The input_shape attribute of conv2d_grad_input and avg_pool2d_grad, with
+// a batch of -1 taken from the gradient (Note [Batch of the grad ops]).
+Shape input_shape(const std::string& op, const Attrs& attrs, const Shape& grad) {
+  Shape x = attrs.get_ints("input_shape");
+  OAR_CHECK_ARG(x.size() == 4, op + ": input_shape must have 4 entries but is " + ints_str(x));
+  if (x[0] == -1 && grad.size() == 4) x[0] = grad[0];
+  for (int64_t d : x) {
+    OAR_CHECK_ARG(d >= 0, op + ": input_shape " + ints_str(attrs.get_ints("input_shape")) +
+                              " may hold -1 only as its batch (the gradient's); the other entries must be >= 0");
+  }
+  return x;
+}
+
 // conv2d_grad_input: inputs grad (of conv2d's output), weight; attribute
 // input_shape is x's shape.
 std::vector<TensorMeta> conv2d_grad_input_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs& attrs) {
@@ -100,8 +123,7 @@ std::vector<TensorMeta> conv2d_grad_input_meta(const OpDef& op, std::span<const 
   meta::require_same_dtype(op, in);
   require_nchw(op.name, "grad", in[0]);
   require_nchw(op.name, "weight", in[1]);
-  const Ints& x = attrs.get_ints("input_shape");
-  OAR_CHECK_ARG(x.size() == 4, op.name + ": input_shape must have 4 entries but is " + ints_str(x));
+  const Shape x = input_shape(op.name, attrs, in[0].shape);
   Shape y = conv_output(op.name, x, in[1].shape, conv_geometry(op.name, attrs));
   require_shape(op.name, "grad", in[0].shape, y, "conv2d of x " + shape_str(x) + " and weight " + shape_str(in[1].shape));
   return {{in[0].dtype, x}};
@@ -159,8 +181,7 @@ std::vector<TensorMeta> max_pool_grad_meta(const OpDef& op, std::span<const Tens
 // avg_pool2d_grad: input grad; attribute input_shape.
 std::vector<TensorMeta> avg_pool_grad_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs& attrs) {
   meta::require_float(op, in, 0);
-  const Ints& x = attrs.get_ints("input_shape");
-  OAR_CHECK_ARG(x.size() == 4, op.name + ": input_shape must have 4 entries but is " + ints_str(x));
+  const Shape x = input_shape(op.name, attrs, in[0].shape);
   Shape y = pool_output(op.name, x, pool_geometry(op.name, attrs));
   require_shape(op.name, "grad", in[0].shape, y, "pooling x " + shape_str(x));
   return {{in[0].dtype, x}};
@@ -180,9 +201,15 @@ Tensor conv2d_op(const Tensor& x, const Tensor& w, const Attrs& attrs) {
   std::array<Tensor, 2> in{x, w};
   return apply1(OAR_OP("conv2d"), in, with(attrs, nullptr, {}));
 }
+// x's shape as the input_shape attribute, its batch -1: the gradient's.
+Ints batch_free(const Shape& x) {
+  Ints s(x);
+  if (!s.empty()) s[0] = -1;
+  return s;
+}
 Tensor conv2d_grad_input_op(const Tensor& g, const Tensor& w, const Shape& x_shape, const Attrs& attrs) {
   std::array<Tensor, 2> in{g, w};
-  return apply1(OAR_OP("conv2d_grad_input"), in, with(attrs, "input_shape", Ints(x_shape)));
+  return apply1(OAR_OP("conv2d_grad_input"), in, with(attrs, "input_shape", batch_free(x_shape)));
 }
 Tensor conv2d_grad_weight_op(const Tensor& x, const Tensor& g, const Shape& w_shape, const Attrs& attrs) {
   std::array<Tensor, 2> in{x, g};
@@ -220,7 +247,7 @@ Grads max_pool2d_grad_vjp(const VjpContext& c) {
 }
 Grads avg_pool2d_vjp(const VjpContext& c) {
   std::array<Tensor, 1> in{c.grads[0]};
-  return {apply1(OAR_OP("avg_pool2d_grad"), in, with(c.attrs, "input_shape", Ints(c.inputs[0].shape())))};
+  return {apply1(OAR_OP("avg_pool2d_grad"), in, with(c.attrs, "input_shape", batch_free(c.inputs[0].shape())))};
 }
 Grads avg_pool2d_grad_vjp(const VjpContext& c) {
   std::array<Tensor, 1> in{c.grads[0]};
@@ -252,7 +279,9 @@ OAR_REGISTER_OPS(conv) {
                                     attr("dilations", Ints{1, 1}, "(h, w) spacing of the kernel's taps, >= 1"),
                                     attr("groups", int64_t{1}, "channels split into this many groups")};
   auto plus = [](std::vector<AttrSpec> specs, const char* extra) {
-    specs.push_back(attr(extra, AttrKind::ints, "the shape of the result (NCHW or OIHW)"));
+    specs.push_back(attr(extra, AttrKind::ints,
+                         extra == std::string("input_shape") ? "the shape of the result (NCHW); a batch of -1 is the grad's"
+                                                             : "the shape of the result (OIHW)"));
     return specs;
   };
   add_op({.name = "conv2d", .num_inputs = 2, .meta = conv2d_meta, .vjp = conv2d_vjp, .attrs = conv,

@@ -25,6 +25,28 @@ std::vector<TensorMeta> creation_meta(const OpDef& op, std::span<const TensorMet
   return {{dtype, shape}};
 }
 
+// uniform_like: input x (its values are not read); the result has x's shape.
+std::vector<TensorMeta> uniform_like_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs& attrs) {
+  auto dtype = static_cast<DType>(attrs.get_int("dtype"));
+  if (!is_floating(dtype)) {
+    throw Error(ErrorCode::invalid_argument, op.name + ": dtype " + std::string(dtype_name(dtype)) +
+                                                 " is not a floating dtype");
+  }
+  return {{dtype, in[0].shape}};
+}
+// A device without a uniform_like kernel draws uniform at the operand's
+// (example) shape: the same numbers, since both are a function of the
+// element's row-major position only.
+std::vector<Tensor> uniform_like_decompose(std::span<const Tensor> in, const Attrs& attrs) {
+  Attrs a = attrs;
+  a.set("shape", std::vector<int64_t>(in[0].shape()));
+  Device dev = in[0].device();
+  return {apply1(OAR_OP("uniform"), {}, a, &dev)};
+}
+// The numbers do not depend on x's values: no gradient. (A VJP rule, so
+// program autodiff keeps the op instead of decomposing it.)
+std::vector<Tensor> uniform_like_vjp(const VjpContext& c) { return std::vector<Tensor>(c.inputs.size()); }
+
 // Global generator (paddle.seed): each random call takes the next offset.
 struct Generator {
   std::atomic<uint64_t> seed{0x5eed};
@@ -78,6 +100,13 @@ OAR_REGISTER_OPS(creation) {
           .attrs = {shape, dtype, seed, offset, attr("low", 0.0, "inclusive bound"),
                     attr("high", 1.0, "exclusive bound")},
           .doc = "float: Philox uniform in [low, high) (below)"});
+  // Composite: the cpu and mock plugins run it natively (Note [Dynamic dims]
+  // in oar/ir/trace.h: dropout's mask takes x's shape when it runs).
+  add_op({.name = "uniform_like", .kind = OpKind::composite, .meta = uniform_like_meta,
+          .decompose = uniform_like_decompose, .vjp = uniform_like_vjp, .differentiable = false, .random = true,
+          .attrs = {dtype, seed, offset, attr("low", 0.0, "inclusive bound"), attr("high", 1.0, "exclusive bound")},
+          .dtypes = {.accepts = kAllDTypes},
+          .doc = "x's shape (x's values are not read): the numbers uniform draws for that shape, seed and offset"});
   add_op({.name = "normal", .num_inputs = 0, .meta = creation_meta, .random = true,
           .attrs = {shape, dtype, seed, offset, attr("mean", 0.0, "the mean"),
                     attr("std", 1.0, "the standard deviation")},

@@ -20,8 +20,16 @@ std::vector<Tensor> dropout_decompose(std::span<const Tensor> in, const Attrs& a
   const Tensor& x = in[0];
   double p = attrs.get_float("p");
   if (p >= 1.0) return {x * 0.0};
-  Tensor u = uniform(x.shape(), 0.0, 1.0, x.dtype(), x.device(), static_cast<uint64_t>(attrs.get_int("seed")),
-                     static_cast<uint64_t>(attrs.get_int("offset")));
+  // The mask takes x's shape when it runs (uniform_like), so a program
+  // traced with a dynamic batch holds for every batch size; its numbers are
+  // uniform's for that shape, seed and offset.
+  std::array<Tensor, 1> shape_of_x{x.detach()};
+  Tensor u = apply1(OAR_OP("uniform_like"), shape_of_x,
+                    Attrs{{"dtype", static_cast<int64_t>(x.dtype())},
+                          {"seed", attrs.get_int("seed")},
+                          {"offset", attrs.get_int("offset")},
+                          {"low", 0.0},
+                          {"high", 1.0}});
   Tensor keep = cast(greater_equal(u, full_like(u, p)), x.dtype());
   return {x * keep * (1.0 / (1.0 - p))};
 }

@@ -3,6 +3,7 @@
 // pad, gather, scatter_add; squeeze/unsqueeze/flatten via reshape.
 #include <algorithm>
 #include <array>
+#include <limits>
 
 #include "oar/autograd.h"
 #include "oar/ops.h"
@@ -102,7 +103,9 @@ std::vector<TensorMeta> slice_meta(const OpDef&, std::span<const TensorMeta> in,
   for (size_t d = 0; d < x.size(); ++d) {
     int64_t step = steps[d];
     OAR_CHECK_ARG(step != 0, "slice: step of dim " + std::to_string(d) + " is 0");
-    int64_t len = step > 0 ? (ends[d] - starts[d] + step - 1) / step : (starts[d] - ends[d] - step - 1) / (-step);
+    // An end past the dim (kSliceToEnd) is its size (Note [Slices of dynamic dims]).
+    const int64_t end = step > 0 ? std::min(ends[d], x[d]) : ends[d];
+    int64_t len = step > 0 ? (end - starts[d] + step - 1) / step : (starts[d] - end - step - 1) / (-step);
     out[d] = std::max<int64_t>(len, 0);
     if (out[d] > 0) {
       int64_t last = starts[d] + (out[d] - 1) * step;
@@ -197,6 +200,20 @@ std::vector<TensorMeta> scatter_add_meta(const OpDef& op, std::span<const Tensor
   return {in[0]};
 }
 
+// Note [Slices of dynamic dims]
+// A slice's attributes hold one (start, end, step) per dim. A dim the call
+// does not slice gets the end kSliceToEnd, which the meta rule reads as the
+// dim's size, rather than the example's size: a program traced with a
+// dynamic batch that slices the features then holds for every batch size
+// (Note [Dynamic dims] in oar/ir/trace.h). The VJPs of slice, pad and
+// concat likewise name only the dims they work along: slice's scatters
+// into zeros shaped like x (full_like), pad's and concat's are slices
+// along the padded or concatenated dims. Along a dim that is itself
+// dynamic their positions come from the example's size; program autodiff
+// sees that the gradient then does not have the operand's shape and makes
+// the backward per input shapes (append_backward).
+constexpr int64_t kSliceToEnd = std::numeric_limits<int64_t>::max();
+
 // Python-style normalization of one slice dim.
 void normalize_slice(int64_t n, int64_t& start, int64_t& end, int64_t step) {
   auto fix = [n](int64_t v, int64_t lo, int64_t hi) {
@@ -224,21 +241,41 @@ Grads transpose_vjp(const VjpContext& c) {
   return {transpose(c.grads[0], inverse)};
 }
 Grads broadcast_to_vjp(const VjpContext& c) { return {sum_to_like(c.grads[0], c.inputs[0])}; }
-// Scatters g back dim by dim: the slice along a dim is a gather with the
-// index arange(start, start + len * step, step), whose adjoint is scatter_add.
+// Scatters g back dim by dim, last to first: the slice along dim d is a
+// gather with the index arange(start, start + len * step, step), whose
+// adjoint is scatter_add into zeros shaped like x sliced along the dims
+// before d (Note [Slices of dynamic dims]).
 Grads slice_vjp(const VjpContext& c) {
-  const Shape& x = c.inputs[0].shape();
+  const Tensor& x = c.inputs[0];
   const auto& starts = c.attrs.get_ints("starts");
+  const auto& ends = c.attrs.get_ints("ends");
   const auto& steps = c.attrs.get_ints("steps");
+  const size_t rank = x.shape().size();
+  auto sliced = [&](size_t d) {
+    return !(starts[d] == 0 && steps[d] == 1 && ends[d] >= x.shape()[d] && c.grads[0].shape()[d] == x.shape()[d]);
+  };
   Tensor g = c.grads[0];
-  for (size_t d = x.size(); d-- > 0;) {
-    int64_t len = g.shape()[d];
-    if (len == x[d] && starts[d] == 0 && steps[d] == 1) continue;
+  for (size_t d = rank; d-- > 0;) {
+    if (!sliced(d)) continue;
+    // x as the forward sliced it along the dims before d, whole from d on.
+    std::vector<int64_t> part_starts(rank, 0), part_ends(rank, kSliceToEnd), part_steps(rank, 1);
+    bool any = false;
+    for (size_t k = 0; k < d; ++k) {
+      if (!sliced(k)) continue;
+      part_starts[k] = starts[k];
+      part_ends[k] = ends[k];
+      part_steps[k] = steps[k];
+      any = true;
+    }
+    Tensor like = x;
+    if (any) {
+      std::array<Tensor, 1> in{x.detach()};
+      like = apply1(OAR_OP("slice"), in, Attrs{{"starts", part_starts}, {"ends", part_ends}, {"steps", part_steps}});
+    }
+    const int64_t len = g.shape()[d];
     Tensor index = arange(static_cast<double>(starts[d]), static_cast<double>(starts[d] + len * steps[d]),
                           static_cast<double>(steps[d]), DType::i64, g.device());
-    Shape full_shape = g.shape();
-    full_shape[d] = x[d];
-    g = scatter_add(zeros(full_shape, g.dtype(), g.device()), index, g, static_cast<int64_t>(d));
+    g = scatter_add(full_like(like, 0.0, g.dtype()), index, g, static_cast<int64_t>(d));
   }
   return {g};
 }
@@ -298,6 +335,7 @@ Grads diagonal_vjp(const VjpContext& c) {
   return {transpose(reshape(g, p.unmerged), p.inverse)};
 }
 
+// Slices along the axis only (Note [Slices of dynamic dims]).
 Grads concat_vjp(const VjpContext& c) {
   int64_t axis = c.attrs.get_int("axis");
   Grads out;
@@ -309,20 +347,24 @@ Grads concat_vjp(const VjpContext& c) {
   }
   return out;
 }
+// Slices along the padded dims only (Note [Slices of dynamic dims]).
 Grads pad_vjp(const VjpContext& c) {
   const auto& pads = c.attrs.get_ints("pads");
   const Shape& x = c.inputs[0].shape();
   std::vector<int64_t> axes, starts, ends;
   for (size_t d = 0; d < x.size(); ++d) {
+    if (pads[2 * d] == 0 && pads[2 * d + 1] == 0) continue;
     axes.push_back(static_cast<int64_t>(d));
     starts.push_back(pads[2 * d]);
     ends.push_back(pads[2 * d] + x[d]);
   }
+  if (axes.empty()) return {c.grads[0]};
   return {slice(c.grads[0], axes, starts, ends)};
 }
+// Scatters into zeros shaped like x when it runs (full_like).
 Grads gather_vjp(const VjpContext& c) {
   const Tensor& x = c.inputs[0];
-  return {scatter_add(zeros(x.shape(), c.grads[0].dtype(), x.device()), c.inputs[1], c.grads[0], c.attrs.get_int("axis")),
+  return {scatter_add(full_like(x, 0.0, c.grads[0].dtype()), c.inputs[1], c.grads[0], c.attrs.get_int("axis")),
           Tensor()};
 }
 Grads scatter_add_vjp(const VjpContext& c) {
@@ -387,7 +429,7 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& axes, const std::vecto
   OAR_CHECK_ARG(starts.size() == axes.size() && ends.size() == axes.size() && (steps.empty() || steps.size() == axes.size()),
             "slice: axes, starts, ends (and steps) must have the same length");
   size_t rank = x.shape().size();
-  std::vector<int64_t> all_starts(rank, 0), all_ends(x.shape()), all_steps(rank, 1);
+  std::vector<int64_t> all_starts(rank, 0), all_ends(rank, kSliceToEnd), all_steps(rank, 1);
   for (size_t i = 0; i < axes.size(); ++i) {
     auto d = static_cast<size_t>(meta::normalize_axis("slice", axes[i], x.dim()));
     int64_t step = steps.empty() ? 1 : steps[i];
