@@ -24,6 +24,15 @@ class Builder {
   /// inputs (creation ops); nullptr means the default device.
   virtual std::vector<Tensor> apply(const OpDef& op, std::span<const Tensor> inputs,
                                     const Attrs& attrs, const Device* device) = 0;
+  /// An op's C++ wrapper computed an attribute from the size of dim `dim`
+  /// of `x` (a negative slice index, say). Eager mode ignores it; a tracer
+  /// whose `x` has a dynamic dim there fixes the trace to the example's
+  /// sizes (Note [Dynamic dims] in oar/ir/trace.h), so no program silently
+  /// keeps one size's index for every size.
+  virtual void note_size_read(const Tensor& x, int64_t dim) {
+    (void)x;
+    (void)dim;
+  }
 };
 
 /// The builder of the calling thread (the eager builder unless a scope

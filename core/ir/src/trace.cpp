@@ -79,6 +79,13 @@ void Tracer::name_parameter(const Tensor& t, const std::string& name) {
   keep_alive_.push_back(t);
 }
 
+void Tracer::note_size_read(const Tensor& x, int64_t dim) {
+  if (!x.defined() || !x.impl().symbol || x.impl().symbol->owner != this) return;  // a concrete size
+  const SymShape& shape = symbolic_shape(x.impl().symbol->value);
+  if (dim >= 0 && static_cast<size_t>(dim) < shape.size() && shape[static_cast<size_t>(dim)] < 0)
+    specialized_ = true;  // a dynamic dim's example size became an attribute
+}
+
 Value* Tracer::capture(const Tensor& t) {
   OAR_CHECK_ARG(t.defined(), "trace: an operand is an undefined tensor");
   if (t.impl().symbol) {

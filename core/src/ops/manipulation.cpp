@@ -435,9 +435,14 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& axes, const std::vecto
     int64_t step = steps.empty() ? 1 : steps[i];
     OAR_CHECK_ARG(step != 0, "slice: step for axis " + std::to_string(axes[i]) + " is 0");
     int64_t s = starts[i], e = ends[i];
-    normalize_slice(x.shape()[d], s, e, step);
+    const int64_t n = x.shape()[d];
+    // A start in [0, n] and, for positive steps, an end >= 0 (past n: to
+    // the end) do not depend on the dim's size; anything else does.
+    const bool to_end = step > 0 && e >= n;
+    if (!(step > 0 && s >= 0 && s <= n && e >= 0)) current_builder().note_size_read(x, static_cast<int64_t>(d));
+    normalize_slice(n, s, e, step);
     all_starts[d] = s;
-    all_ends[d] = e;
+    all_ends[d] = to_end ? kSliceToEnd : e;
     all_steps[d] = step;
   }
   std::array<Tensor, 1> in{x};

@@ -10,6 +10,7 @@ from .framework import Place, Tensor, convert_dtype, to_numpy_dtype
 
 _ops = _C.ops
 _BOOL = convert_dtype("bool")
+_SLICE_TO_END = 2**63 - 1  # an end past every dim: "to the end" (kSliceToEnd in manipulation.cpp)
 
 
 # ---- indexing ----
@@ -69,10 +70,13 @@ def _getitem(x, key):
             out = _ops.unsqueeze(out, [d])
             d += 1
         elif isinstance(k, builtins.slice):
-            size = out.shape[d]
-            start, stop, step = k.indices(size)
-            if (start, stop, step) != (0, size, 1):
-                stop = builtins.max(stop, start)
+            # The raw bounds go to the op, which resolves negative ones
+            # against the size itself, so a to_static trace with a dynamic
+            # dim knows when an index depended on it (Note [Dynamic dims]).
+            step = 1 if k.step is None else int(k.step)
+            start = 0 if k.start is None else int(k.start)
+            stop = _SLICE_TO_END if k.stop is None else int(k.stop)
+            if (start, stop, step) != (0, _SLICE_TO_END, 1):
                 out = _ops.slice(out, [d], [start], [stop], [step])
             d += 1
         elif _is_index_array(k):
@@ -83,8 +87,8 @@ def _getitem(x, key):
             size = out.shape[d]
             if i < -size or i >= size:
                 raise IndexError(f"index {i} is out of bounds for axis {d} with size {size}")
-            i %= size
-            out = _ops.squeeze(_ops.slice(out, [d], [i], [i + 1]), [d])
+            # A negative index stays negative: the op resolves it (see above).
+            out = _ops.squeeze(_ops.slice(out, [d], [i], [_SLICE_TO_END if i == -1 else i + 1]), [d])
         else:
             raise TypeError(f"unsupported index {k!r}")
     return out

@@ -566,3 +566,23 @@ def test_shape_and_numel_are_computed_when_the_program_runs(device):
     assert f.trace_count == 1
     assert oar.numel(oar.to_tensor(rand(4, 2))).numpy().tolist() == 8
     assert oar.shape(oar.to_tensor(rand(4, 2))).numpy().tolist() == [4, 2]
+
+
+def test_negative_slice_of_a_dynamic_dim_is_right_at_every_size():
+    # x[:-1] along the dynamic batch: the end depends on the size, so the
+    # trace must not keep the example's (it re-traces per size instead).
+    spec = [oar.static.InputSpec([-1, 3], "float32")]
+    f = oar.jit.to_static(lambda x: x[:-1] * 2.0 + x[-1], input_spec=spec)
+    for n in (5, 2, 7):
+        x = np.arange(n * 3, dtype=np.float32).reshape(n, 3)
+        got = f(oar.to_tensor(x)).numpy()
+        np.testing.assert_allclose(got, x[:-1] * 2.0 + x[-1])
+
+
+def test_slicing_features_keeps_the_batch_dynamic():
+    spec = [oar.static.InputSpec([-1, 4], "float32")]
+    f = oar.jit.to_static(lambda x: x[:, 1:3] + x[:, -1:], input_spec=spec)
+    for n in (1, 6, 3):
+        x = np.random.default_rng(n).standard_normal((n, 4)).astype(np.float32)
+        np.testing.assert_allclose(f(oar.to_tensor(x)).numpy(), x[:, 1:3] + x[:, -1:], rtol=1e-6)
+    assert f.trace_count == 1

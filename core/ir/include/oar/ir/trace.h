@@ -87,6 +87,7 @@ class Tracer final : public Builder {
 
   std::vector<Tensor> apply(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
                             const Device* device) override;
+  void note_size_read(const Tensor& x, int64_t dim) override;
 
  private:
   Program& program_;
