@@ -148,8 +148,9 @@ in_root() {
       HOME=/root LANG=C.UTF-8 TERM=dumb /bin/bash -c "cd /work/oar && $cmd" >"$log" 2>&1 </dev/null; then
     say "[$label] passed in $((SECONDS - start)) s"
     return 0
+  else
+    local rc=$?  # the command's status (after `fi`, $? would be the if's: 0)
   fi
-  local rc=$?
   echo "check_fresh_machine: FAILED: '$cmd' exited with status $rc after $((SECONDS - start)) s; its last lines:" >&2
   tail -n 40 "$log" | sed 's/^/  | /' >&2
   cp "$log" "$WORK_PARENT/oar-fresh-last-failure.log" 2>/dev/null &&
