@@ -455,15 +455,8 @@ class ProgramReader {
             }
             std::vector<TensorType> types;
             for (const auto& r : op.results) types.push_back(r.type);
-            // An optional attribute the file leaves out takes its default,
-            // so kernels see every attribute the op declares (the verifier
-            // still reports unknown, mistyped and missing required ones).
-            AttributeMap attrs = op.attrs;
-            for (const AttrSpec& spec : op.def->attrs) {
-              if (spec.default_value && !attrs.has(spec.name)) attrs.set(spec.name, *spec.default_value);
-            }
             Operation* appended =
-                program.append(block, *op.def, std::move(operands), std::move(attrs), types);
+                program.append(block, *op.def, std::move(operands), op.attrs, types);
             for (const auto& res : op.results) open.emplace(res.id, op.where);
             for (size_t r = 0; r < op.regions.size(); ++r) {
               build_ops(op.regions[r], appended->add_region());
