@@ -168,6 +168,12 @@ OAR_PIN(OarKernelDesc, accepts, 64);
 OAR_PIN(OarHostApi, scratch_alloc, 160);
 OAR_PIN(OarHostApi, scratch_free, 168);
 
+// ---- ABI 1.2 (appended fields) ----
+
+OAR_PIN(OarDeviceApi, reduce, 368);
+OAR_PIN(OarDeviceApi, scatter, 376);
+OAR_PIN(OarDeviceApi, all_to_allv, 384);
+
 // ---- the current last field of every struct ----
 
 OAR_PIN_LAST(OarTensorView, strides);
@@ -175,7 +181,7 @@ OAR_PIN_LAST(OarKernelContext, device_type);
 OAR_PIN_LAST(OarKernelDesc, accepts);
 OAR_PIN_LAST(OarDeviceProperties, flags);
 OAR_PIN_LAST(OarMemoryStats, total);
-OAR_PIN_LAST(OarDeviceApi, shutdown);
+OAR_PIN_LAST(OarDeviceApi, all_to_allv);
 OAR_PIN_LAST(OarHostApi, scratch_free);
 OAR_PIN_LAST(OarPluginInfo, name);
 

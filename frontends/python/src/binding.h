@@ -27,5 +27,11 @@ void bind_autograd(py::module_& m);
 void bind_ir(py::module_& m);
 void bind_safetensors(py::module_& m);
 void bind_dlpack(py::module_& m);
+/// `_C.distributed`: communicators and work handles (distributed.cpp);
+/// it calls bind_stores for the stores (distributed_store.cpp).
+void bind_distributed(py::module_& m);
+void bind_stores(py::module_& dist);
+/// `_C.distributed.detect_env` and the C++ process-group API (distributed_env.cpp).
+void bind_dist_env(py::module_& dist);
 
 }  // namespace oar_py

@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 #define OAR_ABI_VERSION_MAJOR 1
-#define OAR_ABI_VERSION_MINOR 1
+#define OAR_ABI_VERSION_MINOR 2
 
 /** Size of a struct up to and including its last field. */
 #define OAR_STRUCT_SIZE(type, last_field) \
@@ -314,6 +314,26 @@ typedef struct OarDeviceApi {
   /* --- lifetime --- */
   /** Called once before the host unloads the plugin (optional). */
   void (*shutdown)(void* impl);
+
+  /* --- 1.2: collectives --- */
+  /** Reduce every rank's `send` (count elements) into root's `recv`; `recv`
+   *  is not touched on the other ranks (optional: the host runs all_reduce
+   *  into a scratch buffer and keeps it on root). */
+  OarStatus (*reduce)(void* impl, const void* send, void* recv, uint64_t count, int32_t dtype,
+                      int32_t reduce_op, int32_t root, OarComm_t comm, OarStream_t stream);
+  /** Root's `send` holds nranks * count elements, rank-major; every rank
+   *  receives block `rank` into `recv` (count elements). `send` is read only
+   *  on root (optional: the host broadcasts and slices). */
+  OarStatus (*scatter)(void* impl, const void* send, void* recv, uint64_t count, int32_t dtype,
+                       int32_t root, OarComm_t comm, OarStream_t stream);
+  /** Uneven all_to_all. Arrays of nranks entries, in elements:
+   *  send_counts[r] elements from send + send_offsets[r] go to rank r, and
+   *  recv_counts[r] elements from rank r land at recv + recv_offsets[r]
+   *  (optional: the host uses send/recv pairs). */
+  OarStatus (*all_to_allv)(void* impl, const void* send, const uint64_t* send_counts,
+                           const uint64_t* send_offsets, void* recv, const uint64_t* recv_counts,
+                           const uint64_t* recv_offsets, int32_t dtype, OarComm_t comm,
+                           OarStream_t stream);
 } OarDeviceApi;
 
 /* ------------------------------------------------------------------ */
