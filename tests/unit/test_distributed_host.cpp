@@ -452,6 +452,10 @@ class BreakableStore final : public oar::Store {
     fail_if_broken(key);
     inner_.wait(key, timeout_ms);
   }
+  bool check(const std::string& key) override {
+    fail_if_broken(key);
+    return inner_.check(key);
+  }
 
  private:
   void fail_if_broken(const std::string& key) {
@@ -474,4 +478,20 @@ TEST_CASE("distributed host: when the store is gone the error says its server ha
   CHECK(message.find("all_reduce #1 on group 'world' (rank 0 of 2, f32 x 2) failed: the store cannot be reached "
                      "(store 10.0.0.1:6170: cannot reach the server for key 'oar/progress/test/gone/1' (connection "
                      "refused)): rank 0, which serves it, has probably died") == 0);
+}
+
+TEST_CASE("distributed host: a TCP store whose server is gone is named by its address") {
+  if (std::getenv("OAR_TEST_SCENARIO")) return;
+  auto server = std::make_unique<oar::TCPStore>("127.0.0.1", 0, true, "job", 2000);
+  int port = server->port();
+  oar::TCPStore client("127.0.0.1", port, false, "job", 300);
+  Communicator lonely(Device{"mock", 0}, 2, 0, client, "test/tcp-gone", 1000);
+  server.reset();  // the server (rank 0's, in a real job) dies
+  std::string message =
+      oar_test::error_of([&] { lonely.all_reduce_async(oar::ones({2}, DType::f32, Device{"mock", 0}))->wait(); });
+  INFO(message);
+  CHECK(message.find("all_reduce #1 on group 'world' (rank 0 of 2, f32 x 2) ") == 0);
+  CHECK(message.find("the store at 127.0.0.1:" + std::to_string(port) +
+                     " (served by rank 0) cannot be reached: rank 0 has probably died (TCP store at 127.0.0.1:" +
+                     std::to_string(port)) != std::string::npos);
 }
