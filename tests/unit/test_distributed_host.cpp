@@ -269,6 +269,27 @@ void scenario_destroy(Communicator& comm) {
         std::string::npos);
 }
 
+// An async collective returns before its peer arrives (the caller computes
+// meanwhile): rank 1 issues its all_reduce only after rank 0 has seen its
+// own still pending and said so through the store.
+void scenario_overlap(Communicator& comm, oar::Store& store) {
+  int r = comm.rank();
+  Tensor t = tensor<float>({float(r + 1)});
+  if (r == 1) store.wait("test/overlap/issued", 10000);
+  WorkPtr w = comm.all_reduce_async(t);
+  if (r == 0) {
+    CHECK_FALSE(w->is_completed());
+    if (test_device().type == "cpu") {  // on the mock, compute queues behind the collective on its stream
+      Tensor busy = oar::ones({64, 64}, DType::f32, test_device());
+      CHECK(host<float>(oar::sum(oar::matmul(busy, busy)))[0] == 64.0f * 64 * 64);  // compute meanwhile
+      CHECK_FALSE(w->is_completed());
+    }
+    store.set("test/overlap/issued", {1});
+  }
+  CHECK(w->wait());
+  CHECK(host<float>(t)[0] == 3.0f);
+}
+
 // --- the parent side ---
 
 std::string self_exe() {
@@ -370,6 +391,7 @@ TEST_CASE("distributed host: rank body (runs only as a child process)") {
   if (scenario == "dead") scenario_dead(comm, store);
   if (scenario == "never") scenario_never(comm, store);
   if (scenario == "destroy") scenario_destroy(comm);
+  if (scenario == "overlap") scenario_overlap(comm, store);
 }
 
 TEST_CASE("distributed host: avg, reduce, scatter, all_to_all(_v) and async order with 2 and 3 ranks") {
@@ -382,6 +404,13 @@ TEST_CASE("distributed host: avg, reduce, scatter, all_to_all(_v) and async orde
     run_ranks("values", 2, "cpu");
     run_ranks("values", 3, "cpu");
   }
+}
+
+TEST_CASE("distributed host: an async collective lets the caller compute until its peer arrives") {
+  if (std::getenv("OAR_TEST_SCENARIO")) return;
+  run_ranks("overlap", 2, "mock:0");
+  run_ranks("overlap", 2, "mock:0", true);
+  if (cpu_has_collectives()) run_ranks("overlap", 2, "cpu");
 }
 
 TEST_CASE("distributed host: a subgroup names itself and its global ranks") {
