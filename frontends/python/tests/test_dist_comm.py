@@ -113,6 +113,10 @@ def scenario_values(comm, store):
         comm.broadcast(b, root=n)
     with pytest.raises(ValueError, match="out has 1 elements but"):
         comm.all_gather(oar.zeros([1]), _t([1.0]))
+    view = oar.to_tensor(np.zeros((2, 3), dtype="float32")).t()
+    with pytest.raises(ValueError, match=r"all_reduce on group 'world': the input tensor of shape \[3, 2\] is a "
+                                         r"strided view; pass t.contiguous\(\)"):
+        comm.all_reduce(view)
     with pytest.raises(TypeError, match="must be an oar Tensor"):
         comm.all_reduce([1.0])
     comm.barrier()
