@@ -524,3 +524,22 @@ TEST_CASE("distributed host: a TCP store whose server is gone is named by its ad
                      " (served by rank 0) cannot be reached: rank 0 has probably died (TCP store at 127.0.0.1:" +
                      std::to_string(port)) != std::string::npos);
 }
+
+TEST_CASE("distributed host: timeout -1 reads OAR_COLLECTIVE_TIMEOUT (seconds), and refuses a bad value") {
+  if (std::getenv("OAR_TEST_SCENARIO")) return;
+  oar::InProcessStore store;
+  ::setenv("OAR_COLLECTIVE_TIMEOUT", "1.5", 1);
+  {
+    Communicator one(Device{"mock", 0}, 1, 0, store, "test/env-timeout");
+    CHECK(one.timeout_ms() == 1500);
+    Tensor t = oar::ones({3}, DType::f32, Device{"mock", 0});
+    one.all_reduce(t, ReduceOp::avg);  // one rank: its own values
+    CHECK(t.to_vector<float>() == std::vector<float>{1, 1, 1});
+  }
+  ::setenv("OAR_COLLECTIVE_TIMEOUT", "soon", 1);
+  CHECK(oar_test::error_of([&] { Communicator bad(Device{"mock", 0}, 1, 0, store, "test/env-bad"); }) ==
+        "OAR_COLLECTIVE_TIMEOUT is 'soon'; expected a positive number of seconds");
+  ::unsetenv("OAR_COLLECTIVE_TIMEOUT");
+  Communicator fallback(Device{"mock", 0}, 1, 0, store, "test/env-default");
+  CHECK(fallback.timeout_ms() == 1800 * 1000);
+}
