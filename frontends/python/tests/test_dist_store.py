@@ -69,8 +69,9 @@ import sys
 import oar
 store = oar._C.distributed.TCPStore("127.0.0.1", int(sys.argv[1]), False, job_id="procs", timeout=10.0)
 rank = int(sys.argv[2])
-store.set(f"rank/{rank}", f"hello from {rank}")
+# Count first, then announce: a rank's key implies its add is done.
 store.add("arrived", 1)
+store.set(f"rank/{rank}", f"hello from {rank}")
 print(store.get("go", timeout=10.0).decode())
 """
 
