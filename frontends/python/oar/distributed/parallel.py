@@ -13,7 +13,8 @@ def init_parallel_env():
     """Joins the job the launcher variables describe: rank 0 serves the
     job's TCP store on MASTER_ADDR:MASTER_PORT, the others connect to it,
     and every rank builds the world communicator on the collective device
-    (oar.get_device(), or $OAR_DIST_DEVICE). A world of one process needs
+    (oar.get_device() with the launcher's device index, or
+    $OAR_DIST_DEVICE), which becomes the default device. A world of one process needs
     no store. MASTER_ADDR / MASTER_PORT are exported to os.environ (the
     Gloo plugin reads them). Idempotent; returns the world Group."""
     if STATE.initialized:
@@ -21,11 +22,15 @@ def init_parallel_env():
     env = _env.detect_env()
     device = _env.collective_device()
     timeout = _env.collective_timeout()
-    _env.logger.info("oar.distributed: rank %d of %d (local %d of %d) from the %s variables; store %s:%d, job '%s', "
-                     "device %s", env["rank"], env["world_size"], env["local_rank"], env["local_world_size"],
-                     env["source"], env["master_addr"], env["master_port"], env["job_id"], device)
+    source = "no launcher variables (none)" if env["source"] == "none" else f"the {env['source']} variables"
+    _env.logger.info("oar.distributed: rank %d of %d (local %d of %d) from %s; store %s:%d, job '%s', device %s",
+                     env["rank"], env["world_size"], env["local_rank"], env["local_world_size"], source,
+                     env["master_addr"], env["master_port"], env["job_id"], device)
     os.environ["MASTER_ADDR"] = env["master_addr"]
     os.environ["MASTER_PORT"] = str(env["master_port"])
+    from .. import framework
+    if framework.Place(device) != framework.Place(framework.get_device()):
+        framework.set_device(device)  # as Paddle: the rank's device becomes the default one
     if env["world_size"] > 1:
         store = _C.distributed.TCPStore(env["master_addr"], env["master_port"], env["rank"] == 0,
                                         job_id=env["job_id"], timeout=timeout)
