@@ -188,7 +188,7 @@ void TCPStoreServer::State::run() {
     int timeout = -1;
     if (next_deadline != Clock::time_point::max()) {
       auto ms = std::chrono::ceil<std::chrono::milliseconds>(next_deadline - Clock::now()).count();
-      timeout = static_cast<int>(std::clamp<int64_t>(ms, 0, 1000 * 60));
+      timeout = static_cast<int>(std::clamp<int64_t>(ms, 0, int64_t{60000}));
     }
     int n = ::poll(fds.data(), fds.size(), timeout);
     if (n < 0 && errno != EINTR) break;  // cannot happen with valid fds
@@ -249,7 +249,10 @@ void TCPStoreServer::State::read_from(uint64_t serial, Connection& c) {
         close_connection(serial);
         return;
       }
-      if (c.in.size() - pos - 4 < len) break;
+      if (c.in.size() - pos - 4 < len) {
+        c.in.reserve(pos + 4 + len);  // a large value arrives in one allocation
+        break;
+      }
       handle_frame(serial, c, c.in.data() + pos + 4, len);
       pos += 4 + len;
       if (!connections.count(serial)) return;  // the frame closed it
