@@ -51,6 +51,7 @@
 #include <gloo/scatter.h>
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/unbound_buffer.h>
+#include <signal.h>
 
 #include <cmath>
 #include <map>
@@ -69,7 +70,7 @@ namespace {
 
 constexpr uint64_t kUniqueIdBytes = 16;
 constexpr int64_t kDefaultTimeoutMs = 1800 * 1000;  // comm_init's timeout_ms <= 0
-constexpr uint64_t kP2pSlotPrefix = 0xA0;          // above Gloo's collective prefixes (1..8)
+constexpr uint64_t kP2pSlotPrefix = 0xA0;           // above Gloo's collective prefixes (1..8)
 
 struct Comm {
   std::string uid;  // hex of the unique id
@@ -102,19 +103,26 @@ T apply(int32_t op, T a, T b) {
     return op == OAR_REDUCE_SUM || op == OAR_REDUCE_MAX ? (a || b) : (a && b);
   } else if constexpr (std::is_floating_point_v<T>) {
     switch (op) {
-      case OAR_REDUCE_SUM: return a + b;
-      case OAR_REDUCE_PROD: return a * b;
-      case OAR_REDUCE_MAX: return std::isnan(a) || std::isnan(b) ? a + b : (a < b ? b : a);
-      default: return std::isnan(a) || std::isnan(b) ? a + b : (b < a ? b : a);
+      case OAR_REDUCE_SUM:
+        return a + b;
+      case OAR_REDUCE_PROD:
+        return a * b;
+      case OAR_REDUCE_MAX:
+        return std::isnan(a) || std::isnan(b) ? a + b : (a < b ? b : a);
+      default:
+        return std::isnan(a) || std::isnan(b) ? a + b : (b < a ? b : a);
     }
   } else {
     using U = std::make_unsigned_t<T>;  // two's complement wrap, never UB
     switch (op) {
-      case OAR_REDUCE_SUM: return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+      case OAR_REDUCE_SUM:
+        return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
       case OAR_REDUCE_PROD:
         return static_cast<T>(static_cast<U>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)));
-      case OAR_REDUCE_MAX: return a < b ? b : a;
-      default: return b < a ? b : a;
+      case OAR_REDUCE_MAX:
+        return a < b ? b : a;
+      default:
+        return b < a ? b : a;
     }
   }
 }
@@ -134,13 +142,20 @@ gloo::AllreduceOptions::Func gloo_reduce_fn(int32_t dtype, int32_t op) {
     };
   };
   switch (dtype) {
-    case OAR_DTYPE_F32: return make(float{});
-    case OAR_DTYPE_F64: return make(double{});
-    case OAR_DTYPE_I8: return make(int8_t{});
-    case OAR_DTYPE_U8: return make(uint8_t{});
-    case OAR_DTYPE_I32: return make(int32_t{});
-    case OAR_DTYPE_I64: return make(int64_t{});
-    default: return make(bool{});  // OAR_DTYPE_BOOL: one byte, 0 or 1
+    case OAR_DTYPE_F32:
+      return make(float{});
+    case OAR_DTYPE_F64:
+      return make(double{});
+    case OAR_DTYPE_I8:
+      return make(int8_t{});
+    case OAR_DTYPE_U8:
+      return make(uint8_t{});
+    case OAR_DTYPE_I32:
+      return make(int32_t{});
+    case OAR_DTYPE_I64:
+      return make(int64_t{});
+    default:
+      return make(bool{});  // OAR_DTYPE_BOOL: one byte, 0 or 1
   }
 }
 
@@ -216,9 +231,9 @@ OarStatus run(const char* what, OarComm_t handle, F&& body) noexcept {
   Comm& c = *comm;
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.broken != OAR_OK)
-    return fail(c.broken, describe(c, what) +
-                              ": the communicator is unusable after an earlier failure: " +
-                              c.broken_message);
+    return fail(c.broken,
+                describe(c, what) +
+                    ": the communicator is unusable after an earlier failure: " + c.broken_message);
   OarStatus code = OAR_ERROR_DEVICE;
   std::string message;
   try {
@@ -242,10 +257,9 @@ OarStatus run(const char* what, OarComm_t handle, F&& body) noexcept {
   }
   std::string full =
       describe(c, what) +
-      (code == OAR_ERROR_TIMEOUT
-           ? format(" timed out after %lld ms (a peer did not arrive): ",
-                    static_cast<long long>(c.timeout.count()))
-           : std::string(" failed (a peer's connection broke): ")) +
+      (code == OAR_ERROR_TIMEOUT ? format(" timed out after %lld ms (a peer did not arrive): ",
+                                          static_cast<long long>(c.timeout.count()))
+                                 : std::string(" failed (a peer's connection broke): ")) +
       message;
   c.broken = code;
   c.broken_message = full;
@@ -266,8 +280,8 @@ OarStatus check_reduce_op(const char* what, int32_t op) {
 OarStatus check_rank(const Comm& c, const char* what, const char* role, int32_t r) {
   if (r >= 0 && r < c.nranks) return OAR_OK;
   return fail(OAR_ERROR_INVALID_ARGUMENT,
-              describe(c, what) + format(": %s %d is outside a communicator of %d ranks", role, r,
-                                         c.nranks));
+              describe(c, what) +
+                  format(": %s %d is outside a communicator of %d ranks", role, r, c.nranks));
 }
 
 /// FNV-1a over the call's sequence number and its signature.
@@ -304,10 +318,18 @@ struct Elem {
 template <typename F>
 void with_element(size_t es, F&& f) {
   switch (es) {
-    case 1: f(Elem<1>{}); break;
-    case 2: f(Elem<2>{}); break;
-    case 4: f(Elem<4>{}); break;
-    default: f(Elem<8>{}); break;
+    case 1:
+      f(Elem<1>{});
+      break;
+    case 2:
+      f(Elem<2>{});
+      break;
+    case 4:
+      f(Elem<4>{});
+      break;
+    default:
+      f(Elem<8>{});
+      break;
   }
 }
 
@@ -334,6 +356,22 @@ OarStatus comm_unique_id(void*, void* id, uint64_t size) {
   return OAR_OK;
 }
 
+// Gloo writes to its sockets with writev: a write to a peer that died
+// raises SIGPIPE, which would end this process instead of failing the
+// collective. Ignored once, only where nobody installed a handler (Python
+// already ignores it).
+void ignore_sigpipe() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction current {};
+    if (sigaction(SIGPIPE, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) return;
+    signal(SIGPIPE, SIG_IGN);
+    op::log(OAR_LOG_DEBUG,
+            "cpu (gloo): SIGPIPE is now ignored, so a write to a dead peer fails the collective "
+            "(EPIPE) instead of ending the process");
+  });
+}
+
 OarStatus comm_init(void*, const void* unique_id, uint64_t id_size, int32_t nranks, int32_t rank,
                     int32_t device, OarStore_t store, int64_t timeout_ms, OarComm_t* out) {
   if (!out || !unique_id || id_size != kUniqueIdBytes)
@@ -346,13 +384,15 @@ OarStatus comm_init(void*, const void* unique_id, uint64_t id_size, int32_t nran
     return fail_plain(OAR_ERROR_INVALID_ARGUMENT,
                       "comm_init: rank %d is outside a communicator of %d ranks", rank, nranks);
   if (device != 0)
-    return fail_plain(OAR_ERROR_INVALID_ARGUMENT, "comm_init: device index %d is out of range (1 cpu device)", device);
+    return fail_plain(OAR_ERROR_INVALID_ARGUMENT,
+                      "comm_init: device index %d is out of range (1 cpu device)", device);
   const OarHostApi* h = g_host;
   if (!store || h->struct_size < OAR_STRUCT_SIZE(OarHostApi, store_free) || !h->store_set ||
       !h->store_get || !h->store_wait || !h->store_free)
     return fail_plain(OAR_ERROR_UNSUPPORTED,
                       "comm_init: Gloo's rendezvous needs the host key-value store (store is null "
                       "or the host table lacks store_set/get/wait/free)");
+  ignore_sigpipe();
   auto c = std::make_shared<Comm>();
   static const char* const hex = "0123456789abcdef";
   for (uint64_t i = 0; i < id_size; ++i) {
@@ -382,10 +422,14 @@ OarStatus comm_init(void*, const void* unique_id, uint64_t id_size, int32_t nran
     std::string m = e.what();
     auto* se = dynamic_cast<const HostStoreError*>(&e);
     bool timeout = se ? se->timeout : is_timeout_message(m);
-    return fail(timeout ? OAR_ERROR_TIMEOUT : OAR_ERROR_DEVICE,
-                format("cpu (gloo): comm_init of comm %.8s (rank %d of %d) failed while ",
-                       c->uid.c_str(), rank, nranks) +
-                    stage + (timeout ? format(" (timeout %lld ms): ", static_cast<long long>(c->timeout.count())) : std::string(": ")) + m);
+    return fail(
+        timeout ? OAR_ERROR_TIMEOUT : OAR_ERROR_DEVICE,
+        format("cpu (gloo): comm_init of comm %.8s (rank %d of %d) failed while ", c->uid.c_str(),
+               rank, nranks) +
+            stage +
+            (timeout ? format(" (timeout %lld ms): ", static_cast<long long>(c->timeout.count()))
+                     : std::string(": ")) +
+            m);
   } catch (...) {
     return fail_plain(OAR_ERROR_DEVICE, "comm_init: an unknown exception while %s", stage.c_str());
   }
@@ -401,7 +445,8 @@ OarStatus comm_destroy(void*, OarComm_t handle) {
     std::lock_guard<std::mutex> lock(g_comms_mu);
     auto it = g_comms.find(reinterpret_cast<Comm*>(handle));
     if (it == g_comms.end())
-      return fail_plain(OAR_ERROR_INVALID_ARGUMENT, "comm_destroy: %p is not a live cpu communicator",
+      return fail_plain(OAR_ERROR_INVALID_ARGUMENT,
+                        "comm_destroy: %p is not a live cpu communicator",
                         static_cast<void*>(handle));
     c = it->second;
     g_comms.erase(it);
@@ -447,7 +492,9 @@ OarStatus reduce(void*, const void* send, void* recv, uint64_t count, int32_t dt
   return run("reduce", comm, [&](Comm& c) -> OarStatus {
     if (OarStatus s = check_rank(c, "reduce", "root", root)) return s;
     gloo::ReduceOptions opts(c.context);
-    prepare(c, opts, {2, count, static_cast<uint64_t>(dtype), static_cast<uint64_t>(reduce_op), static_cast<uint64_t>(root)});
+    prepare(c, opts,
+            {2, count, static_cast<uint64_t>(dtype), static_cast<uint64_t>(reduce_op),
+             static_cast<uint64_t>(root)});
     opts.setRoot(root);
     if (count == 0) return OAR_OK;
     // Gloo writes partial results into every rank's output: non-roots get
@@ -520,7 +567,8 @@ OarStatus reduce_scatter(void*, const void* send, void* recv, uint64_t recv_coun
   return run("reduce_scatter", comm, [&](Comm& c) -> OarStatus {
     // Note [CPU collectives through Gloo]: all_to_all, then a local reduction.
     gloo::AlltoallOptions opts(c.context);
-    prepare(c, opts, {5, recv_count, static_cast<uint64_t>(dtype), static_cast<uint64_t>(reduce_op)});
+    prepare(c, opts,
+            {5, recv_count, static_cast<uint64_t>(dtype), static_cast<uint64_t>(reduce_op)});
     if (recv_count == 0) return OAR_OK;
     const size_t es = oar_dtype_size(dtype), total = recv_count * c.nranks;
     std::vector<char> blocks(total * es);
@@ -616,7 +664,8 @@ OarStatus all_to_allv(void*, const void* send, const uint64_t* send_counts,
       recv_scratch.resize(recv_total * es);
       dst = recv_scratch.data();
     }
-    std::vector<int64_t> in_counts(send_counts, send_counts + n), out_counts(recv_counts, recv_counts + n);
+    std::vector<int64_t> in_counts(send_counts, send_counts + n),
+        out_counts(recv_counts, recv_counts + n);
     // Gloo wants a non-null buffer even when this rank sends or receives nothing.
     char empty = 0;
     with_element(es, [&](auto tag) {
@@ -655,7 +704,8 @@ OarStatus send(void*, const void* buffer, uint64_t count, int32_t dtype, int32_t
   return run("send", comm, [&](Comm& c) -> OarStatus {
     if (OarStatus s = check_rank(c, "send", "peer", peer)) return s;
     if (peer == c.rank)
-      return fail(OAR_ERROR_INVALID_ARGUMENT, describe(c, "send") + ": a rank cannot send to itself");
+      return fail(OAR_ERROR_INVALID_ARGUMENT,
+                  describe(c, "send") + ": a rank cannot send to itself");
     uint64_t n = c.sent[peer]++;
     size_t bytes = count * oar_dtype_size(dtype);
     char empty = 0;
