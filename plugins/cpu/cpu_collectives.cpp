@@ -16,10 +16,16 @@
 //    while all_reduce + taking the block would move twice that and compute
 //    every block everywhere. f16/bf16 blocks travel as 16 bits and are
 //    accumulated in f32 locally;
-//  - send/recv are unbound buffers on slots (kP2pSlotPrefix, n) where n
-//    counts the messages from one rank to another. Gloo's TCP transport
-//    hands the data over when the receiver posts its recv, so send returns
-//    once the peer has received (or the timeout passed).
+//  - send/recv are unbound buffers on slots (kP2pSlotPrefix, signature, n)
+//    where n counts the messages from one rank to another. Note [Eager
+//    sends]: Gloo's TCP transport hands the data over only once the
+//    receiver posts its recv, and the host runs a comm's calls one at a
+//    time, so a blocking send would deadlock two ranks that both send
+//    before they receive. send therefore copies the data, posts it and
+//    returns (as the mock's send); a per-comm thread waits for each posted
+//    send in order, up to the comm's timeout from when it was posted. A
+//    send that fails or times out fails the comm: the next call (or
+//    comm_destroy, which waits for the pending sends) reports it.
 // Reductions: sum and prod wrap for integers; max/min propagate NaN; bool
 // sum/max are logical or, prod/min logical and; f16 and bf16 are converted
 // to f32, reduced by Gloo in f32 and converted back (all_reduce, reduce).
@@ -54,23 +60,44 @@
 #include <signal.h>
 
 #include <cmath>
+#include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cpu_common.h"
+#include "cpu_gloo_reduce.h"
 #include "cpu_gloo_store.h"
 #include "oar/plugin_util.h"
 
 namespace oar_cpu {
 namespace {
 
+using gloo_reduce::f32_to_half;
+using gloo_reduce::gloo_reduce_fn;
+using gloo_reduce::half_to_f32;
+using gloo_reduce::is_half;
+using gloo_reduce::local_reduce;
+
 constexpr uint64_t kUniqueIdBytes = 16;
 constexpr int64_t kDefaultTimeoutMs = 1800 * 1000;  // comm_init's timeout_ms <= 0
 constexpr uint64_t kP2pSlotPrefix = 0xA0;           // above Gloo's collective prefixes (1..8)
+
+using Clock = std::chrono::steady_clock;
+
+/// A posted send that has not completed yet (Note [Eager sends]).
+struct PendingSend {
+  std::vector<char> data;  // a copy: the caller may reuse its buffer at once
+  std::unique_ptr<gloo::transport::UnboundBuffer> buffer;  // over `data`
+  int peer = 0;
+  uint64_t n = 0;  // the message's number from this rank to `peer`
+  Clock::time_point deadline;
+};
 
 struct Comm {
   std::string uid;  // hex of the unique id
@@ -81,8 +108,19 @@ struct Comm {
   std::mutex mu;  // one call at a time
   uint32_t tag = 0;
   std::map<int, uint64_t> sent, received;  // point-to-point messages per peer
-  OarStatus broken = OAR_OK;               // first failure, sticky
+
+  std::mutex state_mu;        // guards the failure state (calls and the sender)
+  OarStatus broken = OAR_OK;  // first failure, sticky
   std::string broken_message;
+  bool unreported = false;  // a pending send failed and no call has said so yet
+
+  std::mutex send_mu;  // guards pending and stopping
+  std::condition_variable send_cv;
+  std::deque<std::unique_ptr<PendingSend>> pending;
+  bool stopping = false;
+  std::thread sender;  // waits for pending sends, in order; started by the first send
+
+  ~Comm();
 };
 
 std::mutex g_comms_mu;
@@ -95,105 +133,65 @@ std::string describe(const Comm& c, const char* what) {
                 c.nranks);
 }
 
-// ------------------------------------------------------------ reductions ---
+bool is_timeout_message(const std::string& m) {
+  return m.find("Timed out") != std::string::npos || m.find("timed out") != std::string::npos ||
+         m.find("Application timeout") != std::string::npos;
+}
 
-template <typename T>
-T apply(int32_t op, T a, T b) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return op == OAR_REDUCE_SUM || op == OAR_REDUCE_MAX ? (a || b) : (a && b);
-  } else if constexpr (std::is_floating_point_v<T>) {
-    switch (op) {
-      case OAR_REDUCE_SUM:
-        return a + b;
-      case OAR_REDUCE_PROD:
-        return a * b;
-      case OAR_REDUCE_MAX:
-        return std::isnan(a) || std::isnan(b) ? a + b : (a < b ? b : a);
-      default:
-        return std::isnan(a) || std::isnan(b) ? a + b : (b < a ? b : a);
+/// Records the comm's first failure; later ones are consequences of it.
+void set_broken(Comm& c, OarStatus code, const std::string& message, bool unreported) {
+  std::lock_guard<std::mutex> lock(c.state_mu);
+  if (c.broken != OAR_OK) return;
+  c.broken = code;
+  c.broken_message = message;
+  c.unreported = unreported;
+}
+
+// The sender thread: Note [Eager sends].
+void sender_loop(Comm* c) {
+  std::unique_lock<std::mutex> lock(c->send_mu);
+  for (;;) {
+    c->send_cv.wait(lock, [&] { return c->stopping || !c->pending.empty(); });
+    if (c->pending.empty()) return;
+    PendingSend* p = c->pending.front().get();
+    lock.unlock();
+    try {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(p->deadline - Clock::now());
+      p->buffer->waitSend(std::max(left, std::chrono::milliseconds(1)));  // false: aborted
+    } catch (const std::exception& e) {
+      std::string m = e.what();
+      bool timeout = is_timeout_message(m);
+      std::string what =
+          format("send #%llu to rank %d", static_cast<unsigned long long>(p->n), p->peer);
+      set_broken(*c, timeout ? OAR_ERROR_TIMEOUT : OAR_ERROR_DEVICE,
+                 describe(*c, what.c_str()) +
+                     (timeout ? format(" was not received within %lld ms of being posted (rank %d "
+                                       "did not arrive): ",
+                                       static_cast<long long>(c->timeout.count()), p->peer)
+                              : std::string(" failed (a peer's connection broke): ")) +
+                     m,
+                 true);
     }
-  } else {
-    using U = std::make_unsigned_t<T>;  // two's complement wrap, never UB
-    switch (op) {
-      case OAR_REDUCE_SUM:
-        return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-      case OAR_REDUCE_PROD:
-        return static_cast<T>(static_cast<U>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)));
-      case OAR_REDUCE_MAX:
-        return a < b ? b : a;
-      default:
-        return b < a ? b : a;
-    }
+    lock.lock();
+    c->pending.pop_front();
+    c->send_cv.notify_all();
   }
 }
 
-template <typename T>
-void reduce_buffers(int32_t op, T* out, const T* a, const T* b, size_t n) {
-  for (size_t i = 0; i < n; ++i) out[i] = apply<T>(op, a[i], b[i]);
-}
-
-/// Gloo's element-wise reduction for a non-half dtype.
-gloo::AllreduceOptions::Func gloo_reduce_fn(int32_t dtype, int32_t op) {
-  auto make = [op](auto tag) -> gloo::AllreduceOptions::Func {
-    using T = decltype(tag);
-    return [op](void* out, const void* a, const void* b, size_t n) {
-      reduce_buffers<T>(op, static_cast<T*>(out), static_cast<const T*>(a),
-                        static_cast<const T*>(b), n);
-    };
-  };
-  switch (dtype) {
-    case OAR_DTYPE_F32:
-      return make(float{});
-    case OAR_DTYPE_F64:
-      return make(double{});
-    case OAR_DTYPE_I8:
-      return make(int8_t{});
-    case OAR_DTYPE_U8:
-      return make(uint8_t{});
-    case OAR_DTYPE_I32:
-      return make(int32_t{});
-    case OAR_DTYPE_I64:
-      return make(int64_t{});
-    default:
-      return make(bool{});  // OAR_DTYPE_BOOL: one byte, 0 or 1
+/// Stops the sender after the pending sends complete (each bounded by its
+/// deadline), or at once with `abort`.
+void stop_sender(Comm& c, bool abort) {
+  {
+    std::lock_guard<std::mutex> lock(c.send_mu);
+    c.stopping = true;
+    if (abort)
+      for (auto& p : c.pending) p->buffer->abortWaitSend();
   }
+  c.send_cv.notify_all();
+  if (c.sender.joinable()) c.sender.join();
 }
 
-bool is_half(int32_t dtype) { return dtype == OAR_DTYPE_F16 || dtype == OAR_DTYPE_BF16; }
-
-std::vector<float> half_to_f32(int32_t dtype, const void* src, size_t n) {
-  std::vector<float> out(n);
-  const auto* bits = static_cast<const uint16_t*>(src);
-  for (size_t i = 0; i < n; ++i)
-    out[i] = dtype == OAR_DTYPE_F16 ? oar_f16_to_f32(bits[i]) : oar_bf16_to_f32(bits[i]);
-  return out;
-}
-
-void f32_to_half(int32_t dtype, const float* src, size_t n, void* dst) {
-  auto* bits = static_cast<uint16_t*>(dst);
-  for (size_t i = 0; i < n; ++i)
-    bits[i] = dtype == OAR_DTYPE_F16 ? oar_f32_to_f16(src[i]) : oar_f32_to_bf16(src[i]);
-}
-
-/// dst = blocks[0] op blocks[1] op ... (rank order); halves accumulate in f32.
-void local_reduce(int32_t dtype, int32_t op, const std::vector<const char*>& blocks, size_t n,
-                  char* dst) {
-  if (n == 0) return;
-  if (is_half(dtype)) {
-    std::vector<float> acc = half_to_f32(dtype, blocks[0], n);
-    for (size_t r = 1; r < blocks.size(); ++r) {
-      std::vector<float> v = half_to_f32(dtype, blocks[r], n);
-      reduce_buffers<float>(op, acc.data(), acc.data(), v.data(), n);
-    }
-    f32_to_half(dtype, acc.data(), n, dst);
-    return;
-  }
-  auto fn = gloo_reduce_fn(dtype, op);
-  size_t bytes = n * oar_dtype_size(dtype);
-  std::vector<char> acc(blocks[0], blocks[0] + bytes);
-  for (size_t r = 1; r < blocks.size(); ++r) fn(acc.data(), acc.data(), blocks[r], n);
-  std::memcpy(dst, acc.data(), bytes);
-}
+Comm::~Comm() { stop_sender(*this, true); }  // at exit without comm_destroy: no waiting
 
 // ------------------------------------------------------------- plumbing ---
 
@@ -208,11 +206,6 @@ const char* detach(const void* src, size_t bytes, const void* dst, size_t dst_by
   if (!overlaps(src, bytes, dst, dst_bytes)) return static_cast<const char*>(src);
   keep.assign(static_cast<const char*>(src), static_cast<const char*>(src) + bytes);
   return keep.data();
-}
-
-bool is_timeout_message(const std::string& m) {
-  return m.find("Timed out") != std::string::npos || m.find("timed out") != std::string::npos ||
-         m.find("Application timeout") != std::string::npos;
 }
 
 /// Validates the comm and runs `body` under its lock; every exception
@@ -230,10 +223,15 @@ OarStatus run(const char* what, OarComm_t handle, F&& body) noexcept {
                       static_cast<void*>(handle));
   Comm& c = *comm;
   std::lock_guard<std::mutex> lock(c.mu);
-  if (c.broken != OAR_OK)
-    return fail(c.broken,
-                describe(c, what) +
-                    ": the communicator is unusable after an earlier failure: " + c.broken_message);
+  {
+    std::lock_guard<std::mutex> state(c.state_mu);
+    if (c.broken != OAR_OK) {
+      c.unreported = false;
+      return fail(c.broken, describe(c, what) +
+                                ": the communicator is unusable after an earlier failure: " +
+                                c.broken_message);
+    }
+  }
   OarStatus code = OAR_ERROR_DEVICE;
   std::string message;
   try {
@@ -261,8 +259,7 @@ OarStatus run(const char* what, OarComm_t handle, F&& body) noexcept {
                                           static_cast<long long>(c.timeout.count()))
                                  : std::string(" failed (a peer's connection broke): ")) +
       message;
-  c.broken = code;
-  c.broken_message = full;
+  set_broken(c, code, full, false);
   return fail(code, full);
 }
 
@@ -452,12 +449,19 @@ OarStatus comm_destroy(void*, OarComm_t handle) {
     g_comms.erase(it);
   }
   std::lock_guard<std::mutex> lock(c->mu);  // a call in flight finishes first
+  stop_sender(*c, false);                   // pending sends complete or time out
+  OarStatus code = OAR_OK;
+  std::string message;
+  {
+    std::lock_guard<std::mutex> state(c->state_mu);
+    if (c->unreported) code = c->broken, message = c->broken_message;
+  }
   try {
     c->context.reset();
     c->device.reset();
   } catch (...) {
   }
-  return OAR_OK;
+  return code == OAR_OK ? OAR_OK : fail(code, message);
 }
 
 OarStatus all_reduce(void*, const void* send, void* recv, uint64_t count, int32_t dtype,
@@ -706,12 +710,22 @@ OarStatus send(void*, const void* buffer, uint64_t count, int32_t dtype, int32_t
     if (peer == c.rank)
       return fail(OAR_ERROR_INVALID_ARGUMENT,
                   describe(c, "send") + ": a rank cannot send to itself");
-    uint64_t n = c.sent[peer]++;
+    // Note [Eager sends]: copy, post, and let the sender thread wait.
+    auto p = std::make_unique<PendingSend>();
     size_t bytes = count * oar_dtype_size(dtype);
-    char empty = 0;
-    auto buf = c.context->createUnboundBuffer(bytes ? const_cast<void*>(buffer) : &empty, bytes);
-    buf->send(peer, p2p_slot(n, count, dtype));
-    buf->waitSend(c.timeout);
+    p->data.resize(bytes ? bytes : 1);
+    if (bytes) std::memcpy(p->data.data(), buffer, bytes);
+    p->buffer = c.context->createUnboundBuffer(p->data.data(), bytes);
+    p->peer = peer;
+    p->n = c.sent[peer]++;
+    p->deadline = Clock::now() + c.timeout;
+    p->buffer->send(peer, p2p_slot(p->n, count, dtype));
+    {
+      std::lock_guard<std::mutex> lock(c.send_mu);
+      if (!c.sender.joinable()) c.sender = std::thread(sender_loop, &c);
+      c.pending.push_back(std::move(p));
+    }
+    c.send_cv.notify_all();
     return OAR_OK;
   });
 }

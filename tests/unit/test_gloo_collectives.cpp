@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -324,6 +325,30 @@ TEST_CASE(
   }
 }
 
+// Every rank sends to the next before it receives from the previous one:
+// sends are posted without waiting for the receiver (Note [Eager sends]),
+// so this cannot deadlock, and the sender may overwrite its buffer at once.
+std::string send_before_recv(int rank, int n, oar::Store& store) {
+  Communicator comm(kCpu, n, rank, store, "test/gloo-ring", 10000);
+  int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+  Tensor out = Tensor::from_vector<int32_t>({rank, rank * rank}, {2}, kCpu);
+  comm.send(out, next);
+  // After send returned the caller owns its buffer again (cpu memory is host memory).
+  auto* bytes = static_cast<char*>(out.impl().storage->data()) + out.impl().byte_offset;
+  std::memset(bytes, 0x7f, 8);
+  Tensor in = Tensor::from_vector<int32_t>({-1, -1}, {2}, kCpu);
+  comm.recv(in, prev);
+  comm.barrier();
+  return expect(in.to_vector<int32_t>(), {prev, prev * prev}, "recv from the previous rank");
+}
+
+TEST_CASE("gloo: ranks that all send before they receive do not deadlock (2 and 3 processes)") {
+  for (int n : {2, 3}) {
+    INFO(n << " ranks");
+    check_all_passed(run_ranks(n, send_before_recv, std::chrono::seconds(60)));
+  }
+}
+
 // -------------------------------------------------------------- failures ---
 
 // Rank 1 connects and then waits (bounded) for rank 0's word instead of
@@ -382,6 +407,37 @@ TEST_CASE("gloo: comm_init without the other rank times out, naming comm_init") 
   INFO(r[0].message);
   CHECK(r[0].finished);
   CHECK(r[0].message.empty());
+}
+
+// Rank 0 sends to rank 1, which never receives: comm_destroy waits for the
+// pending send and reports it, naming send and rank 1, ~2 s after the send.
+std::string unreceived_send(int rank, int n, oar::Store& store) {
+  RawComm r = raw_comm(rank, n, store, 2000);
+  const OarDeviceApi& api = r.b->api;
+  if (rank == 1) {
+    store.wait("test/unreceived-done", 20000);
+    return "";
+  }
+  float v = 1;
+  void* buf = r.dev_copy(&v, 4);
+  auto start = Clock::now();
+  OarStatus posted = api.send(api.impl, buf, 1, OAR_DTYPE_F32, 1, r.comm, nullptr);
+  OarStatus destroyed = api.comm_destroy(api.impl, r.comm);
+  std::string m = oar::host_take_error();
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  store.set("test/unreceived-done", {1});
+  if (posted != OAR_OK) return "send did not post: " + m;
+  if (destroyed != OAR_ERROR_TIMEOUT)
+    return "comm_destroy returned " + std::to_string(destroyed) + ": " + m;
+  if (m.find("send #0 to rank 1") == std::string::npos)
+    return "the message does not name the send: " + m;
+  if (seconds < 1.5 || seconds > 6)
+    return "reported after " + std::to_string(seconds) + " s, not ~2 s";
+  return "";
+}
+
+TEST_CASE("gloo: a send nobody receives fails the comm within its timeout, naming the send") {
+  check_all_passed(run_ranks(2, unreceived_send, std::chrono::seconds(30)));
 }
 
 // Rank 1 does one all_reduce and dies (_exit); rank 0's next all_reduce must
