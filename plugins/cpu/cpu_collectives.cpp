@@ -415,6 +415,9 @@ OarStatus comm_init(void*, const void* unique_id, uint64_t id_size, int32_t nran
     c->context = std::make_shared<gloo::rendezvous::Context>(rank, nranks);
     c->context->setTimeout(c->timeout);
     c->context->connectFullMesh(prefixed, c->device);
+    op::log(OAR_LOG_DEBUG,
+            format("cpu (gloo): comm %.8s rank %d of %d connected, listening on %s (%s)",
+                   c->uid.c_str(), rank, nranks, where.ip.c_str(), where.reason.c_str()));
   } catch (const std::exception& e) {
     std::string m = e.what();
     auto* se = dynamic_cast<const HostStoreError*>(&e);
