@@ -409,6 +409,28 @@ TEST_CASE("gloo: comm_init without the other rank times out, naming comm_init") 
   CHECK(r[0].message.empty());
 }
 
+// Note [Gloo tags carry the call's signature]: ranks that disagree on a
+// call (here the count) use different slots, so both time out with a
+// sentence instead of Gloo aborting the process on mismatched messages.
+std::string disagreeing_counts(int rank, int n, oar::Store& store) {
+  Communicator comm(kCpu, n, rank, store, "test/gloo-desync", 2000);
+  Tensor x = oar::ones({rank == 0 ? 4 : 8}, DType::f32, kCpu);
+  try {
+    comm.all_reduce(x);
+  } catch (const oar::Error& e) {
+    if (e.code() != oar::ErrorCode::timeout)
+      return std::string("expected a timeout, got: ") + e.what();
+    if (std::string(e.what()).find("all_reduce") == std::string::npos)
+      return std::string("the message does not name all_reduce: ") + e.what();
+    return "";
+  }
+  return "all_reduce of 4 and 8 elements succeeded";
+}
+
+TEST_CASE("gloo: ranks that disagree on a call's count time out, not abort") {
+  check_all_passed(run_ranks(2, disagreeing_counts, std::chrono::seconds(30)));
+}
+
 // Rank 0 sends to rank 1, which never receives: comm_destroy waits for the
 // pending send and reports it, naming send and rank 1, ~2 s after the send.
 std::string unreceived_send(int rank, int n, oar::Store& store) {
