@@ -641,9 +641,29 @@ OarStatus all_to_allv(void*, const void* send, const uint64_t* send_counts,
   if (!send_counts || !send_offsets || !recv_counts || !recv_offsets)
     return fail_plain(OAR_ERROR_INVALID_ARGUMENT, "all_to_allv: a count or offset array is null");
   return run("all_to_allv", comm, [&](Comm& c) -> OarStatus {
+    const size_t es = oar_dtype_size(dtype), n = static_cast<size_t>(c.nranks);
+    // Each pair of ranks first agrees on its counts (one small all_to_all):
+    // Gloo would abort the process on a message of an unexpected size, so a
+    // mismatch is reported here by both ranks of the pair, naming both sides.
+    std::vector<uint64_t> mine(2 * n), theirs(2 * n);
+    for (size_t r = 0; r < n; ++r) mine[2 * r] = send_counts[r], mine[2 * r + 1] = recv_counts[r];
+    gloo::AlltoallOptions counts(c.context);
+    prepare(c, counts, {10, static_cast<uint64_t>(dtype)});
+    counts.setInput(mine.data(), 2 * n);
+    counts.setOutput(theirs.data(), 2 * n);
+    gloo::alltoall(counts);
     gloo::AlltoallvOptions opts(c.context);
     prepare(c, opts, {8, static_cast<uint64_t>(dtype)});
-    const size_t es = oar_dtype_size(dtype), n = static_cast<size_t>(c.nranks);
+    for (size_t r = 0; r < n; ++r)
+      if (theirs[2 * r] != recv_counts[r] || theirs[2 * r + 1] != send_counts[r])
+        return fail(OAR_ERROR_INVALID_ARGUMENT,
+                    describe(c, "all_to_allv") +
+                        format(": rank %zu sends %llu elements to this rank and expects %llu from "
+                               "it, but recv_counts[%zu] is %llu and send_counts[%zu] is %llu",
+                               r, static_cast<unsigned long long>(theirs[2 * r]),
+                               static_cast<unsigned long long>(theirs[2 * r + 1]), r,
+                               static_cast<unsigned long long>(recv_counts[r]), r,
+                               static_cast<unsigned long long>(send_counts[r])));
     // Gloo's alltoallv takes blocks packed in rank order; pack (and unpack)
     // through scratch unless the offsets already are the running sums.
     auto packed = [&](const uint64_t* counts, const uint64_t* offsets, size_t* total) {

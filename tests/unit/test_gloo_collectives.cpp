@@ -431,6 +431,34 @@ TEST_CASE("gloo: ranks that disagree on a call's count time out, not abort") {
   check_all_passed(run_ranks(2, disagreeing_counts, std::chrono::seconds(30)));
 }
 
+// all_to_allv whose ranks disagree on a count: both ranks of the pair get
+// an invalid-argument sentence naming both sides, and the comm still works.
+std::string disagreeing_all_to_allv(int rank, int n, oar::Store& store) {
+  RawComm r = raw_comm(rank, n, store, 10000);
+  const OarDeviceApi& api = r.b->api;
+  std::vector<float> data(4, float(rank));
+  void* send = r.dev_copy(data.data(), 16);
+  void* recv = r.dev_copy(data.data(), 16);
+  // Rank 0 sends 2 elements to rank 1; rank 1 expects 3 from rank 0.
+  std::vector<uint64_t> sc = {1, 2}, so = {0, 1}, rc = {1, 1}, ro = {0, 1};
+  if (rank == 1) sc = {2, 1}, so = {0, 2}, rc = {3, 1}, ro = {0, 3};
+  OarStatus st = api.all_to_allv(api.impl, send, sc.data(), so.data(), recv, rc.data(), ro.data(),
+                                 OAR_DTYPE_F32, r.comm, nullptr);
+  std::string m = oar::host_take_error();
+  if (st != OAR_ERROR_INVALID_ARGUMENT)
+    return "all_to_allv returned " + std::to_string(st) + ": " + m;
+  std::string peer = rank == 0 ? "rank 1 sends 2 elements to this rank and expects 3"
+                               : "rank 0 sends 2 elements to this rank and expects 1";
+  if (m.find("all_to_allv") == std::string::npos || m.find(peer) == std::string::npos)
+    return "the message does not name all_to_allv and the peer's counts: " + m;
+  r.check(api.barrier(api.impl, r.comm, nullptr), "barrier after the mismatch");
+  return "";
+}
+
+TEST_CASE("gloo: all_to_allv with counts the ranks disagree on fails on both, naming the counts") {
+  check_all_passed(run_ranks(2, disagreeing_all_to_allv, std::chrono::seconds(30)));
+}
+
 // Rank 0 sends to rank 1, which never receives: comm_destroy waits for the
 // pending send and reports it, naming send and rank 1, ~2 s after the send.
 std::string unreceived_send(int rank, int n, oar::Store& store) {
