@@ -222,6 +222,36 @@ TEST_CASE("gloo: f16 sums accumulate in f32 and bool reduces with or / and") {
   }
 }
 
+// Two communicators of the same ranks used at the same time from two
+// threads (as two groups' comm workers would): each gives its own sums.
+std::string two_comms_two_threads(int rank, int n, oar::Store& store) {
+  Communicator a(kCpu, n, rank, store, "test/gloo-a", 10000);
+  Communicator b(kCpu, n, rank, store, "test/gloo-b", 10000);
+  std::string problem_a, problem_b;
+  auto loop = [&](Communicator& comm, float base, std::string& problem) {
+    try {
+      for (int i = 0; i < 20 && problem.empty(); ++i) {
+        Tensor t = Tensor::from_vector<float>({base + float(rank), float(i)}, {2}, kCpu);
+        comm.all_reduce(t);
+        // sum over ranks of base + r, and n * i
+        float want0 = n * base + float(n * (n - 1) / 2);
+        problem =
+            expect(t.to_vector<float>(), {want0, float(n * i)}, "all_reduce on one of two comms");
+      }
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+  };
+  std::thread t([&] { loop(a, 100.f, problem_a); });
+  loop(b, 1000.f, problem_b);
+  t.join();
+  return first({problem_a, problem_b});
+}
+
+TEST_CASE("gloo: two communicators run concurrently from two threads (2 processes)") {
+  check_all_passed(run_ranks(2, two_comms_two_threads, std::chrono::seconds(60)));
+}
+
 // --------------------------------------------------- raw ABI 1.2 entries ---
 
 struct RawComm {
