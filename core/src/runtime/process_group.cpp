@@ -39,8 +39,8 @@ int64_t collective_timeout_ms() {
   char* end = nullptr;
   double seconds = std::strtod(text, &end);
   if (end == text || *end != '\0' || !(seconds > 0)) {
-    throw Error(ErrorCode::invalid_argument,
-                std::string("distributed: OAR_COLLECTIVE_TIMEOUT='") + text + "' is not a positive number of seconds");
+    throw Error(ErrorCode::invalid_argument, std::string("distributed: OAR_COLLECTIVE_TIMEOUT='") +
+                                                 text + "' is not a positive number of seconds");
   }
   return static_cast<int64_t>(seconds * 1000);
 }
@@ -57,6 +57,25 @@ CommOptions options(const std::string& name, const std::vector<int>& ranks) {
   return o;
 }
 
+// Rank 0 serves the store, and a peer may still need it while it tears its
+// communicators down: every rank says it is done, and rank 0 waits for the
+// others (at most the collective timeout, capped at a minute: a peer that
+// died never says so) before its store goes away.
+void release_store(DefaultGroupState& s) {
+  if (!s.store || s.env.world_size <= 1) return;
+  try {
+    s.store->set("oar/exit/" + std::to_string(s.env.rank), {1});
+    if (s.env.rank != 0) return;
+    const int64_t grace_ms = std::min<int64_t>(collective_timeout_ms(), 60000);
+    for (int r = 1; r < s.env.world_size; ++r)
+      s.store->wait("oar/exit/" + std::to_string(r), grace_ms);
+  } catch (const std::exception& e) {
+    log_message(OAR_LOG_INFO,
+                std::string("distributed: destroy_process_group did not see every rank finish: ") +
+                    e.what());
+  }
+}
+
 }  // namespace
 
 Group::Group(int id, std::vector<int> ranks, int rank, std::shared_ptr<Communicator> comm)
@@ -66,7 +85,8 @@ Communicator& Group::comm() const {
   if (!comm_) {
     throw Error(ErrorCode::invalid_argument,
                 "distributed: group " + std::to_string(id_) +
-                    (rank_ < 0 ? " does not include this process" : " was destroyed") + "; it has no communicator");
+                    (rank_ < 0 ? " does not include this process" : " was destroyed") +
+                    "; it has no communicator");
   }
   return *comm_;
 }
@@ -89,14 +109,15 @@ Group& init_parallel_env() {
   Device device = collective_device();
   std::unique_ptr<Store> store;
   if (env.world_size > 1) {
-    store = std::make_unique<TCPStore>(env.master_addr, env.master_port, env.rank == 0, env.job_id, timeout_ms);
+    store = std::make_unique<TCPStore>(env.master_addr, env.master_port, env.rank == 0, env.job_id,
+                                       timeout_ms);
   } else {
     store = std::make_unique<InProcessStore>();
   }
   std::vector<int> ranks(env.world_size);
   std::iota(ranks.begin(), ranks.end(), 0);
-  auto comm = std::make_shared<Communicator>(device, env.world_size, env.rank, *store, "oar/group/0", timeout_ms,
-                                             options("world", ranks));
+  auto comm = std::make_shared<Communicator>(device, env.world_size, env.rank, *store,
+                                             "oar/group/0", timeout_ms, options("world", ranks));
   s.env = env;
   s.device = device;
   s.store = std::move(store);
@@ -127,7 +148,8 @@ Group& default_group() {
   std::lock_guard lock(s.mutex);
   if (!s.world) {
     throw Error(ErrorCode::invalid_argument,
-                "distributed: the default group does not exist yet; call oar::distributed::init_parallel_env() first");
+                "distributed: the default group does not exist yet; call "
+                "oar::distributed::init_parallel_env() first");
   }
   return *s.world;
 }
@@ -136,8 +158,9 @@ Store& default_store() {
   DefaultGroupState& s = state();
   std::lock_guard lock(s.mutex);
   if (!s.store) {
-    throw Error(ErrorCode::invalid_argument,
-                "distributed: there is no store yet; call oar::distributed::init_parallel_env() first");
+    throw Error(
+        ErrorCode::invalid_argument,
+        "distributed: there is no store yet; call oar::distributed::init_parallel_env() first");
   }
   return *s.store;
 }
@@ -147,7 +170,8 @@ std::shared_ptr<Group> new_group(std::vector<int> ranks) {
   std::lock_guard lock(s.mutex);
   if (!s.world) {
     throw Error(ErrorCode::invalid_argument,
-                "new_group: the default group does not exist yet; call oar::distributed::init_parallel_env() first");
+                "new_group: the default group does not exist yet; call "
+                "oar::distributed::init_parallel_env() first");
   }
   const int world = s.env.world_size;
   if (ranks.empty()) {
@@ -156,11 +180,11 @@ std::shared_ptr<Group> new_group(std::vector<int> ranks) {
   }
   std::sort(ranks.begin(), ranks.end());
   for (size_t i = 0; i < ranks.size(); ++i) {
-    OAR_CHECK_ARG(ranks[i] >= 0 && ranks[i] < world, "new_group: rank " + std::to_string(ranks[i]) +
-                                                         " is outside [0, " + std::to_string(world) +
-                                                         ") (the world size)");
-    OAR_CHECK_ARG(i == 0 || ranks[i] != ranks[i - 1], "new_group: rank " + std::to_string(ranks[i]) +
-                                                          " is listed twice");
+    OAR_CHECK_ARG(ranks[i] >= 0 && ranks[i] < world,
+                  "new_group: rank " + std::to_string(ranks[i]) + " is outside [0, " +
+                      std::to_string(world) + ") (the world size)");
+    OAR_CHECK_ARG(i == 0 || ranks[i] != ranks[i - 1],
+                  "new_group: rank " + std::to_string(ranks[i]) + " is listed twice");
   }
   const int id = s.next_group_id++;
   auto it = std::find(ranks.begin(), ranks.end(), s.env.rank);
@@ -169,8 +193,8 @@ std::shared_ptr<Group> new_group(std::vector<int> ranks) {
   if (rank >= 0) {
     const std::string name = "group " + std::to_string(id);
     comm = std::make_shared<Communicator>(s.device, static_cast<int>(ranks.size()), rank, *s.store,
-                                          "oar/group/" + std::to_string(id), collective_timeout_ms(),
-                                          options(name, ranks));
+                                          "oar/group/" + std::to_string(id),
+                                          collective_timeout_ms(), options(name, ranks));
   }
   auto group = std::make_shared<Group>(id, std::move(ranks), rank, std::move(comm));
   s.groups.push_back(group);
@@ -183,6 +207,7 @@ void destroy_process_group() {
   for (auto& g : s.groups) g->destroy();
   s.groups.clear();
   if (s.world) s.world->destroy();
+  release_store(s);
   s.world.reset();
   s.store.reset();
   s.env = DistEnv{};
