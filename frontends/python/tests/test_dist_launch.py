@@ -15,6 +15,8 @@ import time
 
 import pytest
 
+import oar.distributed as oar_distributed
+
 LAUNCH = [sys.executable, "-m", "oar.distributed.launch"]
 TIMEOUT = 60  # a bound, never reached by a passing test
 
@@ -272,3 +274,40 @@ def test_oar_launch_console_script_is_installed():
     r = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=TIMEOUT)
     assert r.returncode == 0
     assert "--nproc_per_node" in r.stdout and "--master" in r.stdout
+
+
+ALL_REDUCE = """
+    import oar
+    import oar.distributed as dist
+    dist.init_parallel_env()
+    x = oar.to_tensor([float(dist.get_rank() + 1), 10.0])
+    dist.all_reduce(x)
+    print("sum", x.numpy().tolist(), "world", dist.get_world_size())
+    dist.destroy_process_group()
+"""
+
+
+@pytest.mark.skipif(not hasattr(oar_distributed, "init_parallel_env"),
+                    reason="oar.distributed.init_parallel_env is not in this build")
+def test_two_launchers_as_two_nodes_all_reduce(tmp_path):
+    # Ranks 0 and 1 started by two launchers (nodes 0 and 1) find each other
+    # through the store rank 0 serves at --master: 1 + 2 = 3, 10 + 10 = 20.
+    script = write_script(tmp_path, "allreduce.py", ALL_REDUCE)
+    port = free_port()
+    env = _env(OAR_COLLECTIVE_TIMEOUT="20", OAR_DIST_DEVICE="cpu")
+    procs = []
+    try:
+        for node in (0, 1):
+            procs.append(subprocess.Popen(
+                LAUNCH + ["--nnodes", "2", "--node_rank", str(node), "--master", f"127.0.0.1:{port}",
+                          "--log_dir", f"log{node}", str(script)],
+                cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        results = [p.communicate(timeout=TIMEOUT) for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert [p.returncode for p in procs] == [0, 0], results
+    for rank in (0, 1):
+        log = (tmp_path / f"log{rank}" / f"workerlog.{rank}").read_text()
+        assert "sum [3.0, 20.0] world 2" in log, log

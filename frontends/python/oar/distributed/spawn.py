@@ -161,7 +161,7 @@ def spawn(func, args=(), nprocs=-1, join=True, daemon=False, **options):
                          f"use python -m oar.distributed.launch on each machine for several")
     devices = _devices(options)
     if nprocs == -1:
-        nprocs = len(devices) if devices else rank_env.threads_per_rank(1)
+        nprocs = len(devices) if devices else rank_env.usable_cpus()
     if nprocs < 1:
         raise ValueError(f"oar.distributed.spawn: nprocs={nprocs}: expected at least 1 (or -1 for one per device)")
     if devices and len(devices) < nprocs:

@@ -160,11 +160,12 @@ class Worker:
         self._partial = lines.pop()  # b"" when the data ends with a newline
         if final and self._partial:
             lines.append(self._partial)
-        out = sys.stdout.buffer
         prefix = f"[rank {self.rank}] ".encode()
-        for line in lines:
-            out.write(prefix + line + b"\n")
-        out.flush()
+        try:
+            sys.stdout.buffer.write(b"".join(prefix + line + b"\n" for line in lines))
+            sys.stdout.buffer.flush()
+        except (BrokenPipeError, ValueError):  # the console went away; the log file has it all
+            pass
         if final:
             self._echo.close()
             self._echo = None

@@ -62,13 +62,17 @@ def local_address(master_host):
         return master_host
 
 
-def threads_per_rank(local_world_size):
-    """The CPUs this process may use, split evenly between the local ranks (at least 1)."""
+def usable_cpus():
+    """How many CPUs this process may run on (its affinity mask)."""
     try:
-        cpus = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        cpus = os.cpu_count() or 1
-    return max(1, cpus // max(1, local_world_size))
+        return os.cpu_count() or 1
+
+
+def threads_per_rank(local_world_size):
+    """The usable CPUs split evenly between the local ranks (at least 1 each)."""
+    return max(1, usable_cpus() // max(1, local_world_size))
 
 
 def rank_environment(base, *, rank, local_rank, world_size, local_world_size, node_rank, master_host,
