@@ -16,6 +16,7 @@ import time
 import pytest
 
 import oar.distributed as oar_distributed
+from oar._C import distributed as oar_distributed_C
 
 LAUNCH = [sys.executable, "-m", "oar.distributed.launch"]
 TIMEOUT = 60  # a bound, never reached by a passing test
@@ -88,6 +89,26 @@ def test_launcher_sets_every_variable_and_passes_the_arguments(tmp_path):
             "PADDLE_RANK_IN_NODE": str(rank), "FLAGS_selected_gpus": device, "OAR_LOCAL_DEVICE": device,
         }
         assert {k: env.get(k) for k in expected} == expected
+
+
+@pytest.mark.skipif(not hasattr(oar_distributed_C, "detect_env"), reason="_C.distributed.detect_env is not in this build")
+def test_the_core_detects_the_launcher_family(tmp_path):
+    # What a launched rank's init_parallel_env() will see (oar/dist_env.h).
+    script = write_script(tmp_path, "detect.py", """
+        import json, os
+        import oar
+        with open(f"detect.{os.environ['RANK']}.json", "w") as f:
+            json.dump(oar._C.distributed.detect_env(), f)
+    """)
+    port = free_port()
+    r = run_launcher(["--nproc_per_node", 2, "--master", f"127.0.0.1:{port}", "--job_id", "j2", script], tmp_path,
+                     env=_env(RANK="5", PADDLE_TRAINER_ID="7", SLURM_PROCID="9"))  # stale variables lose
+    assert r.returncode == 0, r.stderr
+    for rank in (0, 1):
+        got = json.loads((tmp_path / f"detect.{rank}.json").read_text())
+        assert got == {"rank": rank, "world_size": 2, "local_rank": rank, "local_world_size": 2,
+                       "master_addr": "127.0.0.1", "master_port": port, "job_id": "j2",
+                       "source": "oar.distributed.launch"}
 
 
 def test_gpus_alias_sets_the_number_of_ranks(tmp_path):
