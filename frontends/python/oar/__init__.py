@@ -23,6 +23,7 @@ from .nn.parameter import ParamAttr, create_parameter  # noqa: F401
 from .hapi import Model  # noqa: F401
 from .summary import summary  # noqa: F401
 from . import hapi  # noqa: F401
+from . import distributed  # noqa: F401
 
 __version__ = "0.1.0"
 
