@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -424,4 +425,50 @@ TEST_CASE("distributed host: destroying a communicator whose peer never comes is
     CHECK(message.find("did not arrive") != std::string::npos);
   }
   CHECK(now_ms() - start < 5000);
+}
+
+namespace {
+// A store whose server "dies": once broken, every call throws as a TCP
+// client does when it cannot reconnect.
+class BreakableStore final : public oar::Store {
+ public:
+  std::atomic<bool> broken{false};
+  void set(const std::string& key, const std::vector<uint8_t>& value) override {
+    fail_if_broken(key);
+    inner_.set(key, value);
+  }
+  std::vector<uint8_t> get(const std::string& key, int64_t timeout_ms) override {
+    fail_if_broken(key);
+    return inner_.get(key, timeout_ms);
+  }
+  int64_t add(const std::string& key, int64_t delta) override {
+    fail_if_broken(key);
+    return inner_.add(key, delta);
+  }
+  void wait(const std::string& key, int64_t timeout_ms) override {
+    fail_if_broken(key);
+    inner_.wait(key, timeout_ms);
+  }
+
+ private:
+  void fail_if_broken(const std::string& key) {
+    if (broken)
+      throw oar::Error(oar::ErrorCode::device,
+                       "store 10.0.0.1:6170: cannot reach the server for key '" + key + "' (connection refused)");
+  }
+  oar::InProcessStore inner_;
+};
+}  // namespace
+
+TEST_CASE("distributed host: when the store is gone the error says its server has probably died") {
+  if (std::getenv("OAR_TEST_SCENARIO")) return;
+  BreakableStore store;
+  Communicator lonely(Device{"mock", 0}, 2, 0, store, "test/gone", 1000);
+  store.broken = true;
+  std::string message =
+      oar_test::error_of([&] { lonely.all_reduce_async(oar::ones({2}, DType::f32, Device{"mock", 0}))->wait(); });
+  INFO(message);
+  CHECK(message.find("all_reduce #1 on group 'world' (rank 0 of 2, f32 x 2) failed: the store cannot be reached "
+                     "(store 10.0.0.1:6170: cannot reach the server for key 'oar/progress/test/gone/1' (connection "
+                     "refused)): rank 0, which serves it, has probably died") == 0);
 }
