@@ -199,16 +199,19 @@ void scenario_dead(Communicator& comm, oar::Store& store) {
     error = e;
   }
   int64_t took = now_ms() - start;
-  INFO(error.what());
-  CHECK(error.code() == oar::ErrorCode::timeout);
-  CHECK(std::string(error.what()).find("all_reduce #1 on group 'world' (rank 0 of 2, f32 x 4) did not complete "
-                                       "within 2 s: rank 1 is unreachable or died (it has not started a collective "
-                                       "on this group)") == 0);
+  std::string message = error.what();
+  INFO(message);
+  // The mock times out; Gloo sees the connection close (a device error).
+  CHECK((error.code() == oar::ErrorCode::timeout || error.code() == oar::ErrorCode::device));
+  CHECK(message.find("all_reduce #1 on group 'world' (rank 0 of 2, f32 x 4) ") == 0);
+  if (error.code() == oar::ErrorCode::timeout) CHECK(message.find("did not complete within 2 s: ") != std::string::npos);
+  CHECK(message.find("rank 1 is unreachable or died (it has not started a collective on this group)") !=
+        std::string::npos);
   CHECK(took < 8000);
   // Work after a failure fails fast with the first error.
   std::string later = oar_test::error_of([&] { comm.all_reduce_async(t)->wait(); });
   CHECK(later.find("all_reduce #2 on group 'world'") == 0);
-  CHECK(later.find("the communicator failed earlier: all_reduce #1") != std::string::npos);
+  CHECK(later.find("because of an earlier failure on this communicator: all_reduce #1") != std::string::npos);
 }
 
 // Rank 1 stays alive but never calls the second collective.

@@ -114,7 +114,7 @@ std::string CommState::progress_key(int local_rank) const {
 void CommState::throw_if_failed(const std::string& what) {
   std::lock_guard<std::mutex> lock(fail_mu);
   if (!failure) return;
-  throw Error(failure_code, what + " was not run: the communicator failed earlier: " + failure_message);
+  throw Error(failure_code, what + " was not run because of an earlier failure on this communicator: " + failure_message);
 }
 
 void CommState::fail(std::exception_ptr error, ErrorCode code, const std::string& message) {
@@ -197,7 +197,8 @@ Error diagnose(CommState& c, const std::string& description, uint64_t seq, Error
       break;
     }
     if (p.seq >= seq) continue;  // it arrived
-    bool stale = now - p.stamp_ms > stale_ms;
+    // A broken connection (the plugin's device error) means the rank is gone.
+    bool stale = now - p.stamp_ms > stale_ms || code == ErrorCode::device;
     behind.push_back(who + (stale ? " is unreachable or died (" : " did not arrive (") + last_collective(p) + ")");
   }
   if (!behind.empty()) {
