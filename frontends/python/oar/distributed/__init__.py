@@ -8,3 +8,5 @@ See docs/distributed.md.
 # --- launcher and spawn (launch/, spawn.py) ---
 
 # --- data parallel and fleet (data_parallel.py, fleet/) ---
+from .data_parallel import DataParallel  # noqa: E402,F401 - also oar.DataParallel
+from . import fleet  # noqa: E402,F401
