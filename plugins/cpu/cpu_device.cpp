@@ -11,8 +11,9 @@
 // returns at once. Memory is ordinary host memory
 // (OAR_DEVICE_HOST_ADDRESSABLE): the host may read it directly.
 //
-// Collectives are left NULL for now: CPU collectives come with Gloo in the
-// distribution work.
+// Collectives go through Gloo's TCP transport (cpu_collectives.cpp, Note
+// [CPU collectives through Gloo]); like kernels, they run in the calling
+// thread and have finished when they return.
 #include <omp.h>
 #include <unistd.h>
 
@@ -322,7 +323,7 @@ extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host,
   api.memory_stats = memory_stats;
   // No streams and no events: Note [CPU streams are synchronous].
   api.stream_synchronize = stream_synchronize;
-  // Collectives stay NULL until Gloo arrives (distribution work).
+  fill_collectives(&api);  // Gloo
   api.shutdown = shutdown;
   if (OarStatus s = host->register_device(host->host, &api)) return s;
 

@@ -36,7 +36,18 @@ struct Comm {
   std::atomic<bool> aborted{false};
 };
 
-enum class Coll : int32_t { AllReduce, AllGather, ReduceScatter, Broadcast, AllToAll, Barrier };
+enum class Coll : int32_t {
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  Broadcast,
+  AllToAll,
+  Barrier,
+  Reduce,
+  Scatter,
+  AllToAllV,
+  Last = AllToAllV
+};
 const char* coll_name(Coll c) {
   switch (c) {
     case Coll::AllReduce:
@@ -51,6 +62,12 @@ const char* coll_name(Coll c) {
       return "all_to_all";
     case Coll::Barrier:
       return "barrier";
+    case Coll::Reduce:
+      return "reduce";
+    case Coll::Scatter:
+      return "scatter";
+    case Coll::AllToAllV:
+      return "all_to_allv";
   }
   return "collective";
 }
@@ -114,9 +131,11 @@ std::string coll_key(const Comm& c, uint64_t seq, int32_t rank) {
   return format("mock/%s/%llu/%d", c.uid.c_str(), static_cast<unsigned long long>(seq), rank);
 }
 
+constexpr uint64_t kAnySize = ~uint64_t{0};
+
 // One rendezvous: publish `mine` (when this rank is a publisher), read the
 // blobs of `from`, check each was sent by the same collective with
-// `payload_bytes` bytes, then take part in the cleanup. blobs[r] holds the
+// `payload_bytes` bytes (kAnySize: any), then take part in the cleanup. blobs[r] holds the
 // payload of rank r.
 OarStatus exchange(Comm& c, Coll op, uint64_t seq, const Blob* mine, uint64_t payload_bytes,
                    const std::vector<int32_t>& from, const std::vector<int32_t>& publishers,
@@ -161,11 +180,11 @@ OarStatus exchange(Comm& c, Coll op, uint64_t seq, const Blob* mine, uint64_t pa
               format(
                   ": rank %d issued %s as its collective #%llu; ranks must issue collectives in "
                   "the same order",
-                  r, code >= 0 && code <= 5 ? coll_name(static_cast<Coll>(code)) : "something else",
+                  r, code >= 0 && code <= static_cast<int32_t>(Coll::Last) ? coll_name(static_cast<Coll>(code)) : "something else",
                   static_cast<unsigned long long>(seq));
       return OAR_ERROR_INVALID_ARGUMENT;
     }
-    if (framed.size() - sizeof code != payload_bytes) {
+    if (payload_bytes != kAnySize && framed.size() - sizeof code != payload_bytes) {
       error = describe(c, coll_name(op), seq) +
               format(
                   ": rank %d contributed %zu bytes but %llu were expected (ranks disagree on "
@@ -473,6 +492,127 @@ OarStatus barrier(void*, OarComm_t comm, OarStream_t stream) {
   return OAR_OK;
 }
 
+OarStatus reduce(void*, const void* send, void* recv, uint64_t count, int32_t dtype,
+                 int32_t reduce_op, int32_t root, OarComm_t comm, OarStream_t stream) {
+  Call call;
+  if (OarStatus s = check_reduce_op("reduce", reduce_op)) return s;
+  if (OarStatus s = begin("reduce", comm, dtype, stream, &call)) return s;
+  if (root < 0 || root >= call.comm->nranks)
+    return fail(OAR_ERROR_INVALID_ARGUMENT,
+                format("reduce: root %d is outside a communicator of %d ranks", root,
+                       call.comm->nranks));
+  uint64_t bytes = count * call.es;
+  const bool is_root = call.comm->rank == root;
+  const char* src = buffer(call, send, bytes, "reduce (send)");
+  // recv is only touched (and only checked) on root.
+  char* dst = src && is_root ? buffer(call, recv, bytes, "reduce (recv)") : nullptr;
+  if (!src || (is_root && !dst)) return OAR_ERROR_INVALID_ARGUMENT;
+  call.stream->enqueue(
+      [call, src, dst, bytes, count, dtype, reduce_op, root](std::string& error) -> OarStatus {
+        Comm& c = *call.comm;
+        Blob mine(src, src + bytes);
+        std::vector<Blob> blobs;
+        auto ranks = all_ranks(c);
+        std::vector<int32_t> from;
+        if (c.rank == root) from = ranks;
+        if (OarStatus s =
+                exchange(c, Coll::Reduce, call.seq, &mine, bytes, from, ranks, blobs, error))
+          return s;
+        if (c.rank != root || !bytes) return OAR_OK;
+        std::vector<const char*> srcs;
+        for (const Blob& b : blobs) srcs.push_back(b.data());
+        reduce_into(dtype, reduce_op, srcs, count, dst);
+        return OAR_OK;
+      });
+  return OAR_OK;
+}
+
+OarStatus scatter(void*, const void* send, void* recv, uint64_t count, int32_t dtype, int32_t root,
+                  OarComm_t comm, OarStream_t stream) {
+  Call call;
+  if (OarStatus s = begin("scatter", comm, dtype, stream, &call)) return s;
+  if (root < 0 || root >= call.comm->nranks)
+    return fail(OAR_ERROR_INVALID_ARGUMENT,
+                format("scatter: root %d is outside a communicator of %d ranks", root,
+                       call.comm->nranks));
+  uint64_t block = count * call.es, total = block * call.comm->nranks;
+  const bool is_root = call.comm->rank == root;
+  // send is only read (and only checked) on root.
+  const char* src = is_root ? buffer(call, send, total, "scatter (send)") : nullptr;
+  char* dst = !is_root || src ? buffer(call, recv, block, "scatter (recv)") : nullptr;
+  if (!dst) return OAR_ERROR_INVALID_ARGUMENT;
+  call.stream->enqueue([call, src, dst, block, total, root](std::string& error) -> OarStatus {
+    Comm& c = *call.comm;
+    bool is_root = c.rank == root;
+    Blob mine;
+    if (is_root) mine.assign(src, src + total);
+    std::vector<Blob> blobs;
+    std::vector<int32_t> from;
+    if (!is_root) from.push_back(root);
+    if (OarStatus s = exchange(c, Coll::Scatter, call.seq, is_root ? &mine : nullptr, total, from,
+                               {root}, blobs, error))
+      return s;
+    const Blob& all = is_root ? mine : blobs[root];
+    if (block) std::memcpy(dst, all.data() + c.rank * block, block);
+    return OAR_OK;
+  });
+  return OAR_OK;
+}
+
+// The blob of all_to_allv: nranks uint64 counts (elements to each rank),
+// then the blocks in rank order.
+OarStatus all_to_allv(void*, const void* send, const uint64_t* send_counts,
+                      const uint64_t* send_offsets, void* recv, const uint64_t* recv_counts,
+                      const uint64_t* recv_offsets, int32_t dtype, OarComm_t comm,
+                      OarStream_t stream) {
+  Call call;
+  if (!send_counts || !send_offsets || !recv_counts || !recv_offsets)
+    return fail(OAR_ERROR_INVALID_ARGUMENT, "all_to_allv: a count or offset array is null");
+  if (OarStatus s = begin("all_to_allv", comm, dtype, stream, &call)) return s;
+  const int32_t n = call.comm->nranks;
+  const size_t es = call.es;
+  std::vector<uint64_t> counts(send_counts, send_counts + n), rcounts(recv_counts, recv_counts + n);
+  std::vector<const char*> srcs(n);
+  std::vector<char*> dsts(n);
+  for (int32_t r = 0; r < n; ++r) {
+    srcs[r] = buffer(call, static_cast<const char*>(send) + send_offsets[r] * es,
+                     send_counts[r] * es, "all_to_allv (send)");
+    dsts[r] = srcs[r] ? buffer(call, static_cast<char*>(recv) + recv_offsets[r] * es,
+                               recv_counts[r] * es, "all_to_allv (recv)")
+                      : nullptr;
+    if (!dsts[r]) return OAR_ERROR_INVALID_ARGUMENT;
+  }
+  call.stream->enqueue([call, counts, rcounts, srcs, dsts, es](std::string& error) -> OarStatus {
+    Comm& c = *call.comm;
+    const size_t n = counts.size();
+    Blob mine(n * sizeof(uint64_t));
+    std::memcpy(mine.data(), counts.data(), mine.size());
+    for (size_t r = 0; r < n; ++r) mine.insert(mine.end(), srcs[r], srcs[r] + counts[r] * es);
+    std::vector<Blob> blobs;
+    auto ranks = all_ranks(c);
+    if (OarStatus s =
+            exchange(c, Coll::AllToAllV, call.seq, &mine, kAnySize, ranks, ranks, blobs, error))
+      return s;
+    for (size_t r = 0; r < n; ++r) {  // block r of recv comes from rank r
+      const Blob& b = blobs[r];
+      std::vector<uint64_t> theirs(n, 0);
+      if (b.size() >= n * sizeof(uint64_t)) std::memcpy(theirs.data(), b.data(), n * sizeof(uint64_t));
+      uint64_t at = n * sizeof(uint64_t);
+      for (size_t k = 0; k < static_cast<size_t>(c.rank); ++k) at += theirs[k] * es;
+      if (theirs[c.rank] != rcounts[r] || at + rcounts[r] * es > b.size()) {
+        error = describe(c, "all_to_allv", call.seq) +
+                format(": rank %zu sends %llu elements to rank %d, but recv_counts[%zu] is %llu",
+                       r, static_cast<unsigned long long>(theirs[c.rank]), c.rank, r,
+                       static_cast<unsigned long long>(rcounts[r]));
+        return OAR_ERROR_INVALID_ARGUMENT;
+      }
+      if (rcounts[r]) std::memcpy(dsts[r], b.data() + at, rcounts[r] * es);
+    }
+    return OAR_OK;
+  });
+  return OAR_OK;
+}
+
 std::string p2p_key(const Comm& c, int32_t src, int32_t dst, uint64_t n) {
   return format("mock/%s/p2p/%d-%d/%llu", c.uid.c_str(), src, dst,
               static_cast<unsigned long long>(n));
@@ -563,6 +703,9 @@ void fill_collectives(OarDeviceApi* api) {
   api->barrier = barrier;
   api->group_start = group_start;
   api->group_end = group_end;
+  api->reduce = reduce;
+  api->scatter = scatter;
+  api->all_to_allv = all_to_allv;
 }
 
 void abort_all_comms() {

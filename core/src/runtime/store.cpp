@@ -65,6 +65,11 @@ int64_t InProcessStore::add(const std::string& key, int64_t delta) {
 
 void InProcessStore::wait(const std::string& key, int64_t timeout_ms) { get(key, timeout_ms); }
 
+bool InProcessStore::check(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  return values_.count(key) != 0;
+}
+
 FileStore::FileStore(std::string directory) : directory_(std::move(directory)) {
   std::error_code ec;
   std::filesystem::create_directories(directory_, ec);
@@ -124,5 +129,10 @@ int64_t FileStore::add(const std::string& key, int64_t delta) {
 }
 
 void FileStore::wait(const std::string& key, int64_t timeout_ms) { get(key, timeout_ms); }
+
+bool FileStore::check(const std::string& key) {
+  std::error_code ec;
+  return std::filesystem::exists(path_of(key), ec);
+}
 
 }  // namespace oar

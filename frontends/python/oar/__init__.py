@@ -24,6 +24,7 @@ from .hapi import Model  # noqa: F401
 from .distributed.data_parallel import DataParallel  # noqa: F401 - paddle.DataParallel
 from .summary import summary  # noqa: F401
 from . import hapi  # noqa: F401
+from . import distributed  # noqa: F401
 
 __version__ = "0.1.0"
 

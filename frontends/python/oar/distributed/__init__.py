@@ -4,6 +4,13 @@ device's own library, process groups, the launcher, data parallel.
 See docs/distributed.md.
 """
 # --- environment, process groups and collectives (env.py, parallel.py, collective.py) ---
+from .env import detect_env  # noqa: F401
+from .parallel import (init_parallel_env, get_rank, get_world_size, get_backend, is_initialized,  # noqa: F401
+                       is_available, destroy_process_group, ParallelEnv)
+from .group import Group, new_group, get_group  # noqa: F401
+from .collective import (ReduceOp, Task, all_reduce, all_gather, all_gather_object, broadcast,  # noqa: F401
+                         broadcast_object_list, reduce, reduce_scatter, gather, scatter, alltoall, alltoall_single,
+                         send, recv, isend, irecv, barrier, wait)
 
 # --- launcher and spawn (launch/, spawn.py) ---
 
