@@ -77,3 +77,15 @@ def test_bad_arguments_are_sentences():
         DistributedBatchSampler(Range(4), 1, num_replicas=2, rank=2)
     with pytest.raises(ValueError, match="num_replicas must be a positive integer, got 0"):
         DistributedBatchSampler(Range(4), 1, num_replicas=0, rank=0)
+
+
+def test_replicas_and_rank_default_to_the_launcher_variables(monkeypatch):
+    for k in ("OAR_LAUNCHER", "PADDLE_TRAINER_ID", "PADDLE_TRAINERS_NUM", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    s = DistributedBatchSampler(Range(10), 2)
+    assert (s.nranks, s.local_rank) == (2, 1)
+    assert list(s) == [[2, 3], [6, 7], [9]]
