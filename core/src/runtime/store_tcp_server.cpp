@@ -249,7 +249,10 @@ void TCPStoreServer::State::read_from(uint64_t serial, Connection& c) {
         close_connection(serial);
         return;
       }
-      if (c.in.size() - pos - 4 < len) break;
+      if (c.in.size() - pos - 4 < len) {
+        c.in.reserve(pos + 4 + len);  // a large value arrives in one allocation
+        break;
+      }
       handle_frame(serial, c, c.in.data() + pos + 4, len);
       pos += 4 + len;
       if (!connections.count(serial)) return;  // the frame closed it
