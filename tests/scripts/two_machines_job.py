@@ -3,7 +3,8 @@
     two_machines_job.py reference OUT STEPS   one process, the whole batch (the reference)
     two_machines_job.py dp OUT STEPS          under the launcher: oar.DataParallel
     two_machines_job.py allreduce OUT STEPS   under the launcher: gradients averaged by all_reduce
-    two_machines_job.py MODE OUT 0 K          trains until killed; prints "MARKER pid=<pid>" after K steps
+    two_machines_job.py MODE OUT 0 K          trains until killed; after K steps the last rank
+                                              prints "MARKER pid=<pid>" and sleeps, to be killed
 
 Each of the world_size ranks takes its contiguous share of every batch of 8
 rows; with the mean loss, the averaged gradient equals the whole batch's, so
@@ -12,6 +13,7 @@ Writes OUT/params.<rank>.npz.
 """
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -67,8 +69,11 @@ def main():
     while steps == 0 or step < steps:  # 0: until this process or a peer is killed
         train_step(trained, opt, step, rank, world, mode == "allreduce")
         step += 1
-        if step == marker_step:
+        if step == marker_step and rank == world - 1:
+            # The victim: killed during a long "compute step", outside any
+            # collective, while rank 0 already waits in the next one.
             print(f"MARKER pid={os.getpid()}", flush=True)
+            time.sleep(120)
     np.savez(os.path.join(out, f"params.{rank}.npz"), weight=model.weight.numpy(), bias=model.bias.numpy())
     print(f"done: global rank {rank}", flush=True)
     if mode != "reference":

@@ -245,7 +245,8 @@ class Launcher:
         try:
             node_host = rank_env.local_address(cfg.master_host) if cfg.node_rank else cfg.master_host
             first = cfg.node_rank * cfg.nproc
-            sys.stderr.write(f"{PROG}: node {cfg.node_rank} of {cfg.nnodes}: ranks {first}..{first + cfg.nproc - 1} "
+            ranks = f"rank {first}" if cfg.nproc == 1 else f"ranks {first}..{first + cfg.nproc - 1}"
+            sys.stderr.write(f"{PROG}: node {cfg.node_rank} of {cfg.nnodes}: {ranks} "
                              f"of {cfg.world_size}, master {rank_env.format_endpoint(cfg.master_host, cfg.master_port)}, "
                              f"job {cfg.job_id!r}, logs in {cfg.log_dir}/workerlog.N\n")
             sys.stderr.flush()
