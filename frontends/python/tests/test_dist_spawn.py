@@ -37,6 +37,18 @@ def exit_without_returning(code):
     os._exit(code)
 
 
+def all_reduce_ranks():
+    import oar
+    import oar.distributed as dist
+    oar.set_device("cpu")
+    dist.init_parallel_env()
+    x = oar.to_tensor([float(dist.get_rank() + 1)])
+    dist.all_reduce(x)
+    result = (dist.get_rank(), dist.get_world_size(), x.numpy().tolist())
+    dist.destroy_process_group()
+    return result
+
+
 def wait_for_file(path):
     deadline = time.monotonic() + 30
     while not os.path.exists(path) and time.monotonic() < deadline:
@@ -96,3 +108,15 @@ def test_unknown_options_and_other_machines_are_refused():
         spawn(record_env, nprocs=1, color="red")
     with pytest.raises(ValueError, match="this machine only"):
         spawn(record_env, nprocs=2, ips="10.0.0.1,10.0.0.2")
+
+
+def test_spawned_ranks_meet_in_a_collective():
+    # 3 ranks: 1 + 2 + 3 = 6 on every rank.
+    context = spawn(all_reduce_ranks, nprocs=3, join=False)
+    try:
+        assert context.join(timeout=TIMEOUT)
+    finally:
+        for p in context.processes:
+            p.kill()
+            p.join()
+    assert context.return_values == [(0, 3, [6.0]), (1, 3, [6.0]), (2, 3, [6.0])]
