@@ -238,18 +238,22 @@ class Launcher:
             err.write(f"  {line}\n")
         err.flush()
 
+    def _banner(self):
+        cfg = self.cfg
+        first = cfg.node_rank * cfg.nproc
+        ranks = f"rank {first}" if cfg.nproc == 1 else f"ranks {first}..{first + cfg.nproc - 1}"
+        master = rank_env.format_endpoint(cfg.master_host, cfg.master_port)
+        sys.stderr.write(f"{PROG}: node {cfg.node_rank} of {cfg.nnodes}: {ranks} of {cfg.world_size}, "
+                         f"master {master}, job {cfg.job_id!r}, logs in {cfg.log_dir}/workerlog.N\n")
+        sys.stderr.flush()
+
     def run(self):
         cfg = self.cfg
         os.makedirs(cfg.log_dir, exist_ok=True)
         previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             node_host = rank_env.local_address(cfg.master_host) if cfg.node_rank else cfg.master_host
-            first = cfg.node_rank * cfg.nproc
-            ranks = f"rank {first}" if cfg.nproc == 1 else f"ranks {first}..{first + cfg.nproc - 1}"
-            sys.stderr.write(f"{PROG}: node {cfg.node_rank} of {cfg.nnodes}: {ranks} "
-                             f"of {cfg.world_size}, master {rank_env.format_endpoint(cfg.master_host, cfg.master_port)}, "
-                             f"job {cfg.job_id!r}, logs in {cfg.log_dir}/workerlog.N\n")
-            sys.stderr.flush()
+            self._banner()
             preexec = _die_with_parent_hook()
             for local_rank in range(cfg.nproc):
                 if self.received:
