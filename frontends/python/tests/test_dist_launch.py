@@ -328,3 +328,20 @@ def test_two_launchers_as_two_nodes_all_reduce(tmp_path):
     for rank in (0, 1):
         log = (tmp_path / f"log{rank}" / f"workerlog.{rank}").read_text()
         assert "sum [3.0, 20.0] world 2" in log, log
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("10.0.0.1:29500", ("10.0.0.1", 29500)),
+    ("node03", ("node03", 6170)),  # the default port
+    ("[fe80::1]:7000", ("fe80::1", 7000)),
+])
+def test_master_endpoints(text, expected):
+    from oar.distributed.launch.rank_env import parse_endpoint
+    assert parse_endpoint(text) == expected
+
+
+@pytest.mark.parametrize("text", ["10.0.0.1:0", "10.0.0.1:70000", ":6170", "etcd://10.0.0.1:2379", "[fe80::1"])
+def test_bad_master_endpoints(text):
+    from oar.distributed.launch.rank_env import parse_endpoint
+    with pytest.raises(ValueError, match="--master"):
+        parse_endpoint(text)
