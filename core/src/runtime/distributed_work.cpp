@@ -15,7 +15,9 @@
 //   caller inside the plugin, so the plugin calls run on one FIFO worker
 //   thread per communicator; the sync forms are async + wait. Work::wait
 //   waits with a deadline, so the host enforces the timeout even where the
-//   plugin does not.
+//   plugin does not. OAR_COMM_WORKER=1 puts a stream device's collectives
+//   on the worker too (it synchronizes the stream after each), so the tests
+//   cover this path on the mock.
 // Either way a collective takes its sequence number on the issuing thread
 // (under issue_mu, which also orders the queue), a failure is recorded as
 // the communicator's first failure, and later work fails fast with it.
