@@ -1,10 +1,20 @@
 // detect_dist_env over each launcher family (Note [Launcher variables] in
 // core/src/runtime/dist_env.cpp): what each resolves to, which family wins
 // when several are set, and the sentence a malformed value gets.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <map>
+#include <thread>
 
 #include "oar/dist_env.h"
+#include "oar/distributed.h"
 #include "test_util.h"
 
 using oar::distributed::DistEnv;
@@ -196,4 +206,143 @@ TEST_CASE("dist_env: detect_dist_env() reads the process environment") {
   CHECK(e.world_size == 3);
   CHECK(e.source == "torchrun");
   CHECK(oar::distributed::describe(e).find("rank 1 of 3") != std::string::npos);
+}
+
+// ---- the C++ default group (core/src/runtime/process_group.cpp) ----
+
+namespace {
+
+const char* const kLauncherVars[] = {"OAR_LAUNCHER", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                                     "MASTER_ADDR", "MASTER_PORT", "PADDLE_TRAINER_ID", "PADDLE_TRAINERS_NUM",
+                                     "PADDLE_TRAINER_ENDPOINTS", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                                     "SLURM_PROCID", "SLURM_NTASKS", "OAR_JOB_ID"};
+
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::vector<float> values_of(const oar::Tensor& t) {
+  std::vector<float> out(static_cast<size_t>(t.numel()));
+  t.copy_to_host(out.data());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("dist_env: the C++ default group of a one-process job") {
+  namespace od = oar::distributed;
+  for (const char* v : kLauncherVars) unsetenv(v);
+  setenv("OAR_DIST_DEVICE", "cpu", 1);
+  CHECK(!od::is_initialized());
+  CHECK(od::get_rank() == 0);
+  CHECK(od::get_world_size() == 1);
+  CHECK(error_of([] { od::default_group(); }) ==
+        "distributed: the default group does not exist yet; call oar::distributed::init_parallel_env() first");
+  od::Group& world = od::init_parallel_env();
+  CHECK(&od::init_parallel_env() == &world);  // idempotent
+  CHECK(od::is_initialized());
+  CHECK(world.id() == 0);
+  CHECK(world.rank() == 0);
+  CHECK(world.nranks() == 1);
+  CHECK(std::string(std::getenv("MASTER_PORT")) == "6170");
+  std::vector<float> v{1.5f, -2.0f};
+  oar::Tensor x = oar::Tensor::from_host(v.data(), {2}, oar::DType::f32, oar::parse_device("cpu"));
+  world.comm().all_reduce(x);
+  CHECK(values_of(x) == v);
+  auto g = od::new_group({0});
+  CHECK(g->id() == 1);
+  CHECK(g->rank() == 0);
+  CHECK(error_of([] { od::new_group({1}); }) == "new_group: rank 1 is outside [0, 1) (the world size)");
+  CHECK(error_of([] { od::new_group({0, 0}); }) == "new_group: rank 0 is listed twice");
+  od::destroy_process_group();
+  CHECK(!od::is_initialized());
+  CHECK(error_of([&] { g->comm(); }) == "distributed: group 1 was destroyed; it has no communicator");
+  unsetenv("OAR_DIST_DEVICE");
+  unsetenv("MASTER_ADDR");
+  unsetenv("MASTER_PORT");
+}
+
+// The parent runs this binary twice more as ranks 0 and 1 of a job (the
+// child case below), through the torchrun variables.
+TEST_CASE("dist_env: the C++ default group joins two processes") {
+  if (std::getenv("OAR_TEST_DIST_CHILD")) return;
+  const int port = free_port();
+  std::vector<pid_t> pids;
+  for (int rank = 0; rank < 2; ++rank) {
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      for (const char* v : kLauncherVars) unsetenv(v);
+      setenv("OAR_TEST_DIST_CHILD", "1", 1);
+      setenv("RANK", std::to_string(rank).c_str(), 1);
+      setenv("WORLD_SIZE", "2", 1);
+      setenv("MASTER_ADDR", "127.0.0.1", 1);
+      setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+      setenv("OAR_COLLECTIVE_TIMEOUT", "20", 1);
+      setenv("OAR_DIST_DEVICE", "cpu", 1);
+      execl("/proc/self/exe", "test_dist_env", "--test-case=dist_env: child of the two-process job", "--no-version",
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+  // Bounded join: each child gets until the deadline, then is killed.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::vector<int> status(pids.size(), -1);
+  size_t done = 0;
+  while (done < pids.size() && std::chrono::steady_clock::now() < deadline) {
+    for (size_t i = 0; i < pids.size(); ++i) {
+      if (status[i] != -1) continue;
+      int s = 0;
+      if (waitpid(pids[i], &s, WNOHANG) == pids[i]) {
+        status[i] = s;
+        ++done;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (size_t i = 0; i < pids.size(); ++i) {
+    if (status[i] != -1) continue;
+    kill(pids[i], SIGKILL);
+    waitpid(pids[i], &status[i], 0);
+  }
+  for (size_t i = 0; i < pids.size(); ++i) {
+    INFO("rank " << i);
+    CHECK(WIFEXITED(status[i]));
+    CHECK(WEXITSTATUS(status[i]) == 0);
+  }
+}
+
+TEST_CASE("dist_env: child of the two-process job") {
+  namespace od = oar::distributed;
+  if (!std::getenv("OAR_TEST_DIST_CHILD")) return;
+  od::Group& world = od::init_parallel_env();
+  const int rank = od::get_rank();
+  REQUIRE(od::get_world_size() == 2);
+  REQUIRE(world.rank() == rank);
+  std::vector<float> v{float(rank + 1), 10.0f * float(rank)};
+  oar::Tensor x = oar::Tensor::from_host(v.data(), {2}, oar::DType::f32, oar::parse_device("cpu"));
+  world.comm().all_reduce(x);
+  CHECK(values_of(x) == std::vector<float>{3.0f, 10.0f});
+  // Group [1]: rank 0 is outside it.
+  auto g = od::new_group({1});
+  CHECK(g->rank() == (rank == 1 ? 0 : -1));
+  CHECK(g->is_member() == (rank == 1));
+  if (rank == 1) {
+    g->comm().all_reduce(x);
+    CHECK(values_of(x) == std::vector<float>{3.0f, 10.0f});
+  } else {
+    CHECK(error_of([&] { g->comm(); }) == "distributed: group 1 does not include this process; it has no communicator");
+  }
+  world.comm().barrier();
+  od::destroy_process_group();
 }

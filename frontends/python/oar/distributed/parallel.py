@@ -64,7 +64,29 @@ def destroy_process_group(group=None):
     for g in list(STATE.groups.values()):
         g.destroy()
     STATE.world.destroy()
+    _release_store()
     STATE.reset()
+
+
+_EXIT_GRACE_S = 60.0
+
+
+def _release_store():
+    """Rank 0 serves the store, and a peer may still need it to tear its
+    communicators down (the mock's do): every rank says it is done, and
+    rank 0 waits for the others (at most the collective timeout, capped at
+    a minute: a peer that died never says so) before its store goes away."""
+    env, store = STATE.env, STATE.store
+    if env is None or env["world_size"] <= 1 or store is None:
+        return
+    grace = min(_env.collective_timeout(), _EXIT_GRACE_S)
+    try:
+        store.set(f"oar/exit/{env['rank']}", b"1")
+        if env["rank"] == 0:
+            for r in range(1, env["world_size"]):
+                store.wait(f"oar/exit/{r}", timeout=grace)
+    except Exception as e:  # noqa: BLE001 - a dead peer or a store already gone: nothing left to wait for
+        _env.logger.info("oar.distributed: destroy_process_group did not see every rank finish: %s", e)
 
 
 atexit.register(destroy_process_group)
