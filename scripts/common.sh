@@ -18,8 +18,9 @@ OAR_BUILD_PACKAGES=(cmake ninja-build g++ gcc pkg-config libboost-dev libdnnl-de
 # (CMake's Development.Module; DLPack's), and CA certificates for pip.
 OAR_PYTHON_PACKAGES=(python3 python3-venv python3-dev libdlpack-dev ca-certificates)
 # Only the README's test command (scripts/run_tests.sh) needs these: strace
-# injects kill -9 into saves (frontends/python/tests/test_durability.py).
-OAR_TEST_PACKAGES=(strace)
+# injects kill -9 into saves (frontends/python/tests/test_durability.py);
+# iproute2's ip makes the two "machines" of tests/scripts/test_two_machines.sh.
+OAR_TEST_PACKAGES=(strace iproute2)
 
 # oar_missing_packages PKG... : prints the ones not installed, one per line.
 oar_missing_packages() {

@@ -183,6 +183,72 @@ TEST_CASE("hooks see and replace gradients") {
   }
 }
 
+TEST_CASE("backward(): a leaf's hook fires once its gradient is complete, before the pass ends") {
+  for (const auto& device : test_devices()) {
+    CAPTURE(device.str());
+    // c = (x*w2 + w1) * w1: w1 reaches the graph twice (the add and the last
+    // mul), w2 only through the first mul, which the backward runs last.
+    Tensor x = f64({1, 2}, {2}, device);
+    Tensor w1 = f64({5, 6}, {2}, device).set_requires_grad();
+    Tensor w2 = f64({3, 4}, {2}, device).set_requires_grad();
+    std::vector<std::string> events;
+    std::vector<double> w1_seen;
+    bool w2_grad_when_w1_ready = true;
+    w1.register_hook([&](const Tensor& g) {
+      events.push_back("w1");
+      w1_seen = oar_test::values(g);
+      w2_grad_when_w1_ready = w2.grad().defined();
+      return Tensor();
+    });
+    w2.register_hook([&](const Tensor&) {
+      events.push_back("w2");
+      return Tensor();
+    });
+    oar::sum((x * w2 + w1) * w1).backward();
+    CHECK(events == std::vector<std::string>{"w1", "w2"});
+    check_close(w1_seen, {13, 20});  // b + w1 = [8 + 5, 14 + 6]: both uses summed
+    CHECK_FALSE(w2_grad_when_w1_ready);
+    check_close(w1.grad(), {13, 20});
+    check_close(w2.grad(), {5, 12});  // w1 * x
+  }
+}
+
+TEST_CASE("queue_backward_callback runs once after the pass, in order; outside a pass it is an error") {
+  auto device = test_devices().front();
+  Tensor w = f64({1, 2}, {2}, device).set_requires_grad();
+  std::vector<std::string> events;
+  std::vector<double> grad_at_callback;
+  w.register_hook([&](const Tensor&) {
+    events.push_back("hook");
+    oar::queue_backward_callback([&] {
+      events.push_back("first");
+      grad_at_callback = oar_test::values(w.grad());
+      oar::queue_backward_callback([&] { events.push_back("queued by first"); });
+    });
+    oar::queue_backward_callback([&] { events.push_back("second"); });
+    return Tensor();
+  });
+  CHECK_FALSE(oar::backward_running());
+  oar::sum(w * w).backward();
+  CHECK(events == std::vector<std::string>{"hook", "first", "second", "queued by first"});
+  check_close(grad_at_callback, {2, 4});  // .grad is written before the callbacks run
+  oar::sum(w * 3.0).backward();  // a new pass runs only the callbacks its own hooks queue
+  CHECK(events.size() == 8);
+  CHECK(events[4] == "hook");
+  CHECK(error_of([] { oar::queue_backward_callback([] {}); }) ==
+        "queue_backward_callback: no backward pass is running on this thread; queue callbacks from a gradient hook");
+  // A pass that throws drops what its hooks queued.
+  Tensor v = f64({1}, {1}, device).set_requires_grad();
+  int ran = 0;
+  v.register_hook([&](const Tensor&) -> Tensor {
+    oar::queue_backward_callback([&] { ++ran; });
+    throw oar::Error(oar::ErrorCode::invalid_argument, "planted hook failure");
+  });
+  CHECK(error_of([&] { oar::sum(v * 2.0).backward(); }) == "planted hook failure");
+  CHECK(ran == 0);
+  CHECK_FALSE(oar::backward_running());
+}
+
 TEST_CASE("backward releases saved tensors; nodes and memory return to baseline") {
   for (const auto& device : test_devices()) {
     CAPTURE(device.str());

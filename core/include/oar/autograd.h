@@ -84,6 +84,15 @@ using CustomVjp = std::function<std::vector<Tensor>(const VjpContext& ctx)>;
 bool record_custom(const std::string& name, std::span<const Tensor> inputs, std::span<Tensor> outputs,
                    CustomVjp vjp);
 
+/// Queues `callback` to run once when the backward pass running on this
+/// thread finishes (after every leaf's .grad is written), in queue order;
+/// callbacks queued by a callback run too. Called from a gradient hook
+/// (DataParallel waits for its all-reduces here). Outside a pass: an error.
+/// A pass that throws drops its callbacks.
+void queue_backward_callback(std::function<void()> callback);
+/// True while a backward pass (backward() or grad()) runs on this thread.
+bool backward_running();
+
 /// Number of live recorded nodes (for tests of memory release).
 int64_t live_autograd_nodes();
 

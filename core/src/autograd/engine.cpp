@@ -191,6 +191,35 @@ void Tensor::backward(const Tensor& grad_output, bool retain_graph, bool create_
 
 namespace {
 
+// The callbacks queued during the innermost backward pass on this thread
+// (queue_backward_callback); null outside a pass. Thread-local: a pass and
+// the hooks that queue into it run on one thread.
+thread_local std::vector<std::function<void()>>* t_pass_callbacks = nullptr;
+
+// Installs a pass's callback list for its lifetime (restoring the outer
+// pass's on exit, also when the pass throws: its callbacks are then
+// dropped); run() calls them in queue order after the pass's work, including
+// those queued by earlier callbacks (a callback may start a new backward).
+class EndOfPassCallbacks {
+ public:
+  EndOfPassCallbacks() : outer_(t_pass_callbacks) { t_pass_callbacks = &queued_; }
+  ~EndOfPassCallbacks() { t_pass_callbacks = outer_; }
+  EndOfPassCallbacks(const EndOfPassCallbacks&) = delete;
+  EndOfPassCallbacks& operator=(const EndOfPassCallbacks&) = delete;
+  void run() {
+    for (size_t i = 0; i < queued_.size(); ++i) {
+      std::function<void()> callback = std::move(queued_[i]);
+      callback();
+    }
+    queued_.clear();
+    t_pass_callbacks = outer_;
+  }
+
+ private:
+  std::vector<std::function<void()>>* outer_;  // not owned
+  std::vector<std::function<void()>> queued_;
+};
+
 Tensor accumulate(const Tensor& sum, const Tensor& g) { return sum.defined() ? add(sum, g) : g; }
 
 Tensor apply_hooks(const std::vector<std::function<Tensor(const Tensor&)>>& hooks, Tensor g) {
@@ -236,7 +265,7 @@ class Backward {
   void release_saved();
   // grad()'s results: one gradient per target (undefined only with allow_unused).
   std::vector<Tensor> target_grads(bool allow_unused);
-  // Adds the leaves' gradients (hooks applied) into their .grad.
+  // Adds the leaves' gradients not handed out yet (hooks applied) into their .grad.
   void accumulate_into_leaves();
 
  private:
@@ -252,6 +281,12 @@ class Backward {
   void run_node(Node& node);
   // Adds the VJP's gradient for input `i` of `node` to its producer's slot or its leaf.
   void pass_on(const Node& node, size_t i, Tensor g);
+  // Counts, per leaf, the ordered nodes that can pass it a gradient.
+  void count_leaf_edges();
+  // After `node` ran (or was skipped): a leaf it was the last contributor of is handed out now.
+  void finish_leaf_edges(const Node& node);
+  // Adds one leaf's gradient (hooks applied) into its .grad.
+  void accumulate_leaf(AutogradMeta* meta, const Tensor& g);
 
   bool create_graph_;
   const std::vector<Tensor>* targets_;  // not owned; null for backward()
@@ -263,6 +298,7 @@ class Backward {
   std::vector<Node*> order_;  // consumers before producers; not owned
   std::unordered_map<Node*, bool> useful_;
   std::unordered_map<Slot, Tensor, SlotHash> captured_;  // gradients of targeted slots
+  std::unordered_map<AutogradMeta*, int> leaf_edges_left_;  // backward() only: nodes still to run, per leaf
 };
 
 void Backward::seed(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs) {
@@ -413,8 +449,41 @@ void Backward::run_node(Node& node) {
   }
 }
 
+// Note [Leaf gradients when ready]
+// backward() hands a leaf its gradient (hooks, then .grad) as soon as the
+// last node that can add to it has run, not after the whole pass: a hook on
+// a parameter then fires while the rest of the backward still runs, which
+// is what DataParallel needs to start a bucket's all-reduce early
+// (oar/distributed/data_parallel.py). The sum a hook sees is the same as at
+// the end of the pass. grad() keeps handing out at the end.
+void Backward::count_leaf_edges() {
+  if (targets_) return;
+  for (Node* node : order_) {
+    for (size_t i = 0; i < node->next_leaf.size(); ++i) {
+      if (node->next_leaf[i] && node->input_requires_grad[i]) ++leaf_edges_left_[node->next_leaf[i].get()];
+    }
+  }
+}
+
+void Backward::finish_leaf_edges(const Node& node) {
+  if (targets_) return;
+  for (size_t i = 0; i < node.next_leaf.size(); ++i) {
+    AutogradMeta* leaf = node.next_leaf[i].get();
+    if (!leaf || !node.input_requires_grad[i] || --leaf_edges_left_[leaf] > 0) continue;
+    auto it = leaf_grads_.find(leaf);
+    if (it == leaf_grads_.end()) continue;
+    Tensor g = std::move(it->second);
+    leaf_grads_.erase(it);
+    accumulate_leaf(leaf, g);
+  }
+}
+
 void Backward::run_nodes() {
-  for (Node* node : order_) run_node(*node);
+  count_leaf_edges();
+  for (Node* node : order_) {
+    run_node(*node);
+    finish_leaf_edges(*node);
+  }
 }
 
 void Backward::release_saved() {
@@ -449,13 +518,16 @@ std::vector<Tensor> Backward::target_grads(bool allow_unused) {
   return results;
 }
 
+void Backward::accumulate_leaf(AutogradMeta* meta, const Tensor& g) {
+  Tensor hooked = apply_hooks(meta->hooks, g);
+  if (!create_graph_) hooked = hooked.detach();
+  meta->grad = meta->grad.defined() ? (create_graph_ ? add(meta->grad, hooked) : add(meta->grad, hooked).detach())
+                                    : hooked;
+}
+
 void Backward::accumulate_into_leaves() {
-  for (auto& [meta, g] : leaf_grads_) {
-    Tensor hooked = apply_hooks(meta->hooks, g);
-    if (!create_graph_) hooked = hooked.detach();
-    meta->grad = meta->grad.defined() ? (create_graph_ ? add(meta->grad, hooked) : add(meta->grad, hooked).detach())
-                                      : hooked;
-  }
+  for (auto& [meta, g] : leaf_grads_) accumulate_leaf(meta, g);
+  leaf_grads_.clear();
 }
 
 }  // namespace
@@ -466,6 +538,7 @@ void Backward::accumulate_into_leaves() {
 void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs, bool retain_graph,
                   bool create_graph, const std::vector<Tensor>* targets, std::vector<Tensor>* results,
                   bool allow_unused) {
+  EndOfPassCallbacks callbacks;
   GradMode mode(create_graph);
   Backward pass(create_graph, targets);
   pass.seed(outputs, grad_outputs);
@@ -476,7 +549,19 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
   if (!retain_graph) pass.release_saved();
   if (targets) *results = pass.target_grads(allow_unused);
   else pass.accumulate_into_leaves();
+  callbacks.run();
 }
+
+void queue_backward_callback(std::function<void()> callback) {
+  OAR_CHECK_ARG(callback != nullptr, "queue_backward_callback: the callback is empty");
+  if (!t_pass_callbacks) {
+    throw Error(ErrorCode::invalid_argument, "queue_backward_callback: no backward pass is running on this thread; "
+                                             "queue callbacks from a gradient hook");
+  }
+  t_pass_callbacks->push_back(std::move(callback));
+}
+
+bool backward_running() { return t_pass_callbacks != nullptr; }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs, bool create_graph, std::optional<bool> retain_graph,

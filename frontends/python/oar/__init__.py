@@ -21,6 +21,7 @@ from .serialization import save, load
 from .nn.layer import Layer  # noqa: F401
 from .nn.parameter import ParamAttr, create_parameter  # noqa: F401
 from .hapi import Model  # noqa: F401
+from .distributed.data_parallel import DataParallel  # noqa: F401 - paddle.DataParallel
 from .summary import summary  # noqa: F401
 from . import hapi  # noqa: F401
 from . import distributed  # noqa: F401

@@ -1,4 +1,4 @@
-"""oar.io (paddle.io): Dataset, TensorDataset, samplers, DataLoader."""
+"""oar.io (paddle.io): Dataset, TensorDataset, samplers (DistributedBatchSampler too), DataLoader."""
 import math
 import numbers
 
@@ -147,6 +147,83 @@ class BatchSampler(Sampler):
     def __len__(self):
         n = len(self.sampler)
         return n // self.batch_size if self.drop_last else (n + self.batch_size - 1) // self.batch_size
+
+
+def _default_replicas():
+    """(world size, rank) of the default group, or of the launcher's environment before init_parallel_env."""
+    from . import distributed
+    env = distributed.ParallelEnv()
+    return env.world_size, env.rank
+
+
+class DistributedBatchSampler(BatchSampler):
+    """paddle.io.DistributedBatchSampler: each of `num_replicas` ranks gets its own
+    batches of the dataset's indices. The indices are padded (repeating the first
+    ones) to a multiple of num_replicas; with shuffle, they are permuted by a
+    numpy RandomState seeded with the epoch (the same on every rank; the epoch
+    advances after each pass, or set_epoch sets it), then dealt out: rank r takes
+    the r-th batch_size block of every num_replicas * batch_size, and an equal
+    share of the remainder. num_replicas and rank default to the default
+    group's (oar.distributed.ParallelEnv)."""
+
+    def __init__(self, dataset, batch_size, num_replicas=None, rank=None, shuffle=False, drop_last=False):
+        if not isinstance(batch_size, numbers.Integral) or isinstance(batch_size, bool) or batch_size <= 0:
+            raise ValueError(f"DistributedBatchSampler: batch_size must be a positive integer, got {batch_size!r}")
+        if not isinstance(shuffle, bool) or not isinstance(drop_last, bool):
+            raise ValueError(f"DistributedBatchSampler: shuffle and drop_last must be bools, got "
+                             f"{shuffle!r} and {drop_last!r}")
+        if num_replicas is None or rank is None:
+            world_size, world_rank = _default_replicas()
+            num_replicas = world_size if num_replicas is None else num_replicas
+            rank = world_rank if rank is None else rank
+        if not isinstance(num_replicas, numbers.Integral) or num_replicas <= 0:
+            raise ValueError(f"DistributedBatchSampler: num_replicas must be a positive integer, got {num_replicas!r}")
+        if not isinstance(rank, numbers.Integral) or not 0 <= rank < num_replicas:
+            raise ValueError(f"DistributedBatchSampler: rank must be in [0, {num_replicas}) for num_replicas="
+                             f"{num_replicas}, got {rank!r}")
+        self.dataset = dataset
+        self.sampler = None
+        self.batch_size, self.shuffle, self.drop_last = int(batch_size), shuffle, drop_last
+        self.nranks, self.local_rank = int(num_replicas), int(rank)
+        self.epoch = 0
+        self.num_samples = int(math.ceil(len(dataset) / self.nranks))
+        self.total_size = self.num_samples * self.nranks
+
+    def _local_indices(self):
+        indices = list(range(len(self.dataset)))
+        indices += indices[: self.total_size - len(indices)]
+        if self.shuffle:
+            np.random.RandomState(self.epoch).shuffle(indices)
+            self.epoch += 1
+        if self.nranks == 1:
+            return indices
+        stride = self.batch_size * self.nranks
+        tail = self.total_size % stride  # a multiple of nranks, as total_size and stride are
+        local = []
+        for start in range(self.local_rank * self.batch_size, self.total_size - tail, stride):
+            local.extend(indices[start:start + self.batch_size])
+        share = tail // self.nranks
+        rest = indices[self.total_size - tail:]
+        local.extend(rest[self.local_rank * share:(self.local_rank + 1) * share])
+        return local
+
+    def __iter__(self):
+        batch = []
+        for i in self._local_indices():
+            batch.append(i)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
+
+    def __len__(self):
+        n = self.num_samples
+        return n // self.batch_size if self.drop_last else (n + self.batch_size - 1) // self.batch_size
+
+    def set_epoch(self, epoch):
+        """Seeds the next shuffle with `epoch` (call it with the same value on every rank)."""
+        self.epoch = epoch
 
 
 def default_collate_fn(batch):

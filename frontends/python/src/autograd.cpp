@@ -47,6 +47,21 @@ void bind_autograd(py::module_& m) {
       .def("__enter__", [](GradModeScope& s) { s.enter(); })
       .def("__exit__", [](GradModeScope& s, py::args) { s.exit(); });
   m.def("live_autograd_nodes", &oar::live_autograd_nodes);
+  // The Python function is held with the GIL and released with it (the
+  // pass may end on a thread where Python is finalizing only at exit).
+  m.def("queue_backward_callback", [](py::function fn) {
+    auto holder = std::shared_ptr<py::function>(new py::function(std::move(fn)), [](py::function* p) {
+      if (Py_IsInitialized()) {
+        py::gil_scoped_acquire gil;
+        delete p;
+      }
+    });
+    oar::queue_backward_callback([holder] {
+      py::gil_scoped_acquire gil;
+      (*holder)();
+    });
+  }, py::arg("fn"), "Runs fn() once when the backward pass running on this thread finishes (call from a hook).");
+  m.def("backward_running", &oar::backward_running);
 }
 
 }  // namespace oar_py

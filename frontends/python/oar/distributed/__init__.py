@@ -13,5 +13,9 @@ from .collective import (ReduceOp, Task, all_reduce, all_gather, all_gather_obje
                          send, recv, isend, irecv, barrier, wait)
 
 # --- launcher and spawn (launch/, spawn.py) ---
+from . import launch  # noqa: F401,E402
+from .spawn import spawn  # noqa: F401,E402
 
 # --- data parallel and fleet (data_parallel.py, fleet/) ---
+from .data_parallel import DataParallel  # noqa: E402,F401 - also oar.DataParallel
+from . import fleet  # noqa: E402,F401
