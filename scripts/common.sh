@@ -13,7 +13,7 @@ OAR_BUILD="${OAR_BUILD:-$OAR_ROOT/build}"
 
 # C++ build: compilers, CMake + Ninja, and the libraries of DESIGN.md section 6.
 OAR_BUILD_PACKAGES=(cmake ninja-build g++ gcc pkg-config libboost-dev libdnnl-dev
-  ocl-icd-opencl-dev nlohmann-json3-dev doctest-dev)
+  ocl-icd-opencl-dev nlohmann-json3-dev doctest-dev libgloo-dev)
 # Python package: the interpreter, venv, headers for the extension
 # (CMake's Development.Module; DLPack's), and CA certificates for pip.
 OAR_PYTHON_PACKAGES=(python3 python3-venv python3-dev libdlpack-dev ca-certificates)

@@ -30,9 +30,9 @@ const int kGroupSizes[] = {2, 3};
 const char* const kCollectives[] = {"all_reduce", "all_gather", "reduce_scatter", "broadcast",
                                     "reduce",     "scatter",    "all_to_all",     "all_to_allv",
                                     "send_recv",  "barrier"};
-const int32_t kDtypes[] = {OAR_DTYPE_F32, OAR_DTYPE_F64, OAR_DTYPE_F16, OAR_DTYPE_BF16,
-                           OAR_DTYPE_I8,  OAR_DTYPE_U8,  OAR_DTYPE_I32, OAR_DTYPE_I64,
-                           OAR_DTYPE_BOOL};
+const int32_t kDtypes[] = {OAR_DTYPE_F32,  OAR_DTYPE_F64, OAR_DTYPE_F16,
+                           OAR_DTYPE_BF16, OAR_DTYPE_I8,  OAR_DTYPE_U8,
+                           OAR_DTYPE_I32,  OAR_DTYPE_I64, OAR_DTYPE_BOOL};
 const char* const kOpNames[] = {"sum", "prod", "max", "min"};
 
 const char* dtype_str(int32_t d) {
@@ -58,15 +58,33 @@ std::vector<char> encode(int32_t dtype, const std::vector<double>& v) {
     auto put = [&](auto x) { std::memcpy(p, &x, sizeof x); };
     auto as_int = static_cast<int64_t>(v[i]);
     switch (dtype) {
-      case OAR_DTYPE_F32: put(static_cast<float>(v[i])); break;
-      case OAR_DTYPE_F64: put(v[i]); break;
-      case OAR_DTYPE_F16: put(oar_f32_to_f16(static_cast<float>(v[i]))); break;
-      case OAR_DTYPE_BF16: put(oar_f32_to_bf16(static_cast<float>(v[i]))); break;
-      case OAR_DTYPE_I8: put(static_cast<int8_t>(as_int)); break;
-      case OAR_DTYPE_U8: put(static_cast<uint8_t>(as_int)); break;
-      case OAR_DTYPE_I32: put(static_cast<int32_t>(as_int)); break;
-      case OAR_DTYPE_I64: put(as_int); break;
-      default: put(static_cast<uint8_t>(v[i] != 0)); break;
+      case OAR_DTYPE_F32:
+        put(static_cast<float>(v[i]));
+        break;
+      case OAR_DTYPE_F64:
+        put(v[i]);
+        break;
+      case OAR_DTYPE_F16:
+        put(oar_f32_to_f16(static_cast<float>(v[i])));
+        break;
+      case OAR_DTYPE_BF16:
+        put(oar_f32_to_bf16(static_cast<float>(v[i])));
+        break;
+      case OAR_DTYPE_I8:
+        put(static_cast<int8_t>(as_int));
+        break;
+      case OAR_DTYPE_U8:
+        put(static_cast<uint8_t>(as_int));
+        break;
+      case OAR_DTYPE_I32:
+        put(static_cast<int32_t>(as_int));
+        break;
+      case OAR_DTYPE_I64:
+        put(as_int);
+        break;
+      default:
+        put(static_cast<uint8_t>(v[i] != 0));
+        break;
     }
   }
   return out;
@@ -82,15 +100,33 @@ std::vector<double> decode(int32_t dtype, const std::vector<char>& bytes) {
       return x;
     };
     switch (dtype) {
-      case OAR_DTYPE_F32: out[i] = get(float{}); break;
-      case OAR_DTYPE_F64: out[i] = get(double{}); break;
-      case OAR_DTYPE_F16: out[i] = oar_f16_to_f32(get(uint16_t{})); break;
-      case OAR_DTYPE_BF16: out[i] = oar_bf16_to_f32(get(uint16_t{})); break;
-      case OAR_DTYPE_I8: out[i] = get(int8_t{}); break;
-      case OAR_DTYPE_U8: out[i] = get(uint8_t{}); break;
-      case OAR_DTYPE_I32: out[i] = get(int32_t{}); break;
-      case OAR_DTYPE_I64: out[i] = static_cast<double>(get(int64_t{})); break;
-      default: out[i] = get(uint8_t{}); break;
+      case OAR_DTYPE_F32:
+        out[i] = get(float{});
+        break;
+      case OAR_DTYPE_F64:
+        out[i] = get(double{});
+        break;
+      case OAR_DTYPE_F16:
+        out[i] = oar_f16_to_f32(get(uint16_t{}));
+        break;
+      case OAR_DTYPE_BF16:
+        out[i] = oar_bf16_to_f32(get(uint16_t{}));
+        break;
+      case OAR_DTYPE_I8:
+        out[i] = get(int8_t{});
+        break;
+      case OAR_DTYPE_U8:
+        out[i] = get(uint8_t{});
+        break;
+      case OAR_DTYPE_I32:
+        out[i] = get(int32_t{});
+        break;
+      case OAR_DTYPE_I64:
+        out[i] = static_cast<double>(get(int64_t{}));
+        break;
+      default:
+        out[i] = get(uint8_t{});
+        break;
     }
   }
   return out;
@@ -109,10 +145,10 @@ std::vector<double> reduced(int32_t dtype, int op, int nranks, int64_t n, int64_
     double acc = value(dtype, 0, first + i);
     for (int r = 1; r < nranks; ++r) {
       double v = value(dtype, r, first + i);
-      acc = op == OAR_REDUCE_SUM ? acc + v
+      acc = op == OAR_REDUCE_SUM    ? acc + v
             : op == OAR_REDUCE_PROD ? acc * v
-            : op == OAR_REDUCE_MAX ? std::max(acc, v)
-                                   : std::min(acc, v);
+            : op == OAR_REDUCE_MAX  ? std::max(acc, v)
+                                    : std::min(acc, v);
     }
     out[static_cast<size_t>(i)] = acc;
   }
@@ -136,7 +172,8 @@ struct Raw {
   void* upload(const std::vector<char>& host) const {
     void* p = nullptr;
     check(api.malloc(api.impl, device, std::max<size_t>(host.size(), 1), 64, &p), "malloc");
-    if (!host.empty()) check(api.memcpy_h2d(api.impl, device, p, host.data(), host.size()), "memcpy_h2d");
+    if (!host.empty())
+      check(api.memcpy_h2d(api.impl, device, p, host.data(), host.size()), "memcpy_h2d");
     return p;
   }
   std::vector<char> download(const void* p, size_t bytes) const {
@@ -157,8 +194,8 @@ std::string compare(int32_t dtype, const std::vector<char>& got, const std::vect
                     const std::string& what) {
   std::vector<double> g = decode(dtype, got);
   if (g.size() != want.size())
-    return what + ": " + std::to_string(g.size()) + " elements but " +
-           std::to_string(want.size()) + " expected";
+    return what + ": " + std::to_string(g.size()) + " elements but " + std::to_string(want.size()) +
+           " expected";
   for (size_t i = 0; i < want.size(); ++i)
     if (g[i] != want[i])
       return what + ": element " + std::to_string(i) + " is " + std::to_string(g[i]) + " but " +
@@ -183,8 +220,10 @@ std::string case_all_reduce(const Raw& raw, int32_t dt, int rank, int nranks) {
   for (int op = 0; op < 4; ++op) {
     std::string what = std::string("all_reduce ") + kOpNames[op] + " " + dtype_str(dt);
     void* send = raw.upload(encode(dt, rank_data(dt, rank, kCount)));
-    void* recv = op == OAR_REDUCE_SUM ? send : raw.upload(std::vector<char>(bytes));  // sum in place
-    raw.finish(raw.api.all_reduce(raw.api.impl, send, recv, kCount, dt, op, raw.comm, nullptr), what);
+    void* recv =
+        op == OAR_REDUCE_SUM ? send : raw.upload(std::vector<char>(bytes));  // sum in place
+    raw.finish(raw.api.all_reduce(raw.api.impl, send, recv, kCount, dt, op, raw.comm, nullptr),
+               what);
     std::string p = compare(dt, raw.download(recv, bytes), reduced(dt, op, nranks, kCount),
                             what + (send == recv ? " (in place)" : ""));
     if (recv != send) raw.free(recv);
@@ -223,10 +262,10 @@ std::string case_reduce(const Raw& raw, int32_t dt, int rank, int nranks) {
     void* recv = raw.upload(encode(dt, sentinel));
     raw.finish(raw.api.reduce(raw.api.impl, send, recv, kCount, dt, op, root, raw.comm, nullptr),
                what);
-    std::string p = rank == root ? compare(dt, raw.download(recv, bytes),
-                                           reduced(dt, op, nranks, kCount), what)
-                                 : compare(dt, raw.download(recv, bytes), sentinel,
-                                           what + ": a non-root's recv must stay untouched");
+    std::string p =
+        rank == root ? compare(dt, raw.download(recv, bytes), reduced(dt, op, nranks, kCount), what)
+                     : compare(dt, raw.download(recv, bytes), sentinel,
+                               what + ": a non-root's recv must stay untouched");
     raw.free(recv);
     raw.free(send);
     if (first.empty()) first = p;  // every op runs, so the ranks stay in step
@@ -252,7 +291,8 @@ std::string case_broadcast(const Raw& raw, int32_t dt, int rank, int nranks) {
   const size_t bytes = kCount * oar_dtype_size(dt);
   const int root = nranks - 1;
   void* buf = raw.upload(encode(dt, rank_data(dt, rank, kCount)));
-  std::string what = std::string("broadcast ") + dtype_str(dt) + " from rank " + std::to_string(root);
+  std::string what =
+      std::string("broadcast ") + dtype_str(dt) + " from rank " + std::to_string(root);
   raw.finish(raw.api.broadcast(raw.api.impl, buf, kCount, dt, root, raw.comm, nullptr), what);
   std::string p = compare(dt, raw.download(buf, bytes), rank_data(dt, root, kCount), what);
   raw.free(buf);
@@ -267,8 +307,8 @@ std::string case_scatter(const Raw& raw, int32_t dt, int rank, int nranks) {
   void* recv = raw.upload(std::vector<char>(bytes));
   std::string what = std::string("scatter ") + dtype_str(dt) + " from rank " + std::to_string(root);
   raw.finish(raw.api.scatter(raw.api.impl, send, recv, kCount, dt, root, raw.comm, nullptr), what);
-  std::string p = compare(dt, raw.download(recv, bytes), rank_data(dt, root, kCount, rank * kCount),
-                          what);
+  std::string p =
+      compare(dt, raw.download(recv, bytes), rank_data(dt, root, kCount, rank * kCount), what);
   raw.free(recv);
   raw.free(send);
   return p;
@@ -353,12 +393,15 @@ std::string case_send_recv(const Raw& raw, int32_t dt, int rank, int nranks) {
   return p;
 }
 
-const std::pair<const char*, CaseFn> kCases[] = {
-    {"all_reduce", case_all_reduce}, {"all_gather", case_all_gather},
-    {"reduce_scatter", case_reduce_scatter}, {"broadcast", case_broadcast},
-    {"reduce", case_reduce}, {"scatter", case_scatter},
-    {"all_to_all", case_all_to_all}, {"all_to_allv", case_all_to_allv},
-    {"send_recv", case_send_recv}};
+const std::pair<const char*, CaseFn> kCases[] = {{"all_reduce", case_all_reduce},
+                                                 {"all_gather", case_all_gather},
+                                                 {"reduce_scatter", case_reduce_scatter},
+                                                 {"broadcast", case_broadcast},
+                                                 {"reduce", case_reduce},
+                                                 {"scatter", case_scatter},
+                                                 {"all_to_all", case_all_to_all},
+                                                 {"all_to_allv", case_all_to_allv},
+                                                 {"send_recv", case_send_recv}};
 
 }  // namespace
 
@@ -430,9 +473,15 @@ std::vector<json> run_group(Suite& suite, const Devices& devices, const std::str
   std::ofstream(dir + "/nranks") << nranks;
   std::vector<pid_t> pids;
   for (int rank = 0; rank < nranks; ++rank) {
-    std::vector<std::string> args = {self_exe,           "--plugin",        suite.options().plugin,
-                                     "--device-type",    devices.dut.type,  "--collective-worker",
-                                     std::to_string(rank), "--store",       dir};
+    std::vector<std::string> args = {self_exe,
+                                     "--plugin",
+                                     suite.options().plugin,
+                                     "--device-type",
+                                     devices.dut.type,
+                                     "--collective-worker",
+                                     std::to_string(rank),
+                                     "--store",
+                                     dir};
     std::fflush(nullptr);
     pid_t pid = fork();
     if (pid == 0) {
@@ -519,9 +568,10 @@ void run_collective_checks(Suite& suite, const Devices& devices, const std::stri
       }
     }
     if (res.result == Result::pass)
-      res.detail = std::string(c) == "barrier"
-                       ? "2 and 3 ranks (processes) pass the barrier"
-                       : "2 and 3 ranks (processes), 9 dtypes, agree with the host's expected values";
+      res.detail =
+          std::string(c) == "barrier"
+              ? "2 and 3 ranks (processes) pass the barrier"
+              : "2 and 3 ranks (processes), 9 dtypes, agree with the host's expected values";
     suite.add(res);
   }
   suite.set_current("");

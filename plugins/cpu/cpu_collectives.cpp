@@ -16,10 +16,16 @@
 //    while all_reduce + taking the block would move twice that and compute
 //    every block everywhere. f16/bf16 blocks travel as 16 bits and are
 //    accumulated in f32 locally;
-//  - send/recv are unbound buffers on slots (kP2pSlotPrefix, n) where n
-//    counts the messages from one rank to another. Gloo's TCP transport
-//    hands the data over when the receiver posts its recv, so send returns
-//    once the peer has received (or the timeout passed).
+//  - send/recv are unbound buffers on slots (kP2pSlotPrefix, signature, n)
+//    where n counts the messages from one rank to another. Note [Eager
+//    sends]: Gloo's TCP transport hands the data over only once the
+//    receiver posts its recv, and the host runs a comm's calls one at a
+//    time, so a blocking send would deadlock two ranks that both send
+//    before they receive. send therefore copies the data, posts it and
+//    returns (as the mock's send); a per-comm thread waits for each posted
+//    send in order, up to the comm's timeout from when it was posted. A
+//    send that fails or times out fails the comm: the next call (or
+//    comm_destroy, which waits for the pending sends) reports it.
 // Reductions: sum and prod wrap for integers; max/min propagate NaN; bool
 // sum/max are logical or, prod/min logical and; f16 and bf16 are converted
 // to f32, reduced by Gloo in f32 and converted back (all_reduce, reduce).
@@ -51,25 +57,47 @@
 #include <gloo/scatter.h>
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/unbound_buffer.h>
+#include <signal.h>
 
 #include <cmath>
+#include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cpu_common.h"
+#include "cpu_gloo_reduce.h"
 #include "cpu_gloo_store.h"
 #include "oar/plugin_util.h"
 
 namespace oar_cpu {
 namespace {
 
+using gloo_reduce::f32_to_half;
+using gloo_reduce::gloo_reduce_fn;
+using gloo_reduce::half_to_f32;
+using gloo_reduce::is_half;
+using gloo_reduce::local_reduce;
+
 constexpr uint64_t kUniqueIdBytes = 16;
 constexpr int64_t kDefaultTimeoutMs = 1800 * 1000;  // comm_init's timeout_ms <= 0
-constexpr uint64_t kP2pSlotPrefix = 0xA0;          // above Gloo's collective prefixes (1..8)
+constexpr uint64_t kP2pSlotPrefix = 0xA0;           // above Gloo's collective prefixes (1..8)
+
+using Clock = std::chrono::steady_clock;
+
+/// A posted send that has not completed yet (Note [Eager sends]).
+struct PendingSend {
+  std::vector<char> data;  // a copy: the caller may reuse its buffer at once
+  std::unique_ptr<gloo::transport::UnboundBuffer> buffer;  // over `data`
+  int peer = 0;
+  uint64_t n = 0;  // the message's number from this rank to `peer`
+  Clock::time_point deadline;
+};
 
 struct Comm {
   std::string uid;  // hex of the unique id
@@ -80,8 +108,19 @@ struct Comm {
   std::mutex mu;  // one call at a time
   uint32_t tag = 0;
   std::map<int, uint64_t> sent, received;  // point-to-point messages per peer
-  OarStatus broken = OAR_OK;               // first failure, sticky
+
+  std::mutex state_mu;        // guards the failure state (calls and the sender)
+  OarStatus broken = OAR_OK;  // first failure, sticky
   std::string broken_message;
+  bool unreported = false;  // a pending send failed and no call has said so yet
+
+  std::mutex send_mu;  // guards pending and stopping
+  std::condition_variable send_cv;
+  std::deque<std::unique_ptr<PendingSend>> pending;
+  bool stopping = false;
+  std::thread sender;  // waits for pending sends, in order; started by the first send
+
+  ~Comm();
 };
 
 std::mutex g_comms_mu;
@@ -94,91 +133,65 @@ std::string describe(const Comm& c, const char* what) {
                 c.nranks);
 }
 
-// ------------------------------------------------------------ reductions ---
+bool is_timeout_message(const std::string& m) {
+  return m.find("Timed out") != std::string::npos || m.find("timed out") != std::string::npos ||
+         m.find("Application timeout") != std::string::npos;
+}
 
-template <typename T>
-T apply(int32_t op, T a, T b) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return op == OAR_REDUCE_SUM || op == OAR_REDUCE_MAX ? (a || b) : (a && b);
-  } else if constexpr (std::is_floating_point_v<T>) {
-    switch (op) {
-      case OAR_REDUCE_SUM: return a + b;
-      case OAR_REDUCE_PROD: return a * b;
-      case OAR_REDUCE_MAX: return std::isnan(a) || std::isnan(b) ? a + b : (a < b ? b : a);
-      default: return std::isnan(a) || std::isnan(b) ? a + b : (b < a ? b : a);
+/// Records the comm's first failure; later ones are consequences of it.
+void set_broken(Comm& c, OarStatus code, const std::string& message, bool unreported) {
+  std::lock_guard<std::mutex> lock(c.state_mu);
+  if (c.broken != OAR_OK) return;
+  c.broken = code;
+  c.broken_message = message;
+  c.unreported = unreported;
+}
+
+// The sender thread: Note [Eager sends].
+void sender_loop(Comm* c) {
+  std::unique_lock<std::mutex> lock(c->send_mu);
+  for (;;) {
+    c->send_cv.wait(lock, [&] { return c->stopping || !c->pending.empty(); });
+    if (c->pending.empty()) return;
+    PendingSend* p = c->pending.front().get();
+    lock.unlock();
+    try {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(p->deadline - Clock::now());
+      p->buffer->waitSend(std::max(left, std::chrono::milliseconds(1)));  // false: aborted
+    } catch (const std::exception& e) {
+      std::string m = e.what();
+      bool timeout = is_timeout_message(m);
+      std::string what =
+          format("send #%llu to rank %d", static_cast<unsigned long long>(p->n), p->peer);
+      set_broken(*c, timeout ? OAR_ERROR_TIMEOUT : OAR_ERROR_DEVICE,
+                 describe(*c, what.c_str()) +
+                     (timeout ? format(" was not received within %lld ms of being posted (rank %d "
+                                       "did not arrive): ",
+                                       static_cast<long long>(c->timeout.count()), p->peer)
+                              : std::string(" failed (a peer's connection broke): ")) +
+                     m,
+                 true);
     }
-  } else {
-    using U = std::make_unsigned_t<T>;  // two's complement wrap, never UB
-    switch (op) {
-      case OAR_REDUCE_SUM: return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-      case OAR_REDUCE_PROD:
-        return static_cast<T>(static_cast<U>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)));
-      case OAR_REDUCE_MAX: return a < b ? b : a;
-      default: return b < a ? b : a;
-    }
+    lock.lock();
+    c->pending.pop_front();
+    c->send_cv.notify_all();
   }
 }
 
-template <typename T>
-void reduce_buffers(int32_t op, T* out, const T* a, const T* b, size_t n) {
-  for (size_t i = 0; i < n; ++i) out[i] = apply<T>(op, a[i], b[i]);
-}
-
-/// Gloo's element-wise reduction for a non-half dtype.
-gloo::AllreduceOptions::Func gloo_reduce_fn(int32_t dtype, int32_t op) {
-  auto make = [op](auto tag) -> gloo::AllreduceOptions::Func {
-    using T = decltype(tag);
-    return [op](void* out, const void* a, const void* b, size_t n) {
-      reduce_buffers<T>(op, static_cast<T*>(out), static_cast<const T*>(a),
-                        static_cast<const T*>(b), n);
-    };
-  };
-  switch (dtype) {
-    case OAR_DTYPE_F32: return make(float{});
-    case OAR_DTYPE_F64: return make(double{});
-    case OAR_DTYPE_I8: return make(int8_t{});
-    case OAR_DTYPE_U8: return make(uint8_t{});
-    case OAR_DTYPE_I32: return make(int32_t{});
-    case OAR_DTYPE_I64: return make(int64_t{});
-    default: return make(bool{});  // OAR_DTYPE_BOOL: one byte, 0 or 1
+/// Stops the sender after the pending sends complete (each bounded by its
+/// deadline), or at once with `abort`.
+void stop_sender(Comm& c, bool abort) {
+  {
+    std::lock_guard<std::mutex> lock(c.send_mu);
+    c.stopping = true;
+    if (abort)
+      for (auto& p : c.pending) p->buffer->abortWaitSend();
   }
+  c.send_cv.notify_all();
+  if (c.sender.joinable()) c.sender.join();
 }
 
-bool is_half(int32_t dtype) { return dtype == OAR_DTYPE_F16 || dtype == OAR_DTYPE_BF16; }
-
-std::vector<float> half_to_f32(int32_t dtype, const void* src, size_t n) {
-  std::vector<float> out(n);
-  const auto* bits = static_cast<const uint16_t*>(src);
-  for (size_t i = 0; i < n; ++i)
-    out[i] = dtype == OAR_DTYPE_F16 ? oar_f16_to_f32(bits[i]) : oar_bf16_to_f32(bits[i]);
-  return out;
-}
-
-void f32_to_half(int32_t dtype, const float* src, size_t n, void* dst) {
-  auto* bits = static_cast<uint16_t*>(dst);
-  for (size_t i = 0; i < n; ++i)
-    bits[i] = dtype == OAR_DTYPE_F16 ? oar_f32_to_f16(src[i]) : oar_f32_to_bf16(src[i]);
-}
-
-/// dst = blocks[0] op blocks[1] op ... (rank order); halves accumulate in f32.
-void local_reduce(int32_t dtype, int32_t op, const std::vector<const char*>& blocks, size_t n,
-                  char* dst) {
-  if (n == 0) return;
-  if (is_half(dtype)) {
-    std::vector<float> acc = half_to_f32(dtype, blocks[0], n);
-    for (size_t r = 1; r < blocks.size(); ++r) {
-      std::vector<float> v = half_to_f32(dtype, blocks[r], n);
-      reduce_buffers<float>(op, acc.data(), acc.data(), v.data(), n);
-    }
-    f32_to_half(dtype, acc.data(), n, dst);
-    return;
-  }
-  auto fn = gloo_reduce_fn(dtype, op);
-  size_t bytes = n * oar_dtype_size(dtype);
-  std::vector<char> acc(blocks[0], blocks[0] + bytes);
-  for (size_t r = 1; r < blocks.size(); ++r) fn(acc.data(), acc.data(), blocks[r], n);
-  std::memcpy(dst, acc.data(), bytes);
-}
+Comm::~Comm() { stop_sender(*this, true); }  // at exit without comm_destroy: no waiting
 
 // ------------------------------------------------------------- plumbing ---
 
@@ -193,11 +206,6 @@ const char* detach(const void* src, size_t bytes, const void* dst, size_t dst_by
   if (!overlaps(src, bytes, dst, dst_bytes)) return static_cast<const char*>(src);
   keep.assign(static_cast<const char*>(src), static_cast<const char*>(src) + bytes);
   return keep.data();
-}
-
-bool is_timeout_message(const std::string& m) {
-  return m.find("Timed out") != std::string::npos || m.find("timed out") != std::string::npos ||
-         m.find("Application timeout") != std::string::npos;
 }
 
 /// Validates the comm and runs `body` under its lock; every exception
@@ -215,10 +223,15 @@ OarStatus run(const char* what, OarComm_t handle, F&& body) noexcept {
                       static_cast<void*>(handle));
   Comm& c = *comm;
   std::lock_guard<std::mutex> lock(c.mu);
-  if (c.broken != OAR_OK)
-    return fail(c.broken, describe(c, what) +
-                              ": the communicator is unusable after an earlier failure: " +
-                              c.broken_message);
+  {
+    std::lock_guard<std::mutex> state(c.state_mu);
+    if (c.broken != OAR_OK) {
+      c.unreported = false;
+      return fail(c.broken, describe(c, what) +
+                                ": the communicator is unusable after an earlier failure: " +
+                                c.broken_message);
+    }
+  }
   OarStatus code = OAR_ERROR_DEVICE;
   std::string message;
   try {
@@ -242,13 +255,11 @@ OarStatus run(const char* what, OarComm_t handle, F&& body) noexcept {
   }
   std::string full =
       describe(c, what) +
-      (code == OAR_ERROR_TIMEOUT
-           ? format(" timed out after %lld ms (a peer did not arrive): ",
-                    static_cast<long long>(c.timeout.count()))
-           : std::string(" failed (a peer's connection broke): ")) +
+      (code == OAR_ERROR_TIMEOUT ? format(" timed out after %lld ms (a peer did not arrive): ",
+                                          static_cast<long long>(c.timeout.count()))
+                                 : std::string(" failed (a peer's connection broke): ")) +
       message;
-  c.broken = code;
-  c.broken_message = full;
+  set_broken(c, code, full, false);
   return fail(code, full);
 }
 
@@ -266,8 +277,8 @@ OarStatus check_reduce_op(const char* what, int32_t op) {
 OarStatus check_rank(const Comm& c, const char* what, const char* role, int32_t r) {
   if (r >= 0 && r < c.nranks) return OAR_OK;
   return fail(OAR_ERROR_INVALID_ARGUMENT,
-              describe(c, what) + format(": %s %d is outside a communicator of %d ranks", role, r,
-                                         c.nranks));
+              describe(c, what) +
+                  format(": %s %d is outside a communicator of %d ranks", role, r, c.nranks));
 }
 
 /// FNV-1a over the call's sequence number and its signature.
@@ -304,10 +315,18 @@ struct Elem {
 template <typename F>
 void with_element(size_t es, F&& f) {
   switch (es) {
-    case 1: f(Elem<1>{}); break;
-    case 2: f(Elem<2>{}); break;
-    case 4: f(Elem<4>{}); break;
-    default: f(Elem<8>{}); break;
+    case 1:
+      f(Elem<1>{});
+      break;
+    case 2:
+      f(Elem<2>{});
+      break;
+    case 4:
+      f(Elem<4>{});
+      break;
+    default:
+      f(Elem<8>{});
+      break;
   }
 }
 
@@ -334,6 +353,22 @@ OarStatus comm_unique_id(void*, void* id, uint64_t size) {
   return OAR_OK;
 }
 
+// Gloo writes to its sockets with writev: a write to a peer that died
+// raises SIGPIPE, which would end this process instead of failing the
+// collective. Ignored once, only where nobody installed a handler (Python
+// already ignores it).
+void ignore_sigpipe() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction current {};
+    if (sigaction(SIGPIPE, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) return;
+    signal(SIGPIPE, SIG_IGN);
+    op::log(OAR_LOG_DEBUG,
+            "cpu (gloo): SIGPIPE is now ignored, so a write to a dead peer fails the collective "
+            "(EPIPE) instead of ending the process");
+  });
+}
+
 OarStatus comm_init(void*, const void* unique_id, uint64_t id_size, int32_t nranks, int32_t rank,
                     int32_t device, OarStore_t store, int64_t timeout_ms, OarComm_t* out) {
   if (!out || !unique_id || id_size != kUniqueIdBytes)
@@ -346,13 +381,15 @@ OarStatus comm_init(void*, const void* unique_id, uint64_t id_size, int32_t nran
     return fail_plain(OAR_ERROR_INVALID_ARGUMENT,
                       "comm_init: rank %d is outside a communicator of %d ranks", rank, nranks);
   if (device != 0)
-    return fail_plain(OAR_ERROR_INVALID_ARGUMENT, "comm_init: device index %d is out of range (1 cpu device)", device);
+    return fail_plain(OAR_ERROR_INVALID_ARGUMENT,
+                      "comm_init: device index %d is out of range (1 cpu device)", device);
   const OarHostApi* h = g_host;
   if (!store || h->struct_size < OAR_STRUCT_SIZE(OarHostApi, store_free) || !h->store_set ||
       !h->store_get || !h->store_wait || !h->store_free)
     return fail_plain(OAR_ERROR_UNSUPPORTED,
                       "comm_init: Gloo's rendezvous needs the host key-value store (store is null "
                       "or the host table lacks store_set/get/wait/free)");
+  ignore_sigpipe();
   auto c = std::make_shared<Comm>();
   static const char* const hex = "0123456789abcdef";
   for (uint64_t i = 0; i < id_size; ++i) {
@@ -378,14 +415,21 @@ OarStatus comm_init(void*, const void* unique_id, uint64_t id_size, int32_t nran
     c->context = std::make_shared<gloo::rendezvous::Context>(rank, nranks);
     c->context->setTimeout(c->timeout);
     c->context->connectFullMesh(prefixed, c->device);
+    op::log(OAR_LOG_DEBUG,
+            format("cpu (gloo): comm %.8s rank %d of %d connected, listening on %s (%s)",
+                   c->uid.c_str(), rank, nranks, where.ip.c_str(), where.reason.c_str()));
   } catch (const std::exception& e) {
     std::string m = e.what();
     auto* se = dynamic_cast<const HostStoreError*>(&e);
     bool timeout = se ? se->timeout : is_timeout_message(m);
-    return fail(timeout ? OAR_ERROR_TIMEOUT : OAR_ERROR_DEVICE,
-                format("cpu (gloo): comm_init of comm %.8s (rank %d of %d) failed while ",
-                       c->uid.c_str(), rank, nranks) +
-                    stage + (timeout ? format(" (timeout %lld ms): ", static_cast<long long>(c->timeout.count())) : std::string(": ")) + m);
+    return fail(
+        timeout ? OAR_ERROR_TIMEOUT : OAR_ERROR_DEVICE,
+        format("cpu (gloo): comm_init of comm %.8s (rank %d of %d) failed while ", c->uid.c_str(),
+               rank, nranks) +
+            stage +
+            (timeout ? format(" (timeout %lld ms): ", static_cast<long long>(c->timeout.count()))
+                     : std::string(": ")) +
+            m);
   } catch (...) {
     return fail_plain(OAR_ERROR_DEVICE, "comm_init: an unknown exception while %s", stage.c_str());
   }
@@ -401,18 +445,26 @@ OarStatus comm_destroy(void*, OarComm_t handle) {
     std::lock_guard<std::mutex> lock(g_comms_mu);
     auto it = g_comms.find(reinterpret_cast<Comm*>(handle));
     if (it == g_comms.end())
-      return fail_plain(OAR_ERROR_INVALID_ARGUMENT, "comm_destroy: %p is not a live cpu communicator",
+      return fail_plain(OAR_ERROR_INVALID_ARGUMENT,
+                        "comm_destroy: %p is not a live cpu communicator",
                         static_cast<void*>(handle));
     c = it->second;
     g_comms.erase(it);
   }
   std::lock_guard<std::mutex> lock(c->mu);  // a call in flight finishes first
+  stop_sender(*c, false);                   // pending sends complete or time out
+  OarStatus code = OAR_OK;
+  std::string message;
+  {
+    std::lock_guard<std::mutex> state(c->state_mu);
+    if (c->unreported) code = c->broken, message = c->broken_message;
+  }
   try {
     c->context.reset();
     c->device.reset();
   } catch (...) {
   }
-  return OAR_OK;
+  return code == OAR_OK ? OAR_OK : fail(code, message);
 }
 
 OarStatus all_reduce(void*, const void* send, void* recv, uint64_t count, int32_t dtype,
@@ -447,7 +499,9 @@ OarStatus reduce(void*, const void* send, void* recv, uint64_t count, int32_t dt
   return run("reduce", comm, [&](Comm& c) -> OarStatus {
     if (OarStatus s = check_rank(c, "reduce", "root", root)) return s;
     gloo::ReduceOptions opts(c.context);
-    prepare(c, opts, {2, count, static_cast<uint64_t>(dtype), static_cast<uint64_t>(reduce_op), static_cast<uint64_t>(root)});
+    prepare(c, opts,
+            {2, count, static_cast<uint64_t>(dtype), static_cast<uint64_t>(reduce_op),
+             static_cast<uint64_t>(root)});
     opts.setRoot(root);
     if (count == 0) return OAR_OK;
     // Gloo writes partial results into every rank's output: non-roots get
@@ -520,7 +574,8 @@ OarStatus reduce_scatter(void*, const void* send, void* recv, uint64_t recv_coun
   return run("reduce_scatter", comm, [&](Comm& c) -> OarStatus {
     // Note [CPU collectives through Gloo]: all_to_all, then a local reduction.
     gloo::AlltoallOptions opts(c.context);
-    prepare(c, opts, {5, recv_count, static_cast<uint64_t>(dtype), static_cast<uint64_t>(reduce_op)});
+    prepare(c, opts,
+            {5, recv_count, static_cast<uint64_t>(dtype), static_cast<uint64_t>(reduce_op)});
     if (recv_count == 0) return OAR_OK;
     const size_t es = oar_dtype_size(dtype), total = recv_count * c.nranks;
     std::vector<char> blocks(total * es);
@@ -586,9 +641,29 @@ OarStatus all_to_allv(void*, const void* send, const uint64_t* send_counts,
   if (!send_counts || !send_offsets || !recv_counts || !recv_offsets)
     return fail_plain(OAR_ERROR_INVALID_ARGUMENT, "all_to_allv: a count or offset array is null");
   return run("all_to_allv", comm, [&](Comm& c) -> OarStatus {
+    const size_t es = oar_dtype_size(dtype), n = static_cast<size_t>(c.nranks);
+    // Each pair of ranks first agrees on its counts (one small all_to_all):
+    // Gloo would abort the process on a message of an unexpected size, so a
+    // mismatch is reported here by both ranks of the pair, naming both sides.
+    std::vector<uint64_t> mine(2 * n), theirs(2 * n);
+    for (size_t r = 0; r < n; ++r) mine[2 * r] = send_counts[r], mine[2 * r + 1] = recv_counts[r];
+    gloo::AlltoallOptions counts(c.context);
+    prepare(c, counts, {10, static_cast<uint64_t>(dtype)});
+    counts.setInput(mine.data(), 2 * n);
+    counts.setOutput(theirs.data(), 2 * n);
+    gloo::alltoall(counts);
     gloo::AlltoallvOptions opts(c.context);
     prepare(c, opts, {8, static_cast<uint64_t>(dtype)});
-    const size_t es = oar_dtype_size(dtype), n = static_cast<size_t>(c.nranks);
+    for (size_t r = 0; r < n; ++r)
+      if (theirs[2 * r] != recv_counts[r] || theirs[2 * r + 1] != send_counts[r])
+        return fail(OAR_ERROR_INVALID_ARGUMENT,
+                    describe(c, "all_to_allv") +
+                        format(": rank %zu sends %llu elements to this rank and expects %llu from "
+                               "it, but recv_counts[%zu] is %llu and send_counts[%zu] is %llu",
+                               r, static_cast<unsigned long long>(theirs[2 * r]),
+                               static_cast<unsigned long long>(theirs[2 * r + 1]), r,
+                               static_cast<unsigned long long>(recv_counts[r]), r,
+                               static_cast<unsigned long long>(send_counts[r])));
     // Gloo's alltoallv takes blocks packed in rank order; pack (and unpack)
     // through scratch unless the offsets already are the running sums.
     auto packed = [&](const uint64_t* counts, const uint64_t* offsets, size_t* total) {
@@ -616,7 +691,8 @@ OarStatus all_to_allv(void*, const void* send, const uint64_t* send_counts,
       recv_scratch.resize(recv_total * es);
       dst = recv_scratch.data();
     }
-    std::vector<int64_t> in_counts(send_counts, send_counts + n), out_counts(recv_counts, recv_counts + n);
+    std::vector<int64_t> in_counts(send_counts, send_counts + n),
+        out_counts(recv_counts, recv_counts + n);
     // Gloo wants a non-null buffer even when this rank sends or receives nothing.
     char empty = 0;
     with_element(es, [&](auto tag) {
@@ -655,13 +731,24 @@ OarStatus send(void*, const void* buffer, uint64_t count, int32_t dtype, int32_t
   return run("send", comm, [&](Comm& c) -> OarStatus {
     if (OarStatus s = check_rank(c, "send", "peer", peer)) return s;
     if (peer == c.rank)
-      return fail(OAR_ERROR_INVALID_ARGUMENT, describe(c, "send") + ": a rank cannot send to itself");
-    uint64_t n = c.sent[peer]++;
+      return fail(OAR_ERROR_INVALID_ARGUMENT,
+                  describe(c, "send") + ": a rank cannot send to itself");
+    // Note [Eager sends]: copy, post, and let the sender thread wait.
+    auto p = std::make_unique<PendingSend>();
     size_t bytes = count * oar_dtype_size(dtype);
-    char empty = 0;
-    auto buf = c.context->createUnboundBuffer(bytes ? const_cast<void*>(buffer) : &empty, bytes);
-    buf->send(peer, p2p_slot(n, count, dtype));
-    buf->waitSend(c.timeout);
+    p->data.resize(bytes ? bytes : 1);
+    if (bytes) std::memcpy(p->data.data(), buffer, bytes);
+    p->buffer = c.context->createUnboundBuffer(p->data.data(), bytes);
+    p->peer = peer;
+    p->n = c.sent[peer]++;
+    p->deadline = Clock::now() + c.timeout;
+    p->buffer->send(peer, p2p_slot(p->n, count, dtype));
+    {
+      std::lock_guard<std::mutex> lock(c.send_mu);
+      if (!c.sender.joinable()) c.sender = std::thread(sender_loop, &c);
+      c.pending.push_back(std::move(p));
+    }
+    c.send_cv.notify_all();
     return OAR_OK;
   });
 }

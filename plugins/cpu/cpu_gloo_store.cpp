@@ -61,9 +61,9 @@ std::string route_source_to(const std::string& host) {
 void HostStore::set(const std::string& key, const std::vector<char>& data) {
   OarStatus st = host_->store_set(store_, key.c_str(), data.data(), data.size());
   if (st != OAR_OK)
-    throw HostStoreError("the host store failed to write '" + key + "' (status " +
-                             std::to_string(st) + ")",
-                         st == OAR_ERROR_TIMEOUT);
+    throw HostStoreError(
+        "the host store failed to write '" + key + "' (status " + std::to_string(st) + ")",
+        st == OAR_ERROR_TIMEOUT);
 }
 
 std::vector<char> HostStore::get(const std::string& key) {

@@ -146,6 +146,11 @@ TEST_CASE("tcp store: set, get, add, wait and check in one process") {
   std::string message = oar_test::error_of([&] { client.add("k", 1); });
   CHECK(message.find("'k'") != std::string::npos);
   CHECK(message.find("0-byte value") != std::string::npos);
+  // A server given "0.0.0.0" listens on every interface and reaches itself through loopback.
+  TCPStore any("0.0.0.0", 0, true, "job-a", kTimeout);
+  any.set("x", bytes("1"));
+  CHECK(text(TCPStore("127.0.0.1", any.port(), false, "job-a", kTimeout).get("x", kTimeout)) ==
+        "1");
 }
 
 TEST_CASE("tcp store: a get parked in the server is answered when another thread sets the key") {

@@ -23,10 +23,10 @@ inline constexpr int kDefaultMasterPort = 6170;
 
 /// This process's place in its job, as its launcher described it.
 struct DistEnv {
-  int rank = 0;              ///< global rank, in [0, world_size)
-  int world_size = 1;        ///< number of processes of the job
-  int local_rank = 0;        ///< rank among the processes of this machine
-  int local_world_size = 1;  ///< number of processes on this machine
+  int rank = 0;                           ///< global rank, in [0, world_size)
+  int world_size = 1;                     ///< number of processes of the job
+  int local_rank = 0;                     ///< rank among the processes of this machine
+  int local_world_size = 1;               ///< number of processes on this machine
   std::string master_addr = "127.0.0.1";  ///< host of the job's store (rank 0 serves it)
   int master_port = kDefaultMasterPort;   ///< port of the job's store
   std::string job_id = "default";         ///< stores refuse clients of another job
@@ -48,7 +48,8 @@ DistEnv detect_dist_env(const EnvLookup& env);
 /// The first host of a Slurm node list: "node[03-05,9],gpu1" -> "node03",
 /// "rack[1-2]-n[7,8]" -> "rack1-n7". Throws Error(invalid_argument) naming
 /// `variable` when the list is empty or its brackets are malformed.
-std::string first_slurm_host(const std::string& nodelist, const std::string& variable = "SLURM_JOB_NODELIST");
+std::string first_slurm_host(const std::string& nodelist,
+                             const std::string& variable = "SLURM_JOB_NODELIST");
 
 /// One line for the info log: the family, rank, world size and store address.
 std::string describe(const DistEnv& env);
@@ -59,7 +60,7 @@ std::string describe(const DistEnv& env);
 class Group {
  public:
   Group(int id, std::vector<int> ranks, int rank, std::shared_ptr<Communicator> comm);
-  int id() const { return id_; }                           ///< 0 for the world
+  int id() const { return id_; }                            ///< 0 for the world
   const std::vector<int>& ranks() const { return ranks_; }  ///< global ranks, group order
   int nranks() const { return static_cast<int>(ranks_.size()); }
   int rank() const { return rank_; }  ///< this process's rank in the group, -1 if not a member

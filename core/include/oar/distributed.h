@@ -57,7 +57,9 @@ class Work {
   /// Waits for the collective and rethrows its error (an oar::Error naming
   /// the collective and the ranks that did not arrive). timeout_ms -1: the
   /// communicator's timeout; past it throws Error(timeout) and the
-  /// communicator is failed. Returns true (completed).
+  /// communicator is failed. On a device with streams it synchronizes the
+  /// stream, bounded by the plugin's timeout (given to comm_init). Returns
+  /// true (completed).
   bool wait(int64_t timeout_ms = -1);
   /// True once the collective has finished (successfully or not).
   bool is_completed() const;

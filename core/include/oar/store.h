@@ -98,7 +98,8 @@ class TCPStore final : public Store {
   /// serve=true: starts the server in this process (a background thread),
   /// listening on port `port` of every IPv4 interface (port 0 = pick a free
   /// one; port() tells). host names the server for clients; a serving store
-  /// connects to itself through 127.0.0.1. Clients connect with retries until
+  /// connects to itself through host too (127.0.0.1 when host is "" or
+  /// "0.0.0.0"). Clients connect with retries until
   /// timeout_ms (the server may start later); they reconnect transparently
   /// when a connection drops (the op is retried). job_id: a client whose job
   /// id differs from the server's gets Error(invalid_argument) naming both

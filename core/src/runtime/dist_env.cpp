@@ -51,8 +51,10 @@ class Reader {
   }
   int required(const char* name, const char* family) const {
     auto v = integer(name);
-    if (!v) throw Error(ErrorCode::invalid_argument, std::string("distributed: the ") + family + " variables are set but " +
-                                                         name + " is missing");
+    if (!v)
+      throw Error(ErrorCode::invalid_argument, std::string("distributed: the ") + family +
+                                                   " variables are set but " + name +
+                                                   " is missing");
     return *v;
   }
 
@@ -83,12 +85,14 @@ struct Endpoint {
 Endpoint parse_endpoint(const std::string& text, const std::string& variable) {
   size_t colon = text.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) {
-    throw Error(ErrorCode::invalid_argument, "distributed: " + variable + " has the endpoint '" + text +
-                                                 "', which is not of the form host:port");
+    throw Error(ErrorCode::invalid_argument, "distributed: " + variable + " has the endpoint '" +
+                                                 text + "', which is not of the form host:port");
   }
   std::string host = text.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);  // [::1]
-  return {host, Reader::parse_int(text.substr(colon + 1), variable + " (the port of '" + text + "')")};
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);  // [::1]
+  return {host,
+          Reader::parse_int(text.substr(colon + 1), variable + " (the port of '" + text + "')")};
 }
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -105,25 +109,26 @@ std::vector<std::string> split(const std::string& s, char sep) {
 void check_rank(const DistEnv& e, const char* rank_var, const char* size_var) {
   if (e.world_size < 1) {
     throw Error(ErrorCode::invalid_argument, std::string("distributed: ") + size_var + "=" +
-                                                 std::to_string(e.world_size) + " must be at least 1");
+                                                 std::to_string(e.world_size) +
+                                                 " must be at least 1");
   }
   if (e.rank < 0 || e.rank >= e.world_size) {
-    throw Error(ErrorCode::invalid_argument, std::string("distributed: ") + rank_var + "=" + std::to_string(e.rank) +
-                                                 " is outside [0, " + size_var + "=" +
-                                                 std::to_string(e.world_size) + ")");
+    throw Error(ErrorCode::invalid_argument,
+                std::string("distributed: ") + rank_var + "=" + std::to_string(e.rank) +
+                    " is outside [0, " + size_var + "=" + std::to_string(e.world_size) + ")");
   }
 }
 
 void check_local(const DistEnv& e, const char* rank_var, const char* size_var) {
   if (e.local_world_size < 1 || e.local_world_size > e.world_size) {
-    throw Error(ErrorCode::invalid_argument, std::string("distributed: ") + size_var + "=" +
-                                                 std::to_string(e.local_world_size) + " is outside [1, " +
-                                                 std::to_string(e.world_size) + "] (the world size)");
+    throw Error(ErrorCode::invalid_argument,
+                std::string("distributed: ") + size_var + "=" + std::to_string(e.local_world_size) +
+                    " is outside [1, " + std::to_string(e.world_size) + "] (the world size)");
   }
   if (e.local_rank < 0 || e.local_rank >= e.local_world_size) {
-    throw Error(ErrorCode::invalid_argument, std::string("distributed: ") + rank_var + "=" +
-                                                 std::to_string(e.local_rank) + " is outside [0, " + size_var + "=" +
-                                                 std::to_string(e.local_world_size) + ")");
+    throw Error(ErrorCode::invalid_argument,
+                std::string("distributed: ") + rank_var + "=" + std::to_string(e.local_rank) +
+                    " is outside [0, " + size_var + "=" + std::to_string(e.local_world_size) + ")");
   }
 }
 
@@ -159,16 +164,17 @@ void read_paddle(const Reader& r, DistEnv& e) {
       endpoints.push_back(parse_endpoint(item, "PADDLE_TRAINER_ENDPOINTS"));
     }
     if (static_cast<int>(endpoints.size()) != e.world_size) {
-      throw Error(ErrorCode::invalid_argument, "distributed: PADDLE_TRAINER_ENDPOINTS lists " +
-                                                   std::to_string(endpoints.size()) +
-                                                   " endpoints but PADDLE_TRAINERS_NUM=" +
-                                                   std::to_string(e.world_size));
+      throw Error(ErrorCode::invalid_argument,
+                  "distributed: PADDLE_TRAINER_ENDPOINTS lists " +
+                      std::to_string(endpoints.size()) +
+                      " endpoints but PADDLE_TRAINERS_NUM=" + std::to_string(e.world_size));
     }
     e.master_addr = endpoints[0].host;
     e.master_port = endpoints[0].port;
     // The machine of this trainer: its current endpoint's host, else its own entry.
     std::string host = endpoints[e.rank].host;
-    if (auto current = r.text("PADDLE_CURRENT_ENDPOINT")) host = parse_endpoint(*current, "PADDLE_CURRENT_ENDPOINT").host;
+    if (auto current = r.text("PADDLE_CURRENT_ENDPOINT"))
+      host = parse_endpoint(*current, "PADDLE_CURRENT_ENDPOINT").host;
     e.local_rank = 0;
     e.local_world_size = 0;
     for (int i = 0; i < e.world_size; ++i) {
@@ -177,12 +183,15 @@ void read_paddle(const Reader& r, DistEnv& e) {
       ++e.local_world_size;
     }
     if (e.local_world_size == 0) {
-      throw Error(ErrorCode::invalid_argument, "distributed: PADDLE_CURRENT_ENDPOINT's host '" + host +
-                                                   "' is not among PADDLE_TRAINER_ENDPOINTS='" + *endpoints_text + "'");
+      throw Error(ErrorCode::invalid_argument,
+                  "distributed: PADDLE_CURRENT_ENDPOINT's host '" + host +
+                      "' is not among PADDLE_TRAINER_ENDPOINTS='" + *endpoints_text + "'");
     }
   }
-  if (auto local = r.integer("PADDLE_LOCAL_RANK")) e.local_rank = *local;
-  else if (auto in_node = r.integer("PADDLE_RANK_IN_NODE")) e.local_rank = *in_node;
+  if (auto local = r.integer("PADDLE_LOCAL_RANK"))
+    e.local_rank = *local;
+  else if (auto in_node = r.integer("PADDLE_RANK_IN_NODE"))
+    e.local_rank = *in_node;
   check_local(e, "PADDLE_LOCAL_RANK", "the trainers on this host");
 }
 
@@ -194,10 +203,12 @@ void read_openmpi(const Reader& r, DistEnv& e) {
   e.local_world_size = r.integer("OMPI_COMM_WORLD_LOCAL_SIZE").value_or(e.world_size);
   check_local(e, "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE");
   if (e.local_world_size < e.world_size && !r.has("MASTER_ADDR")) {
-    throw Error(ErrorCode::invalid_argument,
-                "distributed: the Open MPI job spans several machines (OMPI_COMM_WORLD_LOCAL_SIZE=" +
-                    std::to_string(e.local_world_size) + " < OMPI_COMM_WORLD_SIZE=" + std::to_string(e.world_size) +
-                    ") and Open MPI does not say where rank 0 runs; set MASTER_ADDR to its host");
+    throw Error(
+        ErrorCode::invalid_argument,
+        "distributed: the Open MPI job spans several machines (OMPI_COMM_WORLD_LOCAL_SIZE=" +
+            std::to_string(e.local_world_size) +
+            " < OMPI_COMM_WORLD_SIZE=" + std::to_string(e.world_size) +
+            ") and Open MPI does not say where rank 0 runs; set MASTER_ADDR to its host");
   }
   apply_master_override(r, e);
 }
@@ -212,9 +223,11 @@ std::optional<int> slurm_tasks_on_node(const std::string& text, int node) {
     if (paren != std::string::npos) {
       if (item.back() != ')') {
         throw Error(ErrorCode::invalid_argument, "distributed: SLURM_TASKS_PER_NODE='" + text +
-                                                     "' has the item '" + item + "', expected N or N(xM)");
+                                                     "' has the item '" + item +
+                                                     "', expected N or N(xM)");
       }
-      repeat = Reader::parse_int(item.substr(paren + 2, item.size() - paren - 3), "SLURM_TASKS_PER_NODE");
+      repeat = Reader::parse_int(item.substr(paren + 2, item.size() - paren - 3),
+                                 "SLURM_TASKS_PER_NODE");
     }
     if (node < first + repeat) return tasks;
     first += repeat;
@@ -246,8 +259,8 @@ void read_slurm(const Reader& r, DistEnv& e) {
 
 std::string first_slurm_host(const std::string& nodelist, const std::string& variable) {
   auto malformed = [&](const std::string& why) {
-    return Error(ErrorCode::invalid_argument,
-                 "distributed: " + variable + "='" + nodelist + "' is not a Slurm node list: " + why);
+    return Error(ErrorCode::invalid_argument, "distributed: " + variable + "='" + nodelist +
+                                                  "' is not a Slurm node list: " + why);
   };
   if (nodelist.empty()) throw malformed("it is empty");
   std::string host;
@@ -298,12 +311,16 @@ DistEnv detect_dist_env(const EnvLookup& env) {
     apply_master_override(r, e);
   }
   if (e.master_port < 1 || e.master_port > 65535) {
-    throw Error(ErrorCode::invalid_argument, "distributed: the store port " + std::to_string(e.master_port) +
-                                                 " (MASTER_PORT or the first trainer endpoint) is outside [1, 65535]");
+    throw Error(ErrorCode::invalid_argument,
+                "distributed: the store port " + std::to_string(e.master_port) +
+                    " (MASTER_PORT or the first trainer endpoint) is outside [1, 65535]");
   }
-  if (auto id = r.text("OAR_JOB_ID")) e.job_id = *id;
-  else if (auto paddle = r.text("PADDLE_JOB_ID")) e.job_id = *paddle;
-  else if (auto slurm = r.text("SLURM_JOB_ID")) e.job_id = *slurm;
+  if (auto id = r.text("OAR_JOB_ID"))
+    e.job_id = *id;
+  else if (auto paddle = r.text("PADDLE_JOB_ID"))
+    e.job_id = *paddle;
+  else if (auto slurm = r.text("SLURM_JOB_ID"))
+    e.job_id = *slurm;
   return e;
 }
 
@@ -312,10 +329,12 @@ DistEnv detect_dist_env() {
 }
 
 std::string describe(const DistEnv& e) {
-  std::string from = e.source == "none" ? "no launcher variables (none)" : "the " + e.source + " variables";
-  return "distributed: rank " + std::to_string(e.rank) + " of " + std::to_string(e.world_size) + " (local " +
-         std::to_string(e.local_rank) + " of " + std::to_string(e.local_world_size) + ") from " + from + "; store " +
-         e.master_addr + ":" + std::to_string(e.master_port) + ", job '" + e.job_id + "'";
+  std::string from =
+      e.source == "none" ? "no launcher variables (none)" : "the " + e.source + " variables";
+  return "distributed: rank " + std::to_string(e.rank) + " of " + std::to_string(e.world_size) +
+         " (local " + std::to_string(e.local_rank) + " of " + std::to_string(e.local_world_size) +
+         ") from " + from + "; store " + e.master_addr + ":" + std::to_string(e.master_port) +
+         ", job '" + e.job_id + "'";
 }
 
 }  // namespace oar::distributed

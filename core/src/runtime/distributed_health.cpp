@@ -114,7 +114,7 @@ std::string CommState::progress_key(int local_rank) const {
 void CommState::throw_if_failed(const std::string& what) {
   std::lock_guard<std::mutex> lock(fail_mu);
   if (!failure) return;
-  throw Error(failure_code, what + " was not run: the communicator failed earlier: " + failure_message);
+  throw Error(failure_code, what + " was not run because of an earlier failure on this communicator: " + failure_message);
 }
 
 void CommState::fail(std::exception_ptr error, ErrorCode code, const std::string& message) {
@@ -185,7 +185,8 @@ Error diagnose(CommState& c, const std::string& description, uint64_t seq, Error
     try {
       if (!parse_progress(text_of(c.store->get(c.progress_key(r), 100)), p)) continue;
     } catch (const Error& e) {
-      if (e.code() == ErrorCode::timeout && std::string(e.what()).find(c.progress_key(r)) != std::string::npos) {
+      // Every store words a missing key so; anything else is the store failing.
+      if (e.code() == ErrorCode::timeout && std::string(e.what()).find("did not appear") != std::string::npos) {
         behind.push_back(who + " has published no progress on this group (it never created its communicator, or died "
                                "right away)");
         continue;
@@ -197,7 +198,8 @@ Error diagnose(CommState& c, const std::string& description, uint64_t seq, Error
       break;
     }
     if (p.seq >= seq) continue;  // it arrived
-    bool stale = now - p.stamp_ms > stale_ms;
+    // A broken connection (the plugin's device error) means the rank is gone.
+    bool stale = now - p.stamp_ms > stale_ms || code == ErrorCode::device;
     behind.push_back(who + (stale ? " is unreachable or died (" : " did not arrive (") + last_collective(p) + ")");
   }
   if (!behind.empty()) {
@@ -207,9 +209,13 @@ Error diagnose(CommState& c, const std::string& description, uint64_t seq, Error
     message += ": every rank has started it";
   }
   if (!store_error.empty()) {
-    message += (behind.empty() ? ": " : "; ") +
-               std::string("the store cannot be reached (") + store_error +
-               "): rank 0, which serves it, has probably died";
+    message += behind.empty() ? ": " : "; ";
+    if (auto* tcp = dynamic_cast<TCPStore*>(c.store)) {
+      message += "the store at " + tcp->host() + ":" + std::to_string(tcp->port()) +
+                 " (served by rank 0) cannot be reached: rank 0 has probably died (" + store_error + ")";
+    } else {
+      message += "the store cannot be reached (" + store_error + "): rank 0, which serves it, has probably died";
+    }
   }
   if (!plugin_message.empty()) message += " [" + plugin_message + "]";
   return Error(timeout ? ErrorCode::timeout : code, message);

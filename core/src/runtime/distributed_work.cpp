@@ -15,10 +15,13 @@
 //   caller inside the plugin, so the plugin calls run on one FIFO worker
 //   thread per communicator; the sync forms are async + wait. Work::wait
 //   waits with a deadline, so the host enforces the timeout even where the
-//   plugin does not.
+//   plugin does not. OAR_COMM_WORKER=1 puts a stream device's collectives
+//   on the worker too (it synchronizes the stream after each), so the tests
+//   cover this path on the mock.
 // Either way a collective takes its sequence number on the issuing thread
 // (under issue_mu, which also orders the queue), a failure is recorded as
 // the communicator's first failure, and later work fails fast with it.
+#include <algorithm>
 #include <chrono>
 
 #include "runtime/distributed_internal.h"
@@ -162,7 +165,14 @@ bool stop_worker(CommState& c) {
   c.worker_stop = true;
   c.queue_cv.notify_all();
   auto drained = [&] { return c.queue.empty() && !c.worker_busy; };
-  bool ok = c.queue_cv.wait_for(lock, std::chrono::milliseconds(c.timeout_ms + 1000), drained);
+  bool failed;
+  {
+    std::lock_guard<std::mutex> fail_lock(c.fail_mu);
+    failed = c.failure != nullptr;
+  }
+  // A failed comm's work is not waited for long: it fails fast or is stuck.
+  int64_t grace = failed ? std::min<int64_t>(c.timeout_ms, 2000) : c.timeout_ms + 1000;
+  bool ok = c.queue_cv.wait_for(lock, std::chrono::milliseconds(grace), drained);
   if (!ok && c.backend->api.comm_abort && c.comm) {
     // Stuck in the plugin past the timeout: abort the comm to unblock it.
     lock.unlock();

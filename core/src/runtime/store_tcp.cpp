@@ -44,7 +44,7 @@ bool wait_ready(int fd, short events, Clock::time_point deadline) {
   for (;;) {
     int64_t left = ms_left(deadline);
     pollfd p{fd, events, 0};
-    int n = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 60 * 1000)));
+    int n = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, int64_t{60000})));
     if (n > 0) return true;  // ready, or an error the next send/recv reports
     if (n < 0 && errno != EINTR) return true;
     if (n == 0 && left == 0) return false;
@@ -119,8 +119,8 @@ struct ClientConnection {
 /// connection (or makes one) so concurrent calls never wait on each other.
 class TCPStoreClient {
  public:
-  /// display_host names the server in messages (a serving store connects
-  /// through 127.0.0.1 but is known by its host).
+  /// display_host names the server in messages (a serving store given host
+  /// "0.0.0.0" connects through 127.0.0.1 but is known by its host).
   TCPStoreClient(std::string host, std::string display_host, int port, std::string job_id,
                  int64_t timeout_ms)
       : host_(std::move(host)),
@@ -345,8 +345,10 @@ TCPStore::TCPStore(std::string host, int port, bool serve, std::string job_id, i
   if (serve) {
     server_ = std::make_unique<detail::TCPStoreServer>(port, job_id_);
     port_ = server_->port();
-    client_ =
-        std::make_unique<detail::TCPStoreClient>("127.0.0.1", host_, port_, job_id_, timeout_ms);
+    // Through host, as every other rank (a fresh network namespace has its
+    // loopback down); 127.0.0.1 when host names no particular interface.
+    std::string self = (host_.empty() || host_ == "0.0.0.0") ? "127.0.0.1" : host_;
+    client_ = std::make_unique<detail::TCPStoreClient>(self, host_, port_, job_id_, timeout_ms);
   } else {
     if (port == 0) {
       throw Error(ErrorCode::invalid_argument,

@@ -188,7 +188,7 @@ void TCPStoreServer::State::run() {
     int timeout = -1;
     if (next_deadline != Clock::time_point::max()) {
       auto ms = std::chrono::ceil<std::chrono::milliseconds>(next_deadline - Clock::now()).count();
-      timeout = static_cast<int>(std::clamp<int64_t>(ms, 0, 1000 * 60));
+      timeout = static_cast<int>(std::clamp<int64_t>(ms, 0, int64_t{60000}));
     }
     int n = ::poll(fds.data(), fds.size(), timeout);
     if (n < 0 && errno != EINTR) break;  // cannot happen with valid fds

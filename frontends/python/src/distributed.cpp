@@ -28,7 +28,7 @@ const oar::Tensor& tensor_of(const py::object& obj, const char* op, const char* 
     return obj.cast<const oar::Tensor&>();
   } catch (const py::cast_error&) {
     throw py::type_error(std::string(op) + ": the " + role + " must be an oar Tensor, not " +
-                         std::string(py::str(obj.get_type().attr("__name__"))));
+                         std::string(py::str(py::type::handle_of(obj).attr("__name__"))));
   }
 }
 

@@ -64,10 +64,17 @@ for dt in DTYPES:
     x = oar.zeros([world * (rank + 1), 3], dtype=dt)
     dist.alltoall_single(x, src, in_split_sizes=[i + 1 for i in range(world)], out_split_sizes=[rank + 1] * world)
     save(f"{dt}/alltoall_single", N(x))
+    # A ring: rank 0 sends first, every other rank receives first (one
+    # communicator runs its operations in issue order, and a send waits for
+    # its receiver).
     x = oar.zeros([2, 3], dtype=dt)
-    task = dist.isend(T(rank + 50, dt), (rank + 1) % world)
-    dist.recv(x, src=(rank - 1) % world)
-    task.wait()
+    if rank == 0:
+        dist.send(T(rank + 50, dt), dst=1)
+        dist.recv(x, src=world - 1)
+    else:
+        dist.recv(x, src=rank - 1)
+        task = dist.isend(T(rank + 50, dt), (rank + 1) % world)
+        task.wait()
     save(f"{dt}/ring", N(x))
 
 # Async, strided views, even alltoall_single, barrier, the errors.
@@ -76,6 +83,14 @@ task = dist.all_reduce(x, sync_op=False)
 results["async_wait"] = task.wait()
 results["async_completed"] = task.is_completed()
 save("async", N(x))
+x = oar.zeros([3], dtype="int64")
+if rank == 0:
+    tasks = [dist.isend(oar.to_tensor(np.array([7, 8, 9]) * q), q) for q in range(1, world)]
+else:
+    tasks = [dist.irecv(x, src=0)]
+for t in tasks:
+    t.wait()
+save("irecv", N(x))
 base = oar.to_tensor(data(rank, "float32", (3, 2)))
 view = base.transpose([1, 0])
 results["view_contiguous"] = view.is_contiguous()
@@ -215,6 +230,7 @@ def test_async_views_and_errors(run):
         res, a = r.results, r.arrays
         assert res["async_wait"] is True and res["async_completed"] is True
         np.testing.assert_allclose(a["async"], total)
+        np.testing.assert_array_equal(a["irecv"], [0, 0, 0] if r.rank == 0 else np.array([7, 8, 9]) * r.rank)
         assert res["view_contiguous"] is False
         np.testing.assert_allclose(a["view"], sum(data(q, "float32", (3, 2)) for q in range(world)).T)
         even = np.array([[100 * q + 2 * r.rank + k] for q in range(world) for k in range(2)])

@@ -103,7 +103,8 @@ def test_init_logs_the_family_and_exports_the_store_address(clean, caplog, famil
     with caplog.at_level(logging.INFO, logger="oar.distributed"):
         group = dist.init_parallel_env()
     lines = [r.getMessage() for r in caplog.records if r.name == "oar.distributed"]
-    assert any(f"from the {family} variables" in line for line in lines), lines
+    said = "from no launcher variables (none)" if family == "none" else f"from the {family} variables"
+    assert any(said in line for line in lines), lines
     assert (os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]) == SINGLE_ADDR[family]
     assert dist.init_parallel_env() is group
     assert (group.rank, group.nranks, dist.get_rank(), dist.get_world_size()) == (0, 1, 0, 1)
@@ -125,6 +126,27 @@ def test_before_init(clean):
         dist.all_reduce(oar.ones([1]))
     with pytest.raises(RuntimeError, match="new_group: .*init_parallel_env"):
         dist.new_group([0])
+
+
+@pytest.mark.skipif(oar.device_count("mock") < 2 if "mock" in oar.get_all_device_type() else True,
+                    reason="needs two mock devices")
+def test_the_launcher_device_index_picks_the_rank_device(clean):
+    previous = oar._C.get_device()
+    try:
+        oar.set_device("mock")
+        clean.setenv("OAR_LOCAL_DEVICE", "1")
+        group = dist.init_parallel_env()
+        assert oar.get_device() == "mock:1"
+        assert oar.distributed.ParallelEnv().device_id == 1
+        assert group.process_group.device == "mock:1"
+        dist.destroy_process_group()
+        clean.setenv("OAR_DIST_DEVICE", "cpu")  # overrides both
+        dist.init_parallel_env()
+        assert oar.get_device() == "cpu"
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        oar._C.set_device(previous)
 
 
 JOIN = """

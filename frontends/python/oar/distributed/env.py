@@ -21,12 +21,19 @@ def detect_env():
 
 def collective_device():
     """The device collectives run on: $OAR_DIST_DEVICE, else oar's current
-    device (oar.get_device(), e.g. "cpu" or "mock:0")."""
+    device (oar.get_device(), e.g. "cpu" or "mock:0"), whose index becomes
+    the one the launcher chose for this rank ($OAR_LOCAL_DEVICE or
+    $FLAGS_selected_gpus, as Paddle's --gpus) for a device other than cpu."""
     explicit = os.environ.get("OAR_DIST_DEVICE", "").strip()
     if explicit:
         return explicit
     from .. import framework
-    return framework.get_device()
+    current = framework.get_device()
+    kind = current.split(":")[0]
+    chosen = _launcher_device_id()
+    if kind != "cpu" and chosen is not None:
+        return f"{kind}:{chosen}"
+    return current
 
 
 def collective_timeout():
@@ -43,10 +50,8 @@ def collective_timeout():
     return value
 
 
-def local_device_id(env):
-    """The device index the launcher chose for this process
-    ($OAR_LOCAL_DEVICE, else the first of $FLAGS_selected_gpus, else the
-    local rank)."""
+def _launcher_device_id():
+    """$OAR_LOCAL_DEVICE, else the first of $FLAGS_selected_gpus; None when neither is set."""
     for name in ("OAR_LOCAL_DEVICE", "FLAGS_selected_gpus"):
         text = os.environ.get(name, "").strip()
         if text:
@@ -55,7 +60,14 @@ def local_device_id(env):
                 return int(first)
             except ValueError:
                 raise ValueError(f"{name}='{text}' is not a device index (or a comma-separated list of them)") from None
-    return env["local_rank"]
+    return None
+
+
+def local_device_id(env):
+    """The device index the launcher chose for this process (see
+    collective_device), else the local rank."""
+    chosen = _launcher_device_id()
+    return env["local_rank"] if chosen is None else chosen
 
 
 def backend_of_device(device):

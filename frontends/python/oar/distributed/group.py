@@ -40,7 +40,8 @@ class Group:
             self.process_group = None
 
     def __repr__(self):
-        return f"Group(id={self.id}, name={self.name!r}, ranks={self.ranks}, rank={self.rank}, backend={self.backend!r})"
+        return (f"Group(id={self.id}, name={self.name!r}, ranks={self.ranks}, rank={self.rank}, "
+                f"backend={self.backend!r})")
 
 
 class _State:
@@ -69,7 +70,8 @@ STATE = _State()
 
 def require_initialized(what):
     if not STATE.initialized:
-        raise RuntimeError(f"{what}: the default group does not exist yet; call oar.distributed.init_parallel_env() first")
+        raise RuntimeError(f"{what}: the default group does not exist yet; "
+                           f"call oar.distributed.init_parallel_env() first")
 
 
 def resolve(group, what):

@@ -13,7 +13,8 @@ def init_parallel_env():
     """Joins the job the launcher variables describe: rank 0 serves the
     job's TCP store on MASTER_ADDR:MASTER_PORT, the others connect to it,
     and every rank builds the world communicator on the collective device
-    (oar.get_device(), or $OAR_DIST_DEVICE). A world of one process needs
+    (oar.get_device() with the launcher's device index, or
+    $OAR_DIST_DEVICE), which becomes the default device. A world of one process needs
     no store. MASTER_ADDR / MASTER_PORT are exported to os.environ (the
     Gloo plugin reads them). Idempotent; returns the world Group."""
     if STATE.initialized:
@@ -21,11 +22,15 @@ def init_parallel_env():
     env = _env.detect_env()
     device = _env.collective_device()
     timeout = _env.collective_timeout()
-    _env.logger.info("oar.distributed: rank %d of %d (local %d of %d) from the %s variables; store %s:%d, job '%s', "
-                     "device %s", env["rank"], env["world_size"], env["local_rank"], env["local_world_size"],
-                     env["source"], env["master_addr"], env["master_port"], env["job_id"], device)
+    source = "no launcher variables (none)" if env["source"] == "none" else f"the {env['source']} variables"
+    _env.logger.info("oar.distributed: rank %d of %d (local %d of %d) from %s; store %s:%d, job '%s', device %s",
+                     env["rank"], env["world_size"], env["local_rank"], env["local_world_size"], source,
+                     env["master_addr"], env["master_port"], env["job_id"], device)
     os.environ["MASTER_ADDR"] = env["master_addr"]
     os.environ["MASTER_PORT"] = str(env["master_port"])
+    from .. import framework
+    if framework.Place(device) != framework.Place(framework.get_device()):
+        framework.set_device(device)  # as Paddle: the rank's device becomes the default one
     if env["world_size"] > 1:
         store = _C.distributed.TCPStore(env["master_addr"], env["master_port"], env["rank"] == 0,
                                         job_id=env["job_id"], timeout=timeout)
@@ -64,7 +69,29 @@ def destroy_process_group(group=None):
     for g in list(STATE.groups.values()):
         g.destroy()
     STATE.world.destroy()
+    _release_store()
     STATE.reset()
+
+
+_EXIT_GRACE_S = 60.0
+
+
+def _release_store():
+    """Rank 0 serves the store, and a peer may still need it to tear its
+    communicators down (the mock's do): every rank says it is done, and
+    rank 0 waits for the others (at most the collective timeout, capped at
+    a minute: a peer that died never says so) before its store goes away."""
+    env, store = STATE.env, STATE.store
+    if env is None or env["world_size"] <= 1 or store is None:
+        return
+    grace = min(_env.collective_timeout(), _EXIT_GRACE_S)
+    try:
+        store.set(f"oar/exit/{env['rank']}", b"1")
+        if env["rank"] == 0:
+            for r in range(1, env["world_size"]):
+                store.wait(f"oar/exit/{r}", timeout=grace)
+    except Exception as e:  # noqa: BLE001 - a dead peer or a store already gone: nothing left to wait for
+        _env.logger.info("oar.distributed: destroy_process_group did not see every rank finish: %s", e)
 
 
 atexit.register(destroy_process_group)
