@@ -159,16 +159,7 @@ def main():
                        "fleet": with_fleet}[scenario](rank)
     arrays = info.pop("arrays", {})
     np.savez(out, info=json.dumps(info), **{"param/" + k: v for k, v in params_of(model).items()}, **arrays)
-    # Rank 0 serves the store: it stays until the others have torn down (a
-    # communicator's teardown still talks to the store).
-    from oar.distributed.group import STATE
-    store = STATE.store
     dist.destroy_process_group()
-    if rank == 0:
-        for other in range(1, dist.get_world_size()):
-            store.wait(f"dp_worker/down/{other}", timeout=20.0)
-    else:
-        store.set(f"dp_worker/down/{rank}", "1")
 
 
 if __name__ == "__main__":
