@@ -100,8 +100,8 @@ def no_sync(rank):
 
 def unused(rank):
     """find_unused_parameters: rank 0 uses `extra`, rank 1 does not; 5 SGD steps."""
-    model = dist.DataParallel(make_model(100 + rank, with_extra=True), find_unused_parameters=True, comm_buffer_size=0.002,
-                              last_comm_buffer_size=0.001)
+    model = dist.DataParallel(make_model(100 + rank, with_extra=True), find_unused_parameters=True,
+                              comm_buffer_size=0.002, last_comm_buffer_size=0.001)
     opt = make_optimizer("sgd", model.parameters())
     lo, hi = rank * BATCH // 2, (rank + 1) * BATCH // 2
     for step in range(5):
