@@ -227,7 +227,8 @@ class DataParallel(Layer):
                         list(p.shape), 0.0, p.dtype)
                     bucket.pending -= 1
         self._launch_ready()
-        used_anywhere = self._used_anywhere(unused) if self.find_unused_parameters and unused else None
+        # Every rank takes part in the flags' all-reduce, whether or not it left a parameter unused.
+        used_anywhere = self._used_anywhere(unused) if self.find_unused_parameters else None
         try:
             for bucket in self._buckets:
                 bucket.task.wait()
