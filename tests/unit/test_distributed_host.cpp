@@ -214,6 +214,33 @@ void scenario_dead(Communicator& comm, oar::Store& store) {
   CHECK(later.find("because of an earlier failure on this communicator: all_reduce #1") != std::string::npos);
 }
 
+// Rank 1 dies inside all_reduce #1 after both ranks started it (Gloo: the
+// connection closes). Rank 0 cannot say "did not arrive"; it names rank 1
+// once its heartbeat stops.
+void scenario_dies_inside(Communicator& comm, oar::Store& store) {
+  auto started = [&](int rank) {
+    for (int i = 0; i < 500; ++i) {
+      auto text = store.get("oar/progress/test/world/" + std::to_string(rank), 5000);
+      if (!text.empty() && text[0] == '1') return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    FAIL("rank " << rank << " never published #1");
+  };
+  Tensor t = oar::zeros({1 << 22}, DType::f32, test_device());
+  if (comm.rank() == 1) {
+    auto work = comm.all_reduce_async(t);
+    started(1);
+    started(0);
+    std::_Exit(0);
+  }
+  started(1);
+  std::string message = oar_test::error_of([&] { comm.all_reduce_async(t)->wait(); });
+  INFO(message);
+  CHECK(message.find("all_reduce #1 on group 'world' (rank 0 of 2, f32 x 4194304) ") == 0);
+  CHECK(message.find("rank 1 died or became unreachable during it (its last collective was #1 all_reduce; its "
+                     "heartbeat stopped)") != std::string::npos);
+}
+
 // Rank 1 stays alive but never calls the second collective.
 void scenario_never(Communicator& comm, oar::Store& store) {
   Tensor g = oar::zeros({4}, DType::f32, test_device());
@@ -385,11 +412,13 @@ TEST_CASE("distributed host: rank body (runs only as a child process)") {
   int r = env_int("OAR_TEST_RANK"), n = env_int("OAR_TEST_NRANKS");
   oar::FileStore store(std::getenv("OAR_TEST_STORE"));
   if (scenario == "mismatch") return scenario_mismatch(store);
-  Communicator comm(test_device(), n, r, store, "test/world", scenario == "dead" || scenario == "never" ? 2000 : 10000);
+  bool failing = scenario == "dead" || scenario == "never" || scenario == "dies_inside";
+  Communicator comm(test_device(), n, r, store, "test/world", failing ? 2000 : 10000);
   if (scenario == "values") scenario_values(comm);
   if (scenario == "subgroup") scenario_subgroup(comm, store);
   if (scenario == "dead") scenario_dead(comm, store);
   if (scenario == "never") scenario_never(comm, store);
+  if (scenario == "dies_inside") scenario_dies_inside(comm, store);
   if (scenario == "destroy") scenario_destroy(comm);
   if (scenario == "overlap") scenario_overlap(comm, store);
 }
@@ -424,6 +453,11 @@ TEST_CASE("distributed host: a rank that died is named within the timeout") {
   run_ranks("dead", 2, "mock:0");
   run_ranks("dead", 2, "mock:0", true);
   if (cpu_has_collectives()) run_ranks("dead", 2, "cpu");
+}
+
+TEST_CASE("distributed host: a rank that dies inside a collective is named once its heartbeat stops") {
+  if (std::getenv("OAR_TEST_SCENARIO")) return;
+  if (cpu_has_collectives()) run_ranks("dies_inside", 2, "cpu");
 }
 
 TEST_CASE("distributed host: a rank that never arrives is named with its last collective") {

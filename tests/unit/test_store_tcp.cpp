@@ -247,6 +247,26 @@ TEST_CASE(
   CHECK(got == "2");
 }
 
+TEST_CASE("tcp store: once its server is gone a client gives up after the reconnect window, not the timeout") {
+  auto server = std::make_unique<TCPStore>("127.0.0.1", 0, true, "job", kTimeout);
+  int port = server->port();
+  TCPStore client("127.0.0.1", port, false, "job", 120000);  // a long timeout, as a collective's
+  client.set("a", bytes("1"));
+  server.reset();  // the serving process is gone
+  auto start = Clock::now();
+  oar::Error error(oar::ErrorCode::internal, "");
+  try {
+    client.set("b", bytes("2"));
+  } catch (const oar::Error& e) {
+    error = e;
+  }
+  INFO(error.what());
+  CHECK(error.code() == oar::ErrorCode::timeout);
+  CHECK(std::string(error.what()).find("127.0.0.1:" + std::to_string(port)) != std::string::npos);
+  CHECK(std::string(error.what()).find("did not come back within 5 s") != std::string::npos);
+  CHECK(elapsed_ms(start) < 9000);
+}
+
 TEST_CASE(
     "tcp store: a client of another job gets a sentence naming both job ids and the address") {
   TCPStore server("127.0.0.1", 0, true, "job-one", kTimeout);

@@ -23,9 +23,11 @@
 // "oar/check/<comm key>/<seq>/<rank>" and reads every other rank's record
 // (bounded by the timeout). Each rank names the lower rank first, so every
 // rank raises the same sentence.
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <sstream>
+#include <thread>
 
 #include "runtime/distributed_internal.h"
 
@@ -201,6 +203,28 @@ Error diagnose(CommState& c, const std::string& description, uint64_t seq, Error
     // A broken connection (the plugin's device error) means the rank is gone.
     bool stale = now - p.stamp_ms > stale_ms || code == ErrorCode::device;
     behind.push_back(who + (stale ? " is unreachable or died (" : " did not arrive (") + last_collective(p) + ")");
+  }
+  if (behind.empty() && store_error.empty() && code == ErrorCode::device) {
+    // Every rank had started it and a connection broke: a peer died inside
+    // the collective. Its heartbeat stops; wait (bounded) until one goes stale.
+    int64_t until = steady_ms() + stale_ms + c.heartbeat_ms + 500;
+    while (behind.empty() && store_error.empty() && steady_ms() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(c.heartbeat_ms, 200)));
+      for (int r = 0; r < c.nranks; ++r) {
+        if (r == c.rank) continue;
+        Progress p;
+        try {
+          if (!parse_progress(text_of(c.store->get(c.progress_key(r), 100)), p)) continue;
+        } catch (const std::exception& e) {
+          store_error = e.what();
+          break;
+        }
+        if (wall_ms() - p.stamp_ms > stale_ms) {
+          behind.push_back("rank " + std::to_string(c.global(r)) + " died or became unreachable during it (" +
+                           last_collective(p) + "; its heartbeat stopped)");
+        }
+      }
+    }
   }
   if (!behind.empty()) {
     message += ": ";

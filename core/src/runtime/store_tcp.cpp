@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <functional>
@@ -115,6 +116,9 @@ struct ClientConnection {
   }
 };
 
+/// How long a client tries to reconnect after a connection broke.
+constexpr int64_t kReconnectWindowMs = 5000;
+
 /// The client: a pool of connections to one server; each call takes an idle
 /// connection (or makes one) so concurrent calls never wait on each other.
 class TCPStoreClient {
@@ -149,12 +153,24 @@ class TCPStoreClient {
     uint64_t request_id = c->next_request++;
     for (;;) {
       if (c->fd < 0) {
+        // After a connection broke, a server that is gone (its process
+        // exited: rank 0 died, or finished first) must not hold every later
+        // call, and a rank's teardown, for the whole timeout: reconnecting
+        // gets kReconnectWindowMs (Note [TCP store protocol]).
+        bool lost = lost_.load();
+        Clock::time_point until = deadline;
+        if (lost) until = std::min(deadline, deadline_after(kReconnectWindowMs));
         try {
-          connect(*c, deadline);
+          connect(*c, until);
+          lost_ = false;
         } catch (const Error& e) {
           if (e.code() != ErrorCode::timeout) throw;
           throw Error(ErrorCode::timeout,
-                      std::string(e.what()) + " (while trying the " + what + ")");
+                      std::string(e.what()) + " (while trying the " + what +
+                          (lost ? "; the connection to it broke and it did not come back within " +
+                                      std::to_string(kReconnectWindowMs / 1000) +
+                                      " s: its process has probably exited)"
+                                : ")"));
         }
       }
       WireWriter w;
@@ -186,6 +202,7 @@ class TCPStoreClient {
         }
       }
       c->close();  // broken, or mid-frame at the deadline: the stream position is lost
+      if (io == Io::broken) lost_ = true;
       if (io == Io::deadline && op == StoreOp::get)
         return std::nullopt;  // as the server's `timeout`
       if (io == Io::deadline || Clock::now() >= deadline) {
@@ -317,6 +334,8 @@ class TCPStoreClient {
   int port_;
   std::string job_id_;
   int64_t timeout_ms_;
+  /// A connection broke and no new one has been made since.
+  std::atomic<bool> lost_{false};
   std::mutex mutex_;
   std::vector<std::unique_ptr<ClientConnection>> idle_;  // owned
 };

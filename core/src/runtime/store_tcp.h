@@ -38,6 +38,10 @@
 // memory per connection id suffices because a client connection has at most
 // one request outstanding (requests on it are serialized). The memory lives
 // as long as the server (one small entry per client connection ever made).
+// Reconnecting after a break is bounded by kReconnectWindowMs (5 s) rather
+// than the op's timeout: a server whose process exited (rank 0 died, or
+// finished before the others) must not hold every later call and every
+// rank's teardown for the whole collective timeout.
 #pragma once
 
 #include <cstdint>
