@@ -50,6 +50,21 @@ struct CommState;
 struct WorkState;
 }  // namespace detail
 
+/// While alive, collectives issued on this thread are waited for at once
+/// (the sync forms and Python's sync_op=True hold one): on a device without
+/// streams (cpu) a communicator with nothing queued then runs the collective
+/// on the calling thread instead of handing it to its worker and back.
+class SyncScope {
+ public:
+  SyncScope();
+  ~SyncScope();
+  SyncScope(const SyncScope&) = delete;
+  SyncScope& operator=(const SyncScope&) = delete;
+
+ private:
+  bool previous_;
+};
+
 /// A collective in flight. It keeps its tensors alive until it completes.
 class Work {
  public:

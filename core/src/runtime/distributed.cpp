@@ -232,6 +232,7 @@ const std::string& Communicator::key() const { return state_->key; }
 // on the compute stream (Note [Communicator execution]); otherwise wait.
 #define OAR_FINISH(work)                     \
   do {                                       \
+    SyncScope sync_;                         \
     WorkPtr w_ = (work);                     \
     if (!state_->streams) w_->wait();        \
   } while (0)

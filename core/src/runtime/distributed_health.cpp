@@ -7,7 +7,8 @@
 // which, every rank publishes its progress in the store under
 // "oar/progress/<comm key>/<rank>": the sequence number and op of the last
 // collective it started, and a wall-clock heartbeat. A small publisher
-// thread writes it (coalescing: only the latest state; a heartbeat every
+// thread writes it (coalescing: only the latest state, at most one write per
+// 20 ms; a heartbeat every
 // heartbeat_ms = timeout / 8, clamped to [100 ms, 5 s]), so a collective
 // never waits for the store. When a collective fails or times out, the
 // rank reads every other rank's record (short, bounded reads) and names
@@ -127,6 +128,8 @@ void CommState::fail(std::exception_ptr error, ErrorCode code, const std::string
   failure_message = message;
 }
 
+constexpr int64_t kMinPublishGapMs = 20;
+
 void start_publisher(CommState& c) {
   c.heartbeat_ms = std::clamp<int64_t>(c.timeout_ms / 8, 100, 5000);
   c.publisher = std::thread([&c] {
@@ -142,6 +145,10 @@ void start_publisher(CommState& c) {
       publish_now(c, seq, op);
       lock.lock();
       if (stop) return;
+      // At most one store write per kMinPublishGapMs: a burst of small
+      // collectives costs one round trip, not one each (a failure is
+      // diagnosed a timeout later, long after the latest state is out).
+      c.progress_cv.wait_for(lock, std::chrono::milliseconds(kMinPublishGapMs), [&] { return c.publisher_stop; });
     }
   });
 }

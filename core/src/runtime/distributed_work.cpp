@@ -97,6 +97,10 @@ void run_task(CommState& c, WorkState& w, const std::function<void()>& body) {
 
 }  // namespace
 
+namespace {
+thread_local bool t_sync = false;  // inside a SyncScope
+}  // namespace
+
 WorkPtr submit(const std::shared_ptr<CommState>& state, OpInfo op, std::vector<Tensor> keep,
                std::function<void()> body) {
   CommState& c = *state;
@@ -128,11 +132,28 @@ WorkPtr submit(const std::shared_ptr<CommState>& state, OpInfo op, std::vector<T
       std::rethrow_exception(error);
     }
   } else {
+    bool here = false;
     {
       std::lock_guard<std::mutex> lock(c.queue_mu);
-      c.queue.push_back([&c, w, body = std::move(body)] { run_task(c, *w, body); });
+      if (t_sync && c.queue.empty() && !c.worker_busy) {
+        c.worker_busy = true;  // the worker starts nothing until this returns
+        here = true;
+      } else {
+        c.queue.push_back([&c, w, body = std::move(body)] { run_task(c, *w, body); });
+      }
     }
-    c.queue_cv.notify_one();
+    if (here) {
+      // A sync call with nothing queued: run it on this thread (issue_mu is
+      // still held, so the order stays the issue order).
+      run_task(c, *w, body);
+      {
+        std::lock_guard<std::mutex> lock(c.queue_mu);
+        c.worker_busy = false;
+      }
+      c.queue_cv.notify_all();
+    } else {
+      c.queue_cv.notify_one();
+    }
   }
   return std::make_shared<Work>(w);
 }
@@ -143,7 +164,11 @@ void start_worker(CommState& c, const std::shared_ptr<CommState>& keep) {
       std::function<void()> task;
       {
         std::unique_lock<std::mutex> lock(c.queue_mu);
-        c.queue_cv.wait(lock, [&] { return c.worker_stop || !c.queue.empty(); });
+        // worker_busy while the queue is not empty: a sync call runs on its
+        // own thread (submit); wait for it.
+        c.queue_cv.wait(lock, [&] {
+          return (c.worker_stop && c.queue.empty()) || (!c.queue.empty() && !c.worker_busy);
+        });
         if (c.queue.empty()) return;
         task = std::move(c.queue.front());
         c.queue.pop_front();
@@ -190,6 +215,9 @@ bool stop_worker(CommState& c) {
 }
 
 }  // namespace detail
+
+SyncScope::SyncScope() : previous_(detail::t_sync) { detail::t_sync = true; }
+SyncScope::~SyncScope() { detail::t_sync = previous_; }
 
 bool Work::wait(int64_t timeout_ms) {
   WorkState& w = *state_;

@@ -64,8 +64,13 @@ PyWork issue(F&& start, py::tuple keep, bool async_op) {
   WorkPtr work;
   {
     py::gil_scoped_release release;
-    work = start();
-    if (!async_op) work->wait();
+    if (async_op) {
+      work = start();
+    } else {
+      oar::distributed::SyncScope sync;  // cpu may run it on this thread
+      work = start();
+      work->wait();
+    }
   }
   return PyWork{std::move(work), async_op ? py::object(std::move(keep)) : py::object(py::none())};
 }
