@@ -25,3 +25,7 @@ cd "$OAR_ROOT/examples/python"
 "$OAR_VENV/bin/python" digits_cnn.py --out "$OAR_BUILD/demo"
 # The CNN's exported inference program, run by the C++ runner.
 "$OAR_BUILD/bin/oar-run" "$OAR_BUILD/demo/digits_cnn_program" --shape image=4,1,8,8
+# Data parallel: the same CNN on 2 processes started by the launcher
+# (DistributedBatchSampler, oar.DataParallel over Gloo); the ranks must end
+# with bit-identical parameters (docs/distributed.md).
+"$OAR_VENV/bin/python" -m oar.distributed.launch --nproc_per_node 2 --log_dir "$OAR_BUILD/demo/dp_logs" digits_dp.py
