@@ -40,7 +40,7 @@ def parse_args():
     p.add_argument("--world", type=int, default=2)
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--max-size", type=int, default=SIZES[-1], help="largest all_reduce in bytes")
     p.add_argument("--timeout", type=float, default=600.0)
@@ -145,7 +145,8 @@ def run_rank(args):
     for nbytes in [s for s in SIZES if s <= args.max_size]:
         t = side.tensor(np.ones(nbytes // 4, np.float32))
         calls = calls_per_timing(nbytes)
-        side.all_reduce(t)  # warm-up: connections, buffers
+        for _ in range(max(3, calls // 4)):  # warm-up: connections, buffers, both ranks settled
+            side.all_reduce(t)
         times = []
         for _ in range(args.repeats):
             side.barrier()

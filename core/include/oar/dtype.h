@@ -26,6 +26,8 @@ enum class DType : int32_t {
 size_t dtype_size(DType dtype);
 /// Lower-case name: "float32", "bfloat16", "int64", "bool", ...
 std::string_view dtype_name(DType dtype);
+/// Short name: "f32", "bf16", "i64", "bool", ...
+std::string_view dtype_short_name(DType dtype);
 /// Parses a name as printed by dtype_name or the short form ("f32", "bf16");
 /// throws oar::Error naming the text otherwise.
 DType parse_dtype(std::string_view name);

@@ -26,20 +26,7 @@ bool TensorType::matches(const Shape& shape) const {
   return true;
 }
 
-std::string short_dtype_name(DType dtype) {
-  switch (dtype) {
-    case DType::f32: return "f32";
-    case DType::f64: return "f64";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
-    case DType::i8: return "i8";
-    case DType::u8: return "u8";
-    case DType::i32: return "i32";
-    case DType::i64: return "i64";
-    case DType::boolean: return "bool";
-  }
-  return "dtype(" + std::to_string(static_cast<int>(dtype)) + ")";
-}
+std::string short_dtype_name(DType dtype) { return std::string(dtype_short_name(dtype)); }
 
 std::string TensorType::str() const { return short_dtype_name(dtype) + shape_str(dims); }
 

@@ -44,20 +44,6 @@ int64_t wall_ms() {
 std::vector<uint8_t> bytes_of(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
 std::string text_of(const std::vector<uint8_t>& b) { return std::string(b.begin(), b.end()); }
 
-const char* short_dtype(DType d) {
-  switch (d) {
-    case DType::f32: return "f32";
-    case DType::f64: return "f64";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
-    case DType::i8: return "i8";
-    case DType::u8: return "u8";
-    case DType::i32: return "i32";
-    case DType::i64: return "i64";
-    case DType::boolean: return "bool";
-  }
-  return "?";
-}
 
 void publish_now(CommState& c, uint64_t seq, const std::string& op) {
   std::string record = std::to_string(seq) + " " + std::to_string(wall_ms()) + " " + op;
@@ -105,7 +91,7 @@ std::string CommState::describe(const OpInfo& op, uint64_t seq) const {
   std::string what = op.name;
   if (op.numbered) what += " #" + std::to_string(seq);
   what += " on group '" + name + "' (rank " + std::to_string(global(rank)) + " of " + std::to_string(nranks) + ", " +
-          short_dtype(op.dtype) + " x " + std::to_string(op.count);
+          std::string(dtype_short_name(op.dtype)) + " x " + std::to_string(op.count);
   if (op.root >= 0) what += std::string(op.numbered ? ", root " : ", peer ") + std::to_string(global(op.root));
   return what + ")";
 }
@@ -293,7 +279,7 @@ CheckRecord decode(const std::string& text) {
 
 void check_peers(CommState& c, const OpInfo& op, uint64_t seq) {
   std::string prefix = "oar/check/" + c.key + "/" + std::to_string(seq) + "/";
-  CheckRecord mine{op.name, short_dtype(op.dtype), c.name, op.count, op.root >= 0 ? c.global(op.root) : -1};
+  CheckRecord mine{op.name, std::string(dtype_short_name(op.dtype)), c.name, op.count, op.root >= 0 ? c.global(op.root) : -1};
   c.store->set(prefix + std::to_string(c.rank), bytes_of(encode(mine)));
   int64_t deadline = steady_ms() + c.timeout_ms;
   for (int r = 0; r < c.nranks; ++r) {

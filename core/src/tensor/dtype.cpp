@@ -42,6 +42,7 @@ int kind_rank(DType d) { return d == DType::boolean ? 0 : is_integer(d) ? 1 : 2;
 
 size_t dtype_size(DType dtype) { return info(dtype).size; }
 std::string_view dtype_name(DType dtype) { return info(dtype).name; }
+std::string_view dtype_short_name(DType dtype) { return info(dtype).short_name; }
 
 DType parse_dtype(std::string_view name) {
   for (const auto& d : kDTypes) {
