@@ -178,9 +178,22 @@ def _two_rank_envs(family, port):
                  "OMPI_COMM_WORLD_LOCAL_SIZE": "2", "MASTER_PORT": str(port)}
         else:
             e = {"SLURM_PROCID": str(r), "SLURM_NTASKS": "2", "SLURM_LOCALID": str(r),
-                 "SLURM_JOB_NODELIST": "localhost,n[2-3]", "MASTER_PORT": str(port), "SLURM_JOB_ID": "9"}
+                 "SLURM_JOB_NODELIST": f"{_LOCAL_NAME},n[2-3]", "MASTER_PORT": str(port), "SLURM_JOB_ID": "9"}
         envs.append(e)
     return envs
+
+
+def _local_name():
+    """'localhost' where it resolves; a bare chroot may have no /etc/hosts."""
+    import socket
+    try:
+        socket.getaddrinfo("localhost", None, socket.AF_INET)
+        return "localhost"
+    except OSError:
+        return "127.0.0.1"
+
+
+_LOCAL_NAME = _local_name()
 
 
 @pytest.mark.parametrize("family", ["oar.distributed.launch", "torchrun", "paddle", "openmpi", "slurm"])
@@ -188,7 +201,7 @@ def test_two_processes_join_through_each_family(tmp_path, family):
     port = free_port()
     ranks = run_ranks(JOIN, 2, tmp_path, envs=_two_rank_envs(family, port), timeout=60,
                       extra_env={"OAR_COLLECTIVE_TIMEOUT": "20"})
-    addr = "localhost" if family == "slurm" else "127.0.0.1"
+    addr = _LOCAL_NAME if family == "slurm" else "127.0.0.1"
     for r in ranks:
         assert r.results["env"]["source"] == family
         assert r.results["parallel_env"] == [r.rank, 2, r.rank]
