@@ -188,6 +188,9 @@ void scenario_subgroup(Communicator&, oar::Store& store) {
 void scenario_dead(Communicator& comm, oar::Store& store) {
   if (comm.rank() == 1) {
     store.wait("oar/progress/test/world/1", 5000);  // its publisher has written once
+    // and rank 0 has finished connecting (exiting while rank 0 is still in
+    // comm_init would fail its constructor, not the collective under test)
+    store.wait("oar/progress/test/world/0", 5000);
     std::_Exit(0);
   }
   Tensor t = tensor<float>({1, 2, 3, 4});
