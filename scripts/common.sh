@@ -12,8 +12,11 @@ OAR_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OAR_BUILD="${OAR_BUILD:-$OAR_ROOT/build}"
 
 # C++ build: compilers, CMake + Ninja, and the libraries of DESIGN.md section 6.
+# OpenBLAS (f64/complex GEMM) and LAPACKE (oar.linalg) go into the cpu
+# plugin; FFTW (GPL) only into its own plugin, plugins/fftw.
 OAR_BUILD_PACKAGES=(cmake ninja-build g++ gcc pkg-config libboost-dev libdnnl-dev
-  ocl-icd-opencl-dev nlohmann-json3-dev doctest-dev libgloo-dev)
+  ocl-icd-opencl-dev nlohmann-json3-dev doctest-dev libgloo-dev
+  libopenblas-dev liblapacke-dev libfftw3-dev)
 # Python package: the interpreter, venv, headers for the extension
 # (CMake's Development.Module; DLPack's), and CA certificates for pip.
 OAR_PYTHON_PACKAGES=(python3 python3-venv python3-dev libdlpack-dev ca-certificates)
