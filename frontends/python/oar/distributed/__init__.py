@@ -10,7 +10,8 @@ from .parallel import (init_parallel_env, get_rank, get_world_size, get_backend,
 from .group import Group, new_group, get_group  # noqa: F401
 from .collective import (ReduceOp, Task, all_reduce, all_gather, all_gather_object, broadcast,  # noqa: F401
                          broadcast_object_list, reduce, reduce_scatter, gather, scatter, alltoall, alltoall_single,
-                         send, recv, isend, irecv, barrier, wait)
+                         send, recv, isend, irecv, barrier, wait, scatter_object_list, P2POp, batch_isend_irecv)
+from . import stream  # noqa: F401,E402
 
 # --- launcher and spawn (launch/, spawn.py) ---
 from . import launch  # noqa: F401,E402

@@ -476,3 +476,76 @@ def broadcast_object_list(object_list, src=0, group=None):
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         object_list[:] = [pickle.loads(raw[offsets[i]:offsets[i + 1]]) for i in range(n)]
     return None
+
+
+def scatter_object_list(out_object_list, in_object_list=None, src=0, group=None):
+    """Global rank `src`'s in_object_list[i] (picklable) becomes group rank
+    i's only item of out_object_list (cleared first), as in Paddle.
+    in_object_list is read on src only and must have one object per rank."""
+    group, comm = _member_comm(group, "scatter_object_list")
+    if comm is None:
+        return None
+    n = group.nranks
+    root = _group_rank(group, src, "scatter_object_list", "src")
+    if group.rank == root:
+        if in_object_list is None or len(in_object_list) != n:
+            got = "None" if in_object_list is None else f"{len(in_object_list)} objects"
+            raise ValueError(f"scatter_object_list: in_object_list on the src rank {src} must hold one object per "
+                             f"rank of the group ({n}) but holds {got}")
+        payloads = [pickle.dumps(o) for o in in_object_list]
+        sizes = _int64_tensor([len(p) for p in payloads], comm)
+    else:
+        sizes = _int64_tensor([0] * n, comm)
+    # Sizes first (every rank learns the padded width), then one padded slot per rank.
+    _run(comm.broadcast(sizes, root))
+    sizes = [int(s) for s in sizes.numpy()]
+    width = max(max(sizes), 1)
+    source = None
+    if group.rank == root:
+        source = _bytes_tensor(b"".join(p + b"\0" * (width - len(p)) for p in payloads), comm)
+    out = _new([width], _u8(), comm.device)
+    _run(comm.scatter(out, source, root))
+    out_object_list.clear()
+    out_object_list.append(pickle.loads(out._raw_bytes()[:sizes[group.rank]]))
+    return None
+
+
+class P2POp:
+    """One point-to-point operation for batch_isend_irecv: `op` is isend or
+    irecv (the functions of this module), `peer` a global rank."""
+
+    def __init__(self, op, tensor, peer, group=None):
+        if op not in (isend, irecv, send, recv):
+            raise ValueError("P2POp: op must be oar.distributed.isend or oar.distributed.irecv, "
+                             f"got {getattr(op, '__name__', op)!r}")
+        self.op = isend if op in (isend, send) else irecv
+        self.tensor = tensor
+        self.peer = int(peer)
+        self.group = group
+
+    def __repr__(self):
+        return f"P2POp({self.op.__name__}, peer={self.peer})"
+
+
+def batch_isend_irecv(p2p_op_list):
+    """Issues every send and receive of the list and returns their tasks
+    (in the list's order); wait on them. Note [Batched point to point]:
+    sends are issued before receives. A send only posts its data (the cpu
+    plugin's eager sends), so two ranks that each send to the other and then
+    receive never wait on each other, whatever order their lists are in;
+    sends to one peer, and receives from one peer, keep the list's order,
+    which is how they are matched."""
+    ops = list(p2p_op_list)
+    if not ops or not all(isinstance(p, P2POp) for p in ops):
+        raise ValueError("batch_isend_irecv: p2p_op_list must be a non-empty list of P2POp")
+    groups = {id(resolve(p.group, "batch_isend_irecv")) for p in ops}
+    if len(groups) != 1:
+        raise ValueError("batch_isend_irecv: every P2POp of one batch must use the same group")
+    tasks = [None] * len(ops)
+    for i, p in enumerate(ops):
+        if p.op is isend:
+            tasks[i] = isend(p.tensor, p.peer, p.group)
+    for i, p in enumerate(ops):
+        if p.op is irecv:
+            tasks[i] = irecv(p.tensor, p.peer, p.group)
+    return tasks

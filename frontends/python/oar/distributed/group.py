@@ -87,9 +87,20 @@ def resolve(group, what):
     return group
 
 
-def make_communicator(nranks, rank, key, name, global_ranks):
-    return _C.distributed.Communicator(STATE.store, STATE.device, nranks, rank, key=key, timeout=-1.0, name=name,
+def make_communicator(nranks, rank, key, name, global_ranks, timeout=-1.0):
+    return _C.distributed.Communicator(STATE.store, STATE.device, nranks, rank, key=key, timeout=timeout, name=name,
                                        global_ranks=list(global_ranks))
+
+
+def _timeout_seconds(timeout, what):
+    """Paddle passes a datetime.timedelta; a number is seconds; None: the
+    job's default ($OAR_COLLECTIVE_TIMEOUT)."""
+    if timeout is None:
+        return -1.0
+    seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout)
+    if not seconds > 0:
+        raise ValueError(f"{what}: timeout must be positive (a datetime.timedelta or seconds), got {timeout!r}")
+    return seconds
 
 
 def new_group(ranks=None, backend=None, timeout=None):
@@ -97,9 +108,10 @@ def new_group(ranks=None, backend=None, timeout=None):
     job calls it, members or not, in the same order (as in Paddle); a
     non-member gets a Group with rank -1 on which collectives do nothing.
     The job has one collective library (gloo on cpu): another `backend`
-    is logged and ignored. `timeout` is accepted for Paddle's signature;
-    the timeout is $OAR_COLLECTIVE_TIMEOUT."""
+    is logged and ignored. `timeout` (a datetime.timedelta or seconds)
+    bounds each collective of the group; None: $OAR_COLLECTIVE_TIMEOUT."""
     require_initialized("new_group")
+    timeout_s = _timeout_seconds(timeout, "new_group")
     world = STATE.world
     own_backend = world.backend
     if backend is not None and str(backend).lower() not in (own_backend, "auto"):
@@ -124,7 +136,7 @@ def new_group(ranks=None, backend=None, timeout=None):
     rank = ranks.index(me) if me in ranks else -1
     comm = None
     if rank >= 0:
-        comm = make_communicator(len(ranks), rank, f"oar/group/{gid}", name, ranks)
+        comm = make_communicator(len(ranks), rank, f"oar/group/{gid}", name, ranks, timeout_s)
     group = Group(gid, ranks, rank, comm, name, own_backend)
     STATE.groups[gid] = group
     return group
