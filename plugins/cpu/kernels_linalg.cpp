@@ -118,7 +118,7 @@ OarStatus inv_kernel(const OarKernelContext* ctx) {
     using T = decltype(zero);
     std::memcpy(ptr<T>(y), ptr<T>(x), static_cast<size_t>(batch * n * n) * sizeof(T));
     std::vector<lapack_int> ipiv(static_cast<size_t>(n));
-    for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t b = 0; b < batch && n > 0; ++b) {
       T* a = ptr<T>(y) + b * n * n;
       lapack_int info = getrf(int(n), int(n), a, ipiv.data());
       if (info > 0) return singular(ctx, b, info);
@@ -137,7 +137,7 @@ OarStatus solve_kernel(const OarKernelContext* ctx) {
     std::vector<T> a(static_cast<size_t>(n * n));
     std::vector<lapack_int> ipiv(static_cast<size_t>(n));
     std::memcpy(ptr<T>(out), ptr<T>(rhs), static_cast<size_t>(batch * n * k) * sizeof(T));
-    for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t b = 0; b < batch && n > 0 && k > 0; ++b) {
       std::memcpy(a.data(), ptr<T>(x) + b * n * n, a.size() * sizeof(T));
       lapack_int info = gesv(int(n), int(k), a.data(), ipiv.data(), ptr<T>(out) + b * n * k);
       if (info > 0) return singular(ctx, b, info);
@@ -193,7 +193,7 @@ OarStatus cholesky_kernel(const OarKernelContext* ctx) {
   return by_dtype(ctx, x.dtype, [&](auto zero) -> OarStatus {
     using T = decltype(zero);
     std::memcpy(ptr<T>(y), ptr<T>(x), static_cast<size_t>(batch * n * n) * sizeof(T));
-    for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t b = 0; b < batch && n > 0; ++b) {
       T* a = ptr<T>(y) + b * n * n;
       lapack_int info = potrf(upper ? 'U' : 'L', int(n), a);
       if (info > 0) {

@@ -439,3 +439,34 @@ def test_shape_dtype_and_device_errors():
         oar.set_device("mock")
         with pytest.raises(Exception, match=r"cholesky: device type 'mock' has no kernel"):
             LA.cholesky(oar.to_tensor(np.eye(2)))
+
+
+# ------------------------------------------------------- edges, programs ---
+
+def test_empty_matrices_and_batches():
+    assert LA.inv(t(np.zeros((2, 0, 0)))).shape == [2, 0, 0]
+    close(LA.det(t(np.zeros((2, 0, 0)))), [1.0, 1.0])  # the empty product, as numpy
+    assert LA.cholesky(t(np.zeros((0, 3, 3)))).shape == [0, 3, 3]
+    assert LA.solve(t(np.eye(3)), t(np.zeros((3, 0)))).shape == [3, 0]
+    u, s, vh = LA.svd(t(np.zeros((3, 0))))
+    assert u.shape == [3, 0] and s.shape == [0] and vh.shape == [0, 0]
+    q, r = LA.qr(t(np.zeros((0, 2))))
+    assert q.shape == [0, 0] and r.shape == [0, 2]
+
+
+def test_traced_program_matches_eager_with_gradients():
+    from oar.static import InputSpec
+
+    def f(x):
+        u, s, vh = LA.svd(x)
+        w, v = LA.eigh(oar.matmul(x, oar.transpose(x, [1, 0])))
+        return LA.inv(x) * oar.sum(s) + LA.det(x) * oar.max(w) + LA.cholesky(oar.matmul(x, oar.transpose(x, [1, 0])))
+
+    g = oar.jit.to_static(f, input_spec=[InputSpec([3, 3], "float64")])
+    a = general(3, 3)
+    x = t(a, grad=True)
+    close(g(x), f(x).numpy())
+    assert "svd" in g.program and "eigh" in g.program and "cholesky" in g.program
+    (traced,) = oar.grad(oar.sum(g(x)), [x])
+    (eager,) = oar.grad(oar.sum(f(x)), [x])
+    close(traced, eager.numpy(), scale=1e3)
