@@ -1,6 +1,7 @@
 // Dense linear algebra from LAPACK (LAPACKE over OpenBLAS): inv, solve,
 // det, slogdet, cholesky, qr, svd, eigh, triangular_solve, lstsq, in f32 and
-// f64, batched over the leading dims. The op definitions, shapes and VJPs
+// f64, and eig (real or complex input, complex output), batched over the
+// leading dims. The op definitions, shapes and VJPs
 // are in core/src/ops/linalg_lapack.cpp.
 //
 // Note [LAPACK kernels]: every kernel takes contiguous (row-major) views and
@@ -10,6 +11,10 @@
 // a sentence naming the op, the batch index and what LAPACK found, so no NaN
 // is returned where the op is undefined. det and slogdet of a singular
 // matrix are defined (0, and sign 0 with logabsdet -inf) and do not fail.
+#include <complex>
+// LAPACKE's complex element types are std::complex, the layout of c64/c128.
+#define lapack_complex_float std::complex<float>
+#define lapack_complex_double std::complex<double>
 #include <lapacke.h>
 
 #include <algorithm>
@@ -71,6 +76,19 @@ lapack_int gelsd(int m, int n, int k, float* a, float* b, int ldb, float* s, flo
 }
 lapack_int gelsd(int m, int n, int k, double* a, double* b, int ldb, double* s, double rcond, lapack_int* rank) {
   return LAPACKE_dgelsd(LAPACK_ROW_MAJOR, m, n, k, a, n, b, ldb, s, rcond, rank);
+}
+
+lapack_int geev(int n, float* a, float* wr, float* wi, float* vr) {
+  return LAPACKE_sgeev(LAPACK_ROW_MAJOR, 'N', 'V', n, a, n, wr, wi, nullptr, 1, vr, n);
+}
+lapack_int geev(int n, double* a, double* wr, double* wi, double* vr) {
+  return LAPACKE_dgeev(LAPACK_ROW_MAJOR, 'N', 'V', n, a, n, wr, wi, nullptr, 1, vr, n);
+}
+lapack_int geev(int n, c64_t* a, c64_t* w, c64_t* vr) {
+  return LAPACKE_cgeev(LAPACK_ROW_MAJOR, 'N', 'V', n, a, n, w, nullptr, 1, vr, n);
+}
+lapack_int geev(int n, c128_t* a, c128_t* w, c128_t* vr) {
+  return LAPACKE_zgeev(LAPACK_ROW_MAJOR, 'N', 'V', n, a, n, w, nullptr, 1, vr, n);
 }
 
 template <class T>
@@ -359,6 +377,65 @@ OarStatus lstsq_kernel(const OarKernelContext* ctx) {
   });
 }
 
+OarStatus eig_failed(const OarKernelContext* ctx, int64_t b, lapack_int info) {
+  if (info < 0) return lapack_failed(ctx, "geev", b, info);
+  return fail(ctx, OAR_ERROR_INTERNAL,
+              "the eigenvalues of the matrix (batch %lld) did not converge (LAPACK geev info %d)",
+              static_cast<long long>(b), static_cast<int>(info));
+}
+
+// Eigenvalues w [n] and unit eigenvectors V [n, n] (columns) of a general
+// matrix, complex. A real input's complex pairs come from LAPACK as the real
+// and imaginary parts in two adjacent columns (v_j = re + i im, v_j+1 = conj).
+OarStatus eig_kernel(const OarKernelContext* ctx) {
+  const OarTensorView &x = ctx->inputs[0], &w = ctx->outputs[0], &v = ctx->outputs[1];
+  const int64_t n = cols(x), batch = batch_of(x);
+  if (too_big(ctx, n)) return OAR_ERROR_INVALID_ARGUMENT;
+  auto real_input = [&](auto zero) -> OarStatus {
+    using T = decltype(zero);
+    using C = std::complex<T>;
+    std::vector<T> a(static_cast<size_t>(n * n)), wr(static_cast<size_t>(n)), wi(static_cast<size_t>(n)),
+        vr(static_cast<size_t>(n * n));
+    for (int64_t b = 0; b < batch && n > 0; ++b) {
+      std::memcpy(a.data(), ptr<T>(x) + b * n * n, a.size() * sizeof(T));
+      if (lapack_int info = geev(int(n), a.data(), wr.data(), wi.data(), vr.data())) return eig_failed(ctx, b, info);
+      C *wb = ptr<C>(w) + b * n, *vb = ptr<C>(v) + b * n * n;
+      for (int64_t j = 0; j < n; ++j) wb[j] = C(wr[size_t(j)], wi[size_t(j)]);
+      for (int64_t j = 0; j < n; ++j) {
+        if (wi[size_t(j)] == T(0) || j + 1 == n) {
+          for (int64_t i = 0; i < n; ++i) vb[i * n + j] = C(vr[size_t(i * n + j)], T(0));
+          continue;
+        }
+        for (int64_t i = 0; i < n; ++i) {
+          const T re = vr[size_t(i * n + j)], im = vr[size_t(i * n + j + 1)];
+          vb[i * n + j] = C(re, im);
+          vb[i * n + j + 1] = C(re, -im);
+        }
+        ++j;
+      }
+    }
+    return OAR_OK;
+  };
+  auto complex_input = [&](auto zero) -> OarStatus {
+    using C = decltype(zero);
+    std::vector<C> a(static_cast<size_t>(n * n));
+    for (int64_t b = 0; b < batch && n > 0; ++b) {
+      std::memcpy(a.data(), ptr<C>(x) + b * n * n, a.size() * sizeof(C));
+      if (lapack_int info = geev(int(n), a.data(), ptr<C>(w) + b * n, ptr<C>(v) + b * n * n))
+        return eig_failed(ctx, b, info);
+    }
+    return OAR_OK;
+  };
+  switch (x.dtype) {
+    case OAR_DTYPE_F32: return real_input(float{});
+    case OAR_DTYPE_F64: return real_input(double{});
+    case OAR_DTYPE_C64: return complex_input(c64_t{});
+    case OAR_DTYPE_C128: return complex_input(c128_t{});
+    default:
+      return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "dtype %s is not supported", dtype_name(x.dtype));
+  }
+}
+
 }  // namespace
 
 void register_linalg_kernels(op::KernelTable& r) {
@@ -374,6 +451,9 @@ void register_linalg_kernels(op::KernelTable& r) {
     r.add("triangular_solve", {dt, dt}, {dt}, &guarded<&triangular_solve_kernel>);
     r.add("lstsq", {dt, dt}, {dt, OAR_DTYPE_I64, dt}, &guarded<&lstsq_kernel>);
   }
+  r.add("eig", {OAR_DTYPE_F32}, {OAR_DTYPE_C64, OAR_DTYPE_C64}, &guarded<&eig_kernel>);
+  r.add("eig", {OAR_DTYPE_F64}, {OAR_DTYPE_C128, OAR_DTYPE_C128}, &guarded<&eig_kernel>);
+  for (int32_t dt : kComplexDtypes) r.add("eig", {dt}, {dt, dt}, &guarded<&eig_kernel>);
 }
 
 }  // namespace oar_cpu

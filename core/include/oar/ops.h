@@ -116,6 +116,9 @@ Tensor triangular_solve(const Tensor& x, const Tensor& y, bool upper = true, boo
 /// Least squares min ||x s - y|| (LAPACK gelsd): (solution [*, n, k], rank [*] int64, singular values);
 /// rcond < 0 means machine precision. Not differentiable.
 std::tuple<Tensor, Tensor, Tensor> lstsq(const Tensor& x, const Tensor& y, double rcond = -1.0);
+/// (w, V) of a general x (real or complex): complex eigenvalues and unit eigenvectors (columns), c64 for
+/// f32/c64 input, c128 for f64/c128 (LAPACK geev). Not differentiable.
+std::pair<Tensor, Tensor> eig(const Tensor& x);
 /// The pseudo-inverse by SVD (or eigh when `hermitian`); singular values <= rcond * the largest count as zero.
 Tensor pinv(const Tensor& x, double rcond = 1e-15, bool hermitian = false);
 /// x^n by repeated squaring; n < 0 uses inv(x), n = 0 gives the identity.

@@ -1,5 +1,5 @@
 // Dense linear algebra (oar.linalg): inv, solve, det, slogdet, cholesky, qr,
-// svd, eigh, triangular_solve, lstsq as primitives (LAPACK kernels in
+// svd, eigh, triangular_solve, lstsq, eig as primitives (LAPACK kernels in
 // plugins/cpu/kernels_linalg.cpp), with their meta rules and VJPs; the
 // composites (pinv, matrix_power, ...) are written in these ops and
 // differentiate through them.
@@ -154,6 +154,14 @@ std::vector<TensorMeta> lstsq_meta(const OpDef& op, std::span<const TensorMeta> 
   }
   Shape b = batch_of(x);
   return {{in[0].dtype, with_dims(b, {n, y.back()})}, {DType::i64, b}, {in[0].dtype, with_dims(b, {std::min(m, n)})}};
+}
+
+std::vector<TensorMeta> eig_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs&) {
+  meta::require_accepted(op, in, 0);
+  require_matrix(op, in[0], "x", true);
+  DType c = complex_dtype_for(in[0].dtype);
+  const Shape& s = in[0].shape;
+  return {{c, with_dims(batch_of(s), {s.back()})}, {c, s}};
 }
 
 // ---- the host checks of Note [Linalg VJPs] ----
@@ -380,6 +388,10 @@ OAR_REGISTER_OPS(linalg_lapack) {
           .dtypes = floats,
           .doc = "x [*, m, n], y [*, m, k] -> least-squares solution [*, n, k], rank [*] (int64), singular values "
                  "(gelsd); not differentiable (use pinv)"});
+  add_op({.name = "eig", .num_outputs = 2, .meta = eig_meta, .differentiable = false,
+          .dtypes = {.accepts = kF32F64DTypes | kComplexDTypes},
+          .doc = "general x [*, n, n] (real or complex) -> complex eigenvalues w [*, n], unit eigenvectors V "
+                 "(columns), as LAPACK geev orders them; not differentiable"});
 }
 
 Tensor inv(const Tensor& x) { return one(OAR_OP("inv"), {x}); }
@@ -414,6 +426,11 @@ std::tuple<Tensor, Tensor, Tensor> lstsq(const Tensor& x, const Tensor& y, doubl
   auto [a, b] = broadcast_batch("lstsq", x, y);
   auto out = many(OAR_OP("lstsq"), {a, b}, Attrs{{"rcond", rcond}});
   return {out[0], out[1], out[2]};
+}
+
+std::pair<Tensor, Tensor> eig(const Tensor& x) {
+  auto out = many(OAR_OP("eig"), {x});
+  return {out[0], out[1]};
 }
 
 // ---- composites: differentiable through the primitives above ----

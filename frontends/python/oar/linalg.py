@@ -20,7 +20,7 @@ from .framework import Tensor, convert_dtype, int64
 _la = _C.linalg
 _ops = _C.ops
 
-__all__ = ["inv", "solve", "det", "slogdet", "cholesky", "qr", "svd", "svdvals", "eigh", "eigvalsh", "lstsq",
+__all__ = ["inv", "solve", "det", "slogdet", "cholesky", "qr", "svd", "svdvals", "eig", "eigvals", "eigh", "eigvalsh", "lstsq",
            "pinv", "matrix_power", "norm", "vector_norm", "matrix_norm", "matrix_rank", "cond",
            "triangular_solve", "multi_dot"]
 
@@ -96,6 +96,16 @@ def eigh(x, UPLO="L", name=None):  # noqa: N803 - Paddle's name
 def eigvalsh(x, UPLO="L", name=None):  # noqa: N803
     """The eigenvalues of a symmetric x, ascending."""
     return _la.eigh(x, str(UPLO))[0]
+
+
+def eig(x, name=None):
+    """(w, V) of a general square x: complex eigenvalues and unit eigenvectors as V's columns (LAPACK geev)."""
+    return _la.eig(x)
+
+
+def eigvals(x, name=None):
+    """The complex eigenvalues of a general square x."""
+    return _la.eig(x)[0]
 
 
 def triangular_solve(x, y, upper=True, transpose=False, unitriangular=False, name=None):

@@ -16,6 +16,7 @@ void bind_linalg(py::module_& parent) {
   m.def("eigh", &oar::eigh, py::arg("x"), py::arg("UPLO") = "L");
   m.def("triangular_solve", &oar::triangular_solve, py::arg("x"), py::arg("y"), py::arg("upper") = true,
         py::arg("transpose") = false, py::arg("unitriangular") = false);
+  m.def("eig", &oar::eig, py::arg("x"));
   m.def("lstsq", &oar::lstsq, py::arg("x"), py::arg("y"), py::arg("rcond") = -1.0);
   m.def("pinv", &oar::pinv, py::arg("x"), py::arg("rcond") = 1e-15, py::arg("hermitian") = false);
   m.def("matrix_power", &oar::matrix_power, py::arg("x"), py::arg("n"));

@@ -470,3 +470,32 @@ def test_traced_program_matches_eager_with_gradients():
     (traced,) = oar.grad(oar.sum(g(x)), [x])
     (eager,) = oar.grad(oar.sum(f(x)), [x])
     close(traced, eager.numpy(), scale=1e3)
+
+
+# ------------------------------------------------------------ eig (complex) ---
+
+@pytest.mark.parametrize("dtype,cdtype", [("float32", "complex64"), ("float64", "complex128")])
+def test_eig_real_input(dtype, cdtype):
+    a = rng.standard_normal((3, 5, 5))  # complex pairs occur
+    w, v = LA.eig(t(a, dtype))
+    assert str(w.dtype).endswith(cdtype) and str(v.dtype).endswith(cdtype)
+    w, v = w.numpy(), v.numpy()
+    assert np.iscomplexobj(w) and np.abs(w.imag).max() > 0.1
+    close(np.sort_complex(w), np.sort_complex(np.linalg.eigvals(a)), dtype, 10)
+    close(a @ v, v * w[..., None, :], dtype, 10)             # A V = V diag(w)
+    close(np.linalg.norm(v, axis=-2), np.ones((3, 5)), dtype, 10)  # unit columns
+    close(np.sort_complex(LA.eigvals(t(a, dtype)).numpy()), np.sort_complex(np.linalg.eigvals(a)), dtype, 10)
+
+
+def test_eig_complex_input():
+    a = rng.standard_normal((2, 4, 4)) + 1j * rng.standard_normal((2, 4, 4))
+    w, v = LA.eig(oar.to_tensor(a))
+    w, v = w.numpy(), v.numpy()
+    close(a @ v, v * w[..., None, :], scale=10)
+    close(np.sort_complex(w), np.sort_complex(np.linalg.eigvals(a)), scale=10)
+
+
+def test_eig_is_not_differentiable():
+    x = t(general(3, 3), grad=True)
+    with pytest.raises(Exception, match="eig"):
+        oar.grad(oar.sum(oar.cast(LA.eig(x)[0], "float64")), [x])
