@@ -58,6 +58,12 @@ using op::f16_t;
 using op::fail;
 using op::guarded;
 using op::kAllDtypes;
+using op::kComplexDtypes;
+using op::bytes16_t;
+using op::convert;
+using op::c64_t;
+using op::c128_t;
+using op::kIsComplex;
 using op::kFloatDtypes;
 using op::kIntDtypes;
 using op::kIsFloat;
@@ -65,6 +71,7 @@ using op::kIsHalf;
 using op::kNumericDtypes;
 using op::Num;
 using op::visit_all;
+using op::visit_complex;
 using op::visit_by_size;
 using op::visit_float;
 using op::visit_int;
@@ -123,6 +130,7 @@ void register_shape_kernels(op::KernelTable& r);
 void register_matmul_kernels(op::KernelTable& r);
 void register_fused_kernels(op::KernelTable& r);
 void register_conv_kernels(op::KernelTable& r);
+void register_linalg_kernels(op::KernelTable& r);  // LAPACK (kernels_linalg.cpp)
 
 /// The collective entries of the device table: Gloo (cpu_collectives.cpp).
 void fill_collectives(OarDeviceApi* api);

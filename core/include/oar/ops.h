@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "oar/tensor.h"
@@ -88,6 +90,41 @@ Tensor var(const Tensor& x, std::vector<int64_t> axes = {}, bool unbiased = true
 /// Batched matmul with numpy semantics for 1-D operands and broadcast batch dims.
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
 
+// ---- linear algebra from LAPACK (oar.linalg; core/src/ops/linalg_lapack.cpp) ----
+// Matrices are the last two dims; leading dims are a batch. f32 and f64.
+// A matrix where the op is undefined (singular, not positive definite) is an
+// error naming the op and its batch index (Note [LAPACK kernels]).
+/// x^-1 (paddle.linalg.inv, paddle.inverse).
+Tensor inv(const Tensor& x);
+/// x^-1 y for x [*, n, n], y [*, n, k]; batch dims broadcast.
+Tensor solve(const Tensor& x, const Tensor& y);
+/// The determinant [*] (0 for a singular matrix).
+Tensor det(const Tensor& x);
+/// (sign, log|det|) [*] each; (0, -inf) for a singular matrix.
+std::pair<Tensor, Tensor> slogdet(const Tensor& x);
+/// L with x = L L^T, or U with x = U^T U when `upper`; x symmetric positive definite.
+Tensor cholesky(const Tensor& x, bool upper = false);
+/// (Q, R) with x = Q R; mode "reduced", "complete" or "r" (as reduced).
+std::pair<Tensor, Tensor> qr(const Tensor& x, const std::string& mode = "reduced");
+/// (U, S, VH) with x = U diag(S) VH, S descending.
+std::tuple<Tensor, Tensor, Tensor> svd(const Tensor& x, bool full_matrices = false);
+/// (w, V) of a symmetric x: w ascending, V's columns the eigenvectors; `uplo` "L" or "U" is the triangle read.
+std::pair<Tensor, Tensor> eigh(const Tensor& x, const std::string& uplo = "L");
+/// op(x)^-1 y for a triangular x [*, n, n] (paddle.linalg.triangular_solve); batch dims broadcast.
+Tensor triangular_solve(const Tensor& x, const Tensor& y, bool upper = true, bool transpose = false,
+                        bool unitriangular = false);
+/// Least squares min ||x s - y|| (LAPACK gelsd): (solution [*, n, k], rank [*] int64, singular values);
+/// rcond < 0 means machine precision. Not differentiable.
+std::tuple<Tensor, Tensor, Tensor> lstsq(const Tensor& x, const Tensor& y, double rcond = -1.0);
+/// (w, V) of a general x (real or complex): complex eigenvalues and unit eigenvectors (columns), c64 for
+/// f32/c64 input, c128 for f64/c128 (LAPACK geev). Not differentiable.
+std::pair<Tensor, Tensor> eig(const Tensor& x);
+/// The pseudo-inverse by SVD (or eigh when `hermitian`); singular values <= rcond * the largest count as zero.
+Tensor pinv(const Tensor& x, double rcond = 1e-15, bool hermitian = false);
+/// x^n by repeated squaring; n < 0 uses inv(x), n = 0 gives the identity.
+Tensor matrix_power(const Tensor& x, int64_t n);
+// ---- end of linear algebra from LAPACK ----
+
 // ---- manipulation ----
 /// -1 infers one dim; 0 copies the input's dim (Paddle).
 Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape);
@@ -117,12 +154,16 @@ Tensor full(const Shape& shape, double value, DType dtype = DType::f32,
             std::optional<Device> device = std::nullopt);
 Tensor zeros(const Shape& shape, DType dtype = DType::f32, std::optional<Device> device = std::nullopt);
 Tensor ones(const Shape& shape, DType dtype = DType::f32, std::optional<Device> device = std::nullopt);
+/// A complex fill: value.imag() goes to the attribute `value_imag` (a real
+/// dtype takes the real part, as cast does).
+Tensor full(const Shape& shape, std::complex<double> value, DType dtype, std::optional<Device> device = std::nullopt);
 /// x's shape filled with `value` (x's dtype, or `dtype`). The shape is read
 /// when the op runs, so a traced program keeps x's dynamic dims (Note
 /// [Shape from an operand] in core/src/ops/shape_ops.cpp); x's values and
 /// gradient are not used.
 Tensor full_like(const Tensor& x, double value);
 Tensor full_like(const Tensor& x, double value, DType dtype);
+Tensor full_like(const Tensor& x, std::complex<double> value, DType dtype);
 Tensor zeros_like(const Tensor& x);
 Tensor ones_like(const Tensor& x);
 /// x broadcast to the shape of `ref` (read when the op runs, like

@@ -5,8 +5,8 @@ plugins installed in oar/lib)."""
 from . import _C
 from ._C import ResourceExhaustedError, UnsupportedError  # noqa: F401 - oar.Error codes as exceptions
 from .framework import (Place, CPUPlace, CustomPlace, Tensor, dtype, float32, float64, float16, bfloat16, int8,
-                        uint8, int32, int64, bool, set_default_dtype, get_default_dtype, set_device, get_device,
-                        get_all_device_type, device_count, seed, environment)
+                        uint8, int32, int64, bool, complex64, complex128, set_default_dtype, get_default_dtype,
+                        set_device, get_device, get_all_device_type, device_count, seed, environment)
 from .creation import (to_tensor, full, zeros, ones, empty, full_like, zeros_like, ones_like, empty_like, arange,
                        linspace, eye, rand, uniform, randn, standard_normal, normal, randint, randperm, assign,
                        from_numpy)
@@ -15,6 +15,8 @@ from .math import (sum, max, min, abs, pow, round, all, any, slice)  # noqa: A00
 from . import tensor_methods as _tensor_methods  # noqa: F401 - installs Tensor methods
 from .autograd import no_grad, enable_grad, set_grad_enabled, is_grad_enabled, grad
 from . import nn, optimizer, io, metric, callbacks, jit, static, utils
+from . import linalg  # noqa: F401 - paddle.linalg
+from .linalg import cholesky, eigvalsh, inv as inverse  # noqa: F401 - paddle's top-level aliases
 from .utils.dlpack import from_dlpack  # noqa: F401 - torch.from_dlpack
 from .nn.functional import softmax  # noqa: F401
 from .serialization import save, load

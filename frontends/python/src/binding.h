@@ -27,6 +27,8 @@ void bind_autograd(py::module_& m);
 void bind_ir(py::module_& m);
 void bind_safetensors(py::module_& m);
 void bind_dlpack(py::module_& m);
+/// `_C.linalg`: the LAPACK ops (linalg.cpp).
+void bind_linalg(py::module_& m);
 /// `_C.distributed`: communicators and work handles (distributed.cpp);
 /// it calls bind_stores for the stores (distributed_store.cpp).
 void bind_distributed(py::module_& m);

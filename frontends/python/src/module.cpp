@@ -107,6 +107,7 @@ PYBIND11_MODULE(_C, m) {
   oar_py::bind_tensor(m);
   oar_py::bind_autograd(m);
   oar_py::bind_ops(m);
+  oar_py::bind_linalg(m);
   oar_py::bind_ir(m);
   oar_py::bind_safetensors(m);
   oar_py::bind_dlpack(m);
