@@ -102,7 +102,10 @@ struct BinaryOp {
 const BinaryOp kBinary[] = {
     {"add", [](Z a, Z b) { return a + b; }, Out::same, false},
     {"sub", [](Z a, Z b) { return a - b; }, Out::same, false},
-    {"mul", [](Z a, Z b) { return a * b; }, Out::same, false},
+    // (ac - bd) + (ad + bc)i, as numpy and the cpu plugin (Note [Complex mul
+    // and abs] in plugins/cpu/kernels_complex.cpp), not C99 Annex G.
+    {"mul", [](Z a, Z b) { return Z(a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real()); },
+     Out::same, false},
     {"div", [](Z a, Z b) { return a / b; }, Out::same, false},
     {"equal", [](Z a, Z b) { return Z(a == b ? 1 : 0); }, Out::boolean, false},
     {"not_equal", [](Z a, Z b) { return Z(a != b ? 1 : 0); }, Out::boolean, false},
@@ -272,7 +275,8 @@ OarStatus matmul_kernel(const OarKernelContext* ctx) {
         ai[nd - 1] = ta ? i : p;
         bi[nd - 2] = tb ? j : p;
         bi[nd - 1] = tb ? p : j;
-        acc += load(a.dtype, a.at(ai)) * load(b.dtype, b.at(bi));
+        const Z u = load(a.dtype, a.at(ai)), v = load(b.dtype, b.at(bi));
+        acc += Z(u.real() * v.real() - u.imag() * v.imag(), u.real() * v.imag() + u.imag() * v.real());
       }
       store(y.dtype, y.at(yi), acc);
     });
