@@ -131,6 +131,7 @@ void register_matmul_kernels(op::KernelTable& r);
 void register_fused_kernels(op::KernelTable& r);
 void register_conv_kernels(op::KernelTable& r);
 void register_linalg_kernels(op::KernelTable& r);  // LAPACK (kernels_linalg.cpp)
+void register_complex_kernels(op::KernelTable& r);
 
 /// The collective entries of the device table: Gloo (cpu_collectives.cpp).
 void fill_collectives(OarDeviceApi* api);
