@@ -281,6 +281,9 @@ OarStatus matmul_kernel(const OarKernelContext* ctx) {
       matmul_loop<int64_t>(a, b, y, s);
       return OAR_OK;
     default:
+      if (blas_matmul_dtype(y.dtype)) {  // c64, c128
+        return blas_matmul(ctx, a, b, y, GemmProblem{s.nd, s.M, s.N, s.K, s.ta, s.tb});
+      }
       return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "dtype %s is not supported",
                   dtype_name(y.dtype));
   }
@@ -289,13 +292,19 @@ OarStatus matmul_kernel(const OarKernelContext* ctx) {
 }  // namespace
 
 void register_matmul_kernels(op::KernelTable& r) {
-  // f32/f64 hand oneDNN (or the loop) the operands' strides; f16/bf16 widen
+  // f32/f64 hand oneDNN (or OpenBLAS) the operands' strides; f16/bf16 widen
   // through a contiguous buffer and integers are not covered by the strided.*
   // conformance cases, so those get contiguous views.
   for (int32_t dt : kNumericDtypes) {
     const uint32_t flags = dt == OAR_DTYPE_F32 || dt == OAR_DTYPE_F64 ? uint32_t{OAR_KERNEL_STRIDED} : 0u;
     r.add("matmul", {dt, dt}, {dt}, &guarded<&matmul_kernel>, flags);
   }
+#if OAR_ABI_VERSION_MINOR >= 3
+  // Complex: OpenBLAS cgemm/zgemm (plain transposes, no conjugation), any strides.
+  for (int32_t dt : {int32_t{OAR_DTYPE_C64}, int32_t{OAR_DTYPE_C128}}) {
+    r.add("matmul", {dt, dt}, {dt}, &guarded<&matmul_kernel>, OAR_KERNEL_STRIDED);
+  }
+#endif
 }
 
 }  // namespace oar_cpu
