@@ -234,6 +234,32 @@ TEST_CASE("f64 matmul with an empty contraction gives zeros") {
   for (double v : y.to_vector<double>()) CHECK(v == 0.0);
 }
 
+TEST_CASE("c128 matmul on the cpu matches a naive reference in every transpose and layout case") {
+  check_all_cases<std::complex<double>>(1e-14);
+  check_batches<std::complex<double>>(1e-13);
+  check_expanded<std::complex<double>>(1e-14);
+}
+
+TEST_CASE("c64 matmul on the cpu matches a naive reference in every transpose and layout case") {
+  check_all_cases<std::complex<float>>(2e-5);
+  check_batches<std::complex<float>>(5e-5);
+  check_expanded<std::complex<float>>(2e-5);
+}
+
+TEST_CASE("complex matmul transposes without conjugating (hand-computed)") {
+  using C = std::complex<double>;
+  // a = [[1+2i, 3-i]], b = [[2i], [1+i]]: a @ b = (1+2i)(2i) + (3-i)(1+i) = -4+2i + 4+2i = 4i.
+  Tensor a = Tensor::from_vector<C>({{1, 2}, {3, -1}}, {1, 2}, kCpu);
+  Tensor b = Tensor::from_vector<C>({{0, 2}, {1, 1}}, {2, 1}, kCpu);
+  auto y = oar::matmul(a, b).to_vector<C>();
+  REQUIRE(y.size() == 1);
+  CHECK(y[0] == C(0, 4));
+  // b^T @ a^T is the same number: transpose_a/b do not conjugate.
+  auto yt = oar::matmul(b, a, true, true).to_vector<C>();
+  REQUIRE(yt.size() == 1);
+  CHECK(yt[0] == C(0, 4));
+}
+
 namespace {
 
 /// Distance of got from want in units in the last place of want.
