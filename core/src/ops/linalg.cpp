@@ -76,6 +76,7 @@ OAR_REGISTER_OPS(linalg) {
   add_op({.name = "matmul", .num_inputs = 2, .layout = InputLayout::broadcast, .meta = matmul_meta, .vjp = matmul_vjp,
           .attrs = {attr("transpose_a", false, "use a's last two dims swapped"),
                     attr("transpose_b", false, "use b's last two dims swapped")},
+          .dtypes = {.accepts = kAllDTypes | kComplexDTypes},
           .doc = "a, b, y have one ndim >= 2; batch dims broadcast; y[..., m, n] = sum_k a[..., m, k] b[..., k, n]"});
   add_op({.name = "linear", .kind = OpKind::composite, .num_inputs = 3, .meta = linear_meta,
           .decompose = linear_decompose, .doc = "y = x w + b"});
