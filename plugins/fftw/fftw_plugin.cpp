@@ -442,6 +442,12 @@ extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host, O
     static bool threads_ready = fftw_init_threads() != 0 && fftwf_init_threads() != 0;
     if (!threads_ready) return fail(OAR_ERROR_INTERNAL, "oar-fftw: fftw_init_threads failed");
   }
+  // OAR_FFTW_DISABLE=1: load but register nothing, as if the plugin were
+  // absent (what a build without FFTW gives; tests check the error then).
+  if (op::option("OAR_FFTW_DISABLE", "0") != "0") {
+    op::log(OAR_LOG_INFO, "oar-fftw: disabled by OAR_FFTW_DISABLE; the cpu has no FFT kernels");
+    return OAR_OK;
+  }
   g_num_threads = choose_num_threads();
   g_measure = op::option("OAR_FFTW_PLANNER", "estimate") == "measure";
   // Complex dtypes exist from ABI 1.3; an older host has no complex tensors.
