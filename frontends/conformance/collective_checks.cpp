@@ -36,8 +36,8 @@ const int32_t kDtypes[] = {OAR_DTYPE_F32,  OAR_DTYPE_F64, OAR_DTYPE_F16,
 const char* const kOpNames[] = {"sum", "prod", "max", "min"};
 
 const char* dtype_str(int32_t d) {
-  static const char* const names[] = {"f32", "f64", "f16", "bf16", "i8",
-                                      "u8",  "i32", "i64", "bool"};
+  static const char* const names[] = {"f32", "f64", "f16", "bf16", "i8", "u8",
+                                      "i32", "i64", "bool", "c64", "c128"};
   return d >= 0 && d < OAR_DTYPE_COUNT ? names[d] : "?";
 }
 

@@ -25,13 +25,50 @@ using Inputs = std::vector<Tensor>;
 // ---------------------------------------------------------------------------
 
 std::string short_dtype(DType dtype) {
-  static const char* const names[] = {"f32", "f64", "f16", "bf16", "i8",
-                                      "u8",  "i32", "i64", "bool"};
+  static const char* const names[] = {"f32", "f64", "f16", "bf16", "i8", "u8",
+                                      "i32", "i64", "bool", "c64", "c128"};
   auto i = static_cast<int>(dtype);
-  return i >= 0 && i < 9 ? names[i] : "dtype" + std::to_string(i);
+  return i >= 0 && i < oar::kDTypeCount ? names[i] : "dtype" + std::to_string(i);
+}
+
+// A complex HostArray holds (real, imaginary) pairs: its parts are stored as
+// the part dtype's elements, interleaved, which is the complex layout.
+Tensor upload_complex(const HostArray& a, const oar::Device& device) {
+  const DType part = oar::real_dtype_for(a.dtype);
+  const size_t n = a.values.size(), size = oar::dtype_size(part);
+  std::vector<unsigned char> bytes(std::max<size_t>(n * size, 1));
+  for (size_t i = 0; i < n; ++i) {
+    if (part == DType::f32) {
+      auto f = static_cast<float>(a.values[i]);
+      std::memcpy(bytes.data() + i * size, &f, size);
+    } else {
+      std::memcpy(bytes.data() + i * size, &a.values[i], size);
+    }
+  }
+  return Tensor::from_host(bytes.data(), a.shape, a.dtype, device);
+}
+
+HostArray download_complex(const Tensor& t) {
+  HostArray a{t.dtype(), t.shape(), {}};
+  const DType part = oar::real_dtype_for(t.dtype());
+  const size_t n = 2 * static_cast<size_t>(t.numel()), size = oar::dtype_size(part);
+  std::vector<unsigned char> bytes(std::max<size_t>(n * size, 1));
+  if (n) t.copy_to_host(bytes.data());
+  a.values.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (part == DType::f32) {
+      float f;
+      std::memcpy(&f, bytes.data() + i * size, size);
+      a.values[i] = f;
+    } else {
+      std::memcpy(&a.values[i], bytes.data() + i * size, size);
+    }
+  }
+  return a;
 }
 
 Tensor upload(const HostArray& a, const oar::Device& device) {
+  if (oar::is_complex(a.dtype)) return upload_complex(a, device);
   size_t n = a.values.size(), size = oar::dtype_size(a.dtype);
   std::vector<unsigned char> bytes(std::max<size_t>(n * size, 1));
   for (size_t i = 0; i < n; ++i) {
@@ -79,12 +116,16 @@ Tensor upload(const HostArray& a, const oar::Device& device) {
       case DType::boolean:
         *p = v != 0;
         break;
+      case DType::c64:
+      case DType::c128:
+        break;  // upload_complex
     }
   }
   return Tensor::from_host(bytes.data(), a.shape, a.dtype, device);
 }
 
 HostArray download(const Tensor& t) {
+  if (oar::is_complex(t.dtype())) return download_complex(t);
   HostArray a{t.dtype(), t.shape(), {}};
   size_t n = static_cast<size_t>(t.numel()), size = oar::dtype_size(t.dtype());
   std::vector<unsigned char> bytes(std::max<size_t>(n * size, 1));
@@ -139,6 +180,9 @@ HostArray download(const Tensor& t) {
       case DType::boolean:
         v = *p;
         break;
+      case DType::c64:
+      case DType::c128:
+        break;  // download_complex
     }
   }
   return a;
@@ -147,8 +191,10 @@ HostArray download(const Tensor& t) {
 double tolerance(DType dtype) {
   switch (dtype) {
     case DType::f64:
+    case DType::c128:
       return 1e-10;
     case DType::f32:
+    case DType::c64:
       return 1e-5;
     case DType::f16:
       return 1e-2;

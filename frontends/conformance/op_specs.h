@@ -15,7 +15,7 @@ namespace oar_conformance {
 struct HostArray {
   oar::DType dtype = oar::DType::f32;
   oar::Shape shape;
-  std::vector<double> values;
+  std::vector<double> values;  ///< row-major; complex: (real, imaginary) pairs, 2 per element
 };
 
 /// Copies a host array to a device (exact bytes of its dtype).
@@ -23,7 +23,7 @@ oar::Tensor upload(const HostArray& a, const oar::Device& device);
 /// Reads a tensor back (f16/bf16 widened exactly).
 HostArray download(const oar::Tensor& t);
 
-/// "f32", "bf16", "i64", "bool".
+/// "f32", "bf16", "i64", "bool", "c64".
 std::string short_dtype(oar::DType dtype);
 
 /// One call of an op on generated inputs.

@@ -9,7 +9,8 @@ namespace oar_conformance::specs {
 HostArray random(const Shape& shape, DType dtype, double lo, double hi, uint32_t& seed, bool integral) {
   std::mt19937 gen(seed++);
   std::uniform_real_distribution<double> dist(lo, hi);
-  HostArray a{dtype, shape, std::vector<double>(static_cast<size_t>(oar::shape_numel(shape)))};
+  const size_t parts = oar::is_complex(dtype) ? 2 : 1;  // complex: (real, imaginary) pairs
+  HostArray a{dtype, shape, std::vector<double>(parts * static_cast<size_t>(oar::shape_numel(shape)))};
   for (auto& v : a.values) {
     if (dtype == DType::boolean)
       v = gen() % 2;

@@ -21,7 +21,8 @@ using Inputs = std::vector<Tensor>;
 using Fn1 = std::function<Tensor(const Tensor&)>;
 using Fn2 = std::function<Tensor(const Tensor&, const Tensor&)>;
 
-inline bool is_float(DType d) { return oar::is_floating(d); }
+/// Real floats and complex (whose parts are floats).
+inline bool is_float(DType d) { return oar::is_floating(d) || oar::is_complex(d); }
 
 /// Uniform values in [lo, hi); integral (and always so for integer dtypes)
 /// rounds them, so zeros and ties occur. Bool: 0/1.

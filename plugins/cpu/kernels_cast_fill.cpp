@@ -2,6 +2,8 @@
 // uniform/normal evaluate oar_uniform_at / oar_normal_at (plugin_util.h) per
 // element, so they match every other device bit for bit.
 #include <cstring>
+#include <iterator>
+#include <vector>
 
 #include "cpu_common.h"
 
@@ -13,11 +15,11 @@ void cast_row(void*, char* const* p, const int64_t* s, int64_t n) {
   D* y = reinterpret_cast<D*>(p[0]);
   const S* x = reinterpret_cast<const S*>(p[1]);
   if (s[0] == sizeof(D) && s[1] == sizeof(S)) {
-    for (int64_t i = 0; i < n; ++i) y[i] = cast_to<D>(Num<S>::load(x[i]));
+    for (int64_t i = 0; i < n; ++i) y[i] = convert<D>(x[i]);
   } else {
     const int64_t sy = s[0] / static_cast<int64_t>(sizeof(D));
     const int64_t sx = s[1] / static_cast<int64_t>(sizeof(S));
-    for (int64_t i = 0; i < n; ++i) y[i * sy] = cast_to<D>(Num<S>::load(x[i * sx]));
+    for (int64_t i = 0; i < n; ++i) y[i * sy] = convert<D>(x[i * sx]);
   }
 }
 
@@ -34,8 +36,10 @@ OarStatus cast_kernel(const OarKernelContext* ctx) {
   const OarTensorView& x = ctx->inputs[0];
   const OarTensorView& y = ctx->outputs[0];
   RowFn fn = nullptr;
-  visit_all(x.dtype, [&](auto src) {
-    visit_all(y.dtype, [&](auto dst) { fn = &cast_row<decltype(src), decltype(dst)>; });
+  // Every pair of dtypes, complex included (Note [Complex casts] in plugin.hpp).
+  auto visit_any = [](int32_t dtype, auto&& f) { return visit_all(dtype, f) || visit_complex(dtype, f); };
+  visit_any(x.dtype, [&](auto src) {
+    visit_any(y.dtype, [&](auto dst) { fn = &cast_row<decltype(src), decltype(dst)>; });
   });
   if (fn == nullptr) {
     return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "cast from dtype %d to dtype %d is not supported",
@@ -76,8 +80,9 @@ void fill_value(const OarTensorView& y, T v) {
   if constexpr (sizeof(T) == 1) {
     std::memset(out, *reinterpret_cast<const uint8_t*>(&v), static_cast<size_t>(n));
   } else {
-    using Bits = std::conditional_t<sizeof(T) == 2, uint16_t,
-                                    std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
+    using Bits = std::conditional_t<
+        sizeof(T) == 2, uint16_t,
+        std::conditional_t<sizeof(T) == 4, uint32_t, std::conditional_t<sizeof(T) == 8, uint64_t, bytes16_t>>>;
     Bits bits;
     std::memcpy(&bits, &v, sizeof bits);
     Bits* o = reinterpret_cast<Bits*>(out);
@@ -93,10 +98,11 @@ OarStatus full_kernel(const OarKernelContext* ctx) {
   if (OarStatus s = creation_output(ctx, false, Inputs)) return s;
   Attrs attrs(ctx);
   const OarTensorView& y = ctx->outputs[0];
-  visit_all(y.dtype, [&](auto tag) {
+  // A complex value's imaginary part is the attribute value_imag (element_into).
+  visit_by_size(y.dtype, [&](auto tag) {
     using T = decltype(tag);
-    const T v = attrs.element<T>("value", nullptr);
-    if (attrs.ok()) fill_value<T>(y, v);
+    T v;
+    if (attrs.element_into("value", y.dtype, nullptr, &v)) fill_value<T>(y, v);
   });
   return attrs.status();
 }
@@ -150,12 +156,14 @@ OarStatus random_kernel(const OarKernelContext* ctx) {
 }  // namespace
 
 void register_cast_kernels(op::KernelTable& r) {
-  for (int32_t src : kAllDtypes) {
-    for (int32_t dst : kAllDtypes) {
+  std::vector<int32_t> every(std::begin(kAllDtypes), std::end(kAllDtypes));
+  every.insert(every.end(), std::begin(kComplexDtypes), std::end(kComplexDtypes));
+  for (int32_t src : every) {
+    for (int32_t dst : every) {
       r.add("cast", {src}, {dst}, &guarded<&cast_kernel>, OAR_KERNEL_STRIDED);
     }
   }
-  for (int32_t dt : kAllDtypes) {
+  for (int32_t dt : every) {
     r.add("copy", {dt}, {dt}, &guarded<&copy_kernel>, OAR_KERNEL_STRIDED);
     r.add("full", {}, {dt}, &guarded<&full_kernel<0>>);
     r.add_any_inputs("full_like", {dt}, &guarded<&full_kernel<1>>);

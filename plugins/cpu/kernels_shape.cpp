@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -203,10 +204,10 @@ OarStatus pad_kernel(const OarKernelContext* ctx) {
   if (oar_view_numel(&y) == 0) return OAR_OK;
   bool ok = false;
   const double zero = 0.0;
-  visit_all(y.dtype, [&](auto tag) {
+  visit_by_size(y.dtype, [&](auto tag) {  // complex too (element_into's value_imag)
     using T = decltype(tag);
-    const T value = attrs.element<T>("value", &zero);
-    ok = attrs.ok() && fill_view<T>(ctx, y, value);
+    T value;
+    ok = attrs.element_into("value", y.dtype, &zero, &value) && fill_view<T>(ctx, y, value);
   });
   if (!attrs.ok()) return attrs.status();
   if (!ok)
@@ -400,7 +401,10 @@ OarStatus scatter_add_kernel(const OarKernelContext* ctx) {
 
 void register_shape_kernels(op::KernelTable& r) {
   for (int32_t index : {OAR_DTYPE_I32, OAR_DTYPE_I64}) r.add("check_index", {index}, {index}, &guarded<&check_index_kernel>);
-  for (int32_t dt : kAllDtypes) {
+  // Data movement moves bytes (visit_by_size): every dtype, complex included.
+  std::vector<int32_t> every(std::begin(kAllDtypes), std::end(kAllDtypes));
+  every.insert(every.end(), std::begin(kComplexDtypes), std::end(kComplexDtypes));
+  for (int32_t dt : every) {
     r.add("transpose", {dt}, {dt}, &guarded<&transpose_kernel>, OAR_KERNEL_STRIDED);
     r.add("broadcast_to", {dt}, {dt}, &guarded<&broadcast_to_kernel>, OAR_KERNEL_STRIDED);
     r.add_any_inputs("broadcast_to_like", {dt}, &guarded<&broadcast_to_like_kernel>, OAR_KERNEL_STRIDED);
@@ -408,7 +412,7 @@ void register_shape_kernels(op::KernelTable& r) {
     r.add("pad", {dt}, {dt}, &guarded<&pad_kernel>, OAR_KERNEL_STRIDED);
     for (int32_t index : {OAR_DTYPE_I32, OAR_DTYPE_I64}) {
       r.add("gather", {dt, index}, {dt}, &guarded<&gather_kernel>);
-      if (dt != OAR_DTYPE_BOOL) {
+      if (dt != OAR_DTYPE_BOOL && dt != OAR_DTYPE_C64 && dt != OAR_DTYPE_C128) {
         r.add("scatter_add", {dt, index, dt}, {dt}, &guarded<&scatter_add_kernel>, OAR_KERNEL_INPLACE);
       }
     }
@@ -416,7 +420,7 @@ void register_shape_kernels(op::KernelTable& r) {
   // concat is variadic: its input list is left open (null array = any
   // dtypes); the output dtype selects the registration and the kernel checks
   // that every input has it.
-  for (int32_t dt : kAllDtypes)
+  for (int32_t dt : every)
     r.add_any_inputs("concat", {dt}, &guarded<&concat_kernel>, OAR_KERNEL_STRIDED);
   r.add_any_inputs("shape", {OAR_DTYPE_I64}, &guarded<&shape_kernel>);
   r.add_any_inputs("numel", {OAR_DTYPE_I64}, &guarded<&numel_kernel>);

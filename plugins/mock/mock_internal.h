@@ -47,11 +47,13 @@ using op::dtype_name;
 using op::Element;
 using op::fail;
 using op::kAllDtypes;
+using op::kComplexDtypes;
 using op::kFloatDtypes;
 using op::kNumericDtypes;
 using op::format;
 using op::shape_str;
 using op::visit_all;
+using op::visit_complex;
 using op::visit_float;
 using op::visit_numeric;
 

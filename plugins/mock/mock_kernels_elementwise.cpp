@@ -270,6 +270,23 @@ OarStatus cast_kernel(const OarKernelContext* ctx) {
   const View x = l.in[0], y = l.out[0];
   if (!check_same_shape(l.op, "x", x, "y", y)) return OAR_ERROR_INVALID_ARGUMENT;
   return submit(l, [x, y](std::string&) -> OarStatus {
+    if (x.dtype == OAR_DTYPE_C64 || x.dtype == OAR_DTYPE_C128 || y.dtype == OAR_DTYPE_C64 ||
+        y.dtype == OAR_DTYPE_C128) {  // Note [Complex casts] in plugin.hpp
+      auto visit_any = [](int32_t d, auto&& f) { return visit_all(d, f) || visit_complex(d, f); };
+      visit_any(x.dtype, [&](auto s) {
+        visit_any(y.dtype, [&](auto d) {
+          using S = decltype(s);
+          using D = decltype(d);
+          for_each_index(y.ndim, y.shape, [&](const int64_t* i, int64_t) {
+            S v;
+            std::memcpy(&v, x.at(i), sizeof v);
+            const D out = op::convert<D>(v);
+            std::memcpy(y.at(i), &out, sizeof out);
+          });
+        });
+      });
+      return OAR_OK;
+    }
     visit_all(x.dtype, [&](auto t) {
       using T = Element<decltype(t)>;
       for_each_index(y.ndim, y.shape, [&](const int64_t* i, int64_t) {
@@ -418,6 +435,17 @@ void register_elementwise_kernels(op::KernelTable& t) {
     t.add("full", {}, {dt}, full_kernel);
     t.add("full_like", {}, {dt}, full_like_kernel);
     for (int32_t to : kAllDtypes) t.add("cast", {dt}, {to}, cast_kernel);
+    for (int32_t c : kComplexDtypes) {
+      t.add("cast", {dt}, {c}, cast_kernel);
+      t.add("cast", {c}, {dt}, cast_kernel);
+    }
+  }
+  // Complex: copy, fill (value + value_imag) and casts among themselves.
+  for (int32_t dt : kComplexDtypes) {
+    t.add("copy", {dt}, {dt}, copy_kernel);
+    t.add("full", {}, {dt}, full_kernel);
+    t.add("full_like", {}, {dt}, full_like_kernel);
+    for (int32_t to : kComplexDtypes) t.add("cast", {dt}, {to}, cast_kernel);
   }
   for (int32_t dt : kNumericDtypes) t.add("arange", {}, {dt}, arange_kernel);
   for (int32_t dt : kFloatDtypes) {

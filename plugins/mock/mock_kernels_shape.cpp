@@ -2,6 +2,8 @@
 // pad, gather, scatter_add. All but scatter_add move whole elements as bytes,
 // so one loop serves every dtype.
 #include "mock_internal.h"
+#include <iterator>
+#include <vector>
 
 namespace oar_mock {
 namespace {
@@ -351,7 +353,10 @@ OarStatus scatter_add_kernel(const OarKernelContext* ctx) {
 
 void register_shape_kernels(op::KernelTable& t) {
   const int32_t index_dtypes[] = {OAR_DTYPE_I32, OAR_DTYPE_I64};
-  for (int32_t dt : kAllDtypes) {
+  // Data movement copies bytes: every dtype, complex included.
+  std::vector<int32_t> every(std::begin(kAllDtypes), std::end(kAllDtypes));
+  every.insert(every.end(), std::begin(kComplexDtypes), std::end(kComplexDtypes));
+  for (int32_t dt : every) {
     t.add("transpose", {dt}, {dt}, transpose_kernel);
     t.add("broadcast_to", {dt}, {dt}, broadcast_to_kernel);
     t.add("broadcast_to_like", {}, {dt}, broadcast_to_like_kernel);

@@ -37,7 +37,7 @@ TEST_CASE("broken plugins are skipped with their reasons; good ones load") {
   oar::Runtime rt(only(test_plugin_dir()));
   CHECK(reason_for(rt, "liboar_test_garbage.so").find("not a loadable shared object") == 0);
   CHECK(reason_for(rt, "liboar_test_no_entry.so") == "it does not export the entry symbol 'oar_plugin_init'");
-  CHECK(reason_for(rt, "liboar_test_wrong_major.so") == "incompatible ABI version (plugin: 2.2, host: 1.2)");
+  CHECK(reason_for(rt, "liboar_test_wrong_major.so") == "incompatible ABI version (plugin: 2.3, host: 1.3)");
   CHECK(reason_for(rt, "liboar_test_init_fails.so") == "its init failed with status 4: minimal: init failed on purpose");
   CHECK(reason_for(rt, "liboar_test_dup_b.so").find("device type 'dupdev' is already provided by '") == 0);
   CHECK(reason_for(rt, "liboar_test_dup_b.so").find("liboar_test_dup_a.so") != std::string::npos);
@@ -103,7 +103,7 @@ TEST_CASE("`oar devices` prints one warning line per skipped plugin and goes on"
     return n;
   };
   CHECK(count("oar warning: skipping plugin '") == 5);
-  CHECK(count("liboar_test_wrong_major.so': incompatible ABI version (plugin: 2.2, host: 1.2)\n") == 1);
+  CHECK(count("liboar_test_wrong_major.so': incompatible ABI version (plugin: 2.3, host: 1.3)\n") == 1);
   CHECK(count("liboar_test_garbage.so': not a loadable shared object") == 1);
   CHECK(out.find("device type 'fastdev': 2 devices") != std::string::npos);
   CHECK(out.find("minimal:0  minimal test device") != std::string::npos);

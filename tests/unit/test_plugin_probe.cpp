@@ -156,7 +156,7 @@ TEST_CASE("probe outcomes are cached by path, size and mtime; a damaged cache is
     CHECK(rt.device_count("survivor") == 1);
   }
   std::string cache = read_file(options.probe_cache_file);
-  CHECK(cache.find("oar-plugin-probe-cache 2 abi 1.2\n") == 0);
+  CHECK(cache.find("oar-plugin-probe-cache 2 abi 1.3\n") == 0);
   CHECK(cache.find("fail\t") != std::string::npos);
   CHECK(cache.find("/liboar_a.so\t" + crash + "\t") != std::string::npos);
   CHECK(cache.find("/liboar_b.so\t\t") != std::string::npos);  // a pass
@@ -181,15 +181,15 @@ TEST_CASE("probe outcomes are cached by path, size and mtime; a damaged cache is
 
   // Damaged caches are ignored as a whole and rewritten.
   for (std::string garbage : {std::string("not a cache\n"),
-                              "oar-plugin-probe-cache 2 abi 1.2\npass\t12\tx\t" + dir + "/liboar_a.so\t\n",
-                              "oar-plugin-probe-cache 2 abi 1.2\nfail\t1\t2\t" + dir + "/liboar_a.so\n",
-                              "oar-plugin-probe-cache 2 abi 1.2\npass\t1\t2\t" + dir + "/liboar_a.so\t\tno-library\n",
+                              "oar-plugin-probe-cache 2 abi 1.3\npass\t12\tx\t" + dir + "/liboar_a.so\t\n",
+                              "oar-plugin-probe-cache 2 abi 1.3\nfail\t1\t2\t" + dir + "/liboar_a.so\n",
+                              "oar-plugin-probe-cache 2 abi 1.3\npass\t1\t2\t" + dir + "/liboar_a.so\t\tno-library\n",
                               std::string("oar-plugin-probe-cache 1 abi 9.9\n"), std::string(2 << 20, '\t')}) {
     std::ofstream(options.probe_cache_file, std::ios::binary) << garbage;
     oar::Runtime rt(options);
     CHECK(rt.device_count("minimal") == 1);
     CHECK(rt.device_count("survivor") == 1);
-    CHECK(read_file(options.probe_cache_file).find("oar-plugin-probe-cache 2 abi 1.2\npass\t") == 0);
+    CHECK(read_file(options.probe_cache_file).find("oar-plugin-probe-cache 2 abi 1.3\npass\t") == 0);
   }
   fs::remove_all(dir);
 }
@@ -202,7 +202,7 @@ TEST_CASE("a cached pass for a file of another size or mtime is not used") {
   oar::RuntimeOptions options = only(dir);
   options.probe_cache_file = dir + "/probe.cache";
   std::string canonical = fs::canonical(dir + "/liboar_a.so").string();
-  std::ofstream(options.probe_cache_file) << "oar-plugin-probe-cache 2 abi 1.2\npass\t1\t1\t" << canonical << "\t\n";
+  std::ofstream(options.probe_cache_file) << "oar-plugin-probe-cache 2 abi 1.3\npass\t1\t1\t" << canonical << "\t\n";
   oar::Runtime rt(options);
   CHECK(reason_for(rt, "liboar_a.so").find("killed by signal 11 (SIGSEGV)") != std::string::npos);
   fs::remove_all(dir);

@@ -82,7 +82,11 @@ inline constexpr DTypeSet kFloatDTypes =
 inline constexpr DTypeSet kIntDTypes =
     dtype_bit(DType::i8) | dtype_bit(DType::u8) | dtype_bit(DType::i32) | dtype_bit(DType::i64);
 inline constexpr DTypeSet kNumericDTypes = kFloatDTypes | kIntDTypes;
+/// The real dtypes. Complex dtypes are opt-in: an op that takes them says so
+/// in its DTypeRule (`kAllDTypes | kComplexDTypes`).
 inline constexpr DTypeSet kAllDTypes = kNumericDTypes | dtype_bit(DType::boolean);
+/// c64 and c128.
+inline constexpr DTypeSet kComplexDTypes = dtype_bit(DType::c64) | dtype_bit(DType::c128);
 /// f32 and f64: the dtypes composite ops are tested in.
 inline constexpr DTypeSet kF32F64DTypes = dtype_bit(DType::f32) | dtype_bit(DType::f64);
 /// "float dtypes", "numeric dtypes", "any dtype", or the names ("float32, int64").
@@ -108,6 +112,7 @@ enum class ScalarKind : uint8_t {
   boolean,   ///< True / False
   integer,   ///< 3
   floating,  ///< 2.5
+  complex,   ///< 1 + 2j
 };
 
 /// The input domain conformance and gradient cases of an op are drawn from

@@ -117,12 +117,16 @@ Tensor full(const Shape& shape, double value, DType dtype = DType::f32,
             std::optional<Device> device = std::nullopt);
 Tensor zeros(const Shape& shape, DType dtype = DType::f32, std::optional<Device> device = std::nullopt);
 Tensor ones(const Shape& shape, DType dtype = DType::f32, std::optional<Device> device = std::nullopt);
+/// A complex fill: value.imag() goes to the attribute `value_imag` (a real
+/// dtype takes the real part, as cast does).
+Tensor full(const Shape& shape, std::complex<double> value, DType dtype, std::optional<Device> device = std::nullopt);
 /// x's shape filled with `value` (x's dtype, or `dtype`). The shape is read
 /// when the op runs, so a traced program keeps x's dynamic dims (Note
 /// [Shape from an operand] in core/src/ops/shape_ops.cpp); x's values and
 /// gradient are not used.
 Tensor full_like(const Tensor& x, double value);
 Tensor full_like(const Tensor& x, double value, DType dtype);
+Tensor full_like(const Tensor& x, std::complex<double> value, DType dtype);
 Tensor zeros_like(const Tensor& x);
 Tensor ones_like(const Tensor& x);
 /// x broadcast to the shape of `ref` (read when the op runs, like

@@ -2,6 +2,7 @@
 /// Tensor: a shared handle to device memory with a dtype, shape and strides.
 #pragma once
 
+#include <complex>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -137,8 +138,12 @@ class Tensor {
   /// Elements as a host vector; T must match dtype() exactly.
   template <typename T>
   std::vector<T> to_vector() const;
-  /// The value of a one-element tensor converted to double.
+  /// The value of a one-element tensor converted to double (an error for a
+  /// complex dtype: use item_complex).
   double item() const;
+  /// The value of a one-element tensor of any dtype as a complex number
+  /// (imaginary part 0 for a real dtype).
+  std::complex<double> item_complex() const;
   /// A copy on another device (staged through host memory when the plugins
   /// offer no direct path). Same device: returns *this.
   Tensor to(const Device& device) const;

@@ -114,7 +114,7 @@ struct DTypeName {
   DType dtype;
   const char* name;
 };
-constexpr std::array<DTypeName, 9> kDTypeNames = {{
+constexpr std::array<DTypeName, kDTypeCount> kDTypeNames = {{
     {DType::f32, "F32"},
     {DType::f64, "F64"},
     {DType::f16, "F16"},
@@ -124,6 +124,8 @@ constexpr std::array<DTypeName, 9> kDTypeNames = {{
     {DType::i32, "I32"},
     {DType::i64, "I64"},
     {DType::boolean, "BOOL"},
+    {DType::c64, "C64"},    // the safetensors spec's names (interleaved real, imaginary)
+    {DType::c128, "C128"},
 }};
 
 bool parse_safetensors_dtype(const std::string& name, DType& out) {

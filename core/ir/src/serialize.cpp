@@ -47,8 +47,8 @@ constexpr const char* kFormat = "oar.program";
 constexpr const char* kConstantPrefix = "const:";
 // Attribute kinds by AttrValue alternative (attribute.h).
 constexpr const char* kAttrKinds[] = {"int", "float", "bool", "str", "ints", "floats"};
-constexpr DType kAllDTypes[] = {DType::f32, DType::f64, DType::f16, DType::bf16,   DType::i8,
-                                DType::u8,  DType::i32, DType::i64, DType::boolean};
+constexpr DType kAllDTypes[] = {DType::f32, DType::f64, DType::f16,     DType::bf16, DType::i8, DType::u8,
+                                DType::i32, DType::i64, DType::boolean, DType::c64,  DType::c128};
 
 // ---- writing ----
 

@@ -91,7 +91,8 @@ OAR_REGISTER_OPS(creation) {
   const AttrSpec seed = attr("seed", AttrKind::int_, "Philox key (set per run in static mode)");
   const AttrSpec offset = attr("offset", AttrKind::int_, "Philox counter offset");
   add_op({.name = "full", .num_inputs = 0, .meta = creation_meta,
-          .attrs = {shape, dtype, attr("value", AttrKind::float_, "every element's value")},
+          .attrs = {shape, dtype, attr("value", AttrKind::float_, "every element's value"),
+                    attr("value_imag", 0.0, "complex dtypes: the imaginary part of the value")},
           .doc = "every element = value (cast to the dtype)"});
   add_op({.name = "arange", .num_inputs = 0, .meta = creation_meta,
           .attrs = {shape, dtype, attr("start", AttrKind::float_, "the first value"), attr("step", 1.0, "the spacing")},
@@ -116,6 +117,11 @@ OAR_REGISTER_OPS(creation) {
 Tensor full(const Shape& shape, double value, DType dtype, std::optional<Device> device) {
   return create(OAR_OP("full"), Attrs{{"shape", shape}, {"dtype", static_cast<int64_t>(dtype)}, {"value", value}},
                 device);
+}
+Tensor full(const Shape& shape, std::complex<double> value, DType dtype, std::optional<Device> device) {
+  Attrs attrs{{"shape", shape}, {"dtype", static_cast<int64_t>(dtype)}, {"value", value.real()}};
+  if (value.imag() != 0 && is_complex(dtype)) attrs.set("value_imag", value.imag());
+  return create(OAR_OP("full"), attrs, device);
 }
 Tensor zeros(const Shape& shape, DType dtype, std::optional<Device> device) { return full(shape, 0.0, dtype, device); }
 Tensor ones(const Shape& shape, DType dtype, std::optional<Device> device) { return full(shape, 1.0, dtype, device); }

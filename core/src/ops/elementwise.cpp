@@ -102,8 +102,12 @@ Grads where_vjp(const VjpContext& c) {
   return {Tensor(), c.needs[1] ? to_input(c, 1, where(X(c), G(c), zero)) : Tensor(),
           c.needs[2] ? to_input(c, 2, where(X(c), zero, G(c))) : Tensor()};
 }
+// Between real and complex dtypes the VJP is the cast back (Note [Complex
+// gradients] in complex.cpp): real -> complex gives Re(g), complex -> real
+// gives g + 0i, both what cast does.
 Grads cast_vjp(const VjpContext& c) {
-  if (!is_floating(X(c).dtype()) || !is_floating(Y(c).dtype())) {
+  auto differentiable = [](DType d) { return is_floating(d) || is_complex(d); };
+  if (!differentiable(X(c).dtype()) || !differentiable(Y(c).dtype())) {
     throw Error(ErrorCode::invalid_argument, "cast: a cast from " + std::string(dtype_name(X(c).dtype())) + " to " +
                                                  std::string(dtype_name(Y(c).dtype())) + " is not differentiable");
   }

@@ -40,8 +40,9 @@ std::string dtype_set_str(DTypeSet set) {
   if (set == kFloatDTypes) return "float dtypes";
   if (set == kNumericDTypes) return "numeric dtypes";
   if (set == kAllDTypes) return "any dtype";
+  if (set == (kAllDTypes | kComplexDTypes)) return "any dtype, complex included";
   std::string out;
-  for (int d = 0; d <= static_cast<int>(DType::boolean); ++d) {
+  for (int d = 0; d < kDTypeCount; ++d) {
     auto dtype = static_cast<DType>(d);
     if (set & dtype_bit(dtype)) out += (out.empty() ? "" : ", ") + std::string(dtype_name(dtype));
   }
@@ -143,13 +144,18 @@ DType promote(const OpDef& op, std::span<const DType> dtypes, std::span<const Sc
     if (scalars[i] == ScalarKind::tensor) tensors = tensors ? promote_types(*tensors, dtypes[i]) : dtypes[i];
     else widest = std::max(widest, scalars[i]);
   }
-  DType d = tensors.value_or(widest == ScalarKind::floating  ? default_float
-                             : widest == ScalarKind::integer ? DType::i64
-                                                             : DType::boolean);
+  DType d = tensors.value_or(widest == ScalarKind::complex    ? complex_dtype_for(default_float)
+                             : widest == ScalarKind::floating ? default_float
+                             : widest == ScalarKind::integer  ? DType::i64
+                                                              : DType::boolean);
   if (op.dtypes.promotion == Promotion::none) return d;
-  if (widest == ScalarKind::floating && !is_floating(d)) d = default_float;
+  // A complex scalar makes the result complex of the tensors' precision
+  // (f64 + 1j -> c128, f32 or an int + 1j -> c64, as Paddle).
+  if (widest == ScalarKind::complex && !is_complex(d))
+    d = is_floating(d) ? complex_dtype_for(d) : complex_dtype_for(default_float);
+  if (widest == ScalarKind::floating && !is_floating(d) && !is_complex(d)) d = default_float;
   if (widest == ScalarKind::integer && d == DType::boolean) d = DType::i64;
-  if (op.dtypes.promotion == Promotion::float_compute && !is_floating(d)) d = default_float;
+  if (op.dtypes.promotion == Promotion::float_compute && !is_floating(d) && !is_complex(d)) d = default_float;
   return d;
 }
 

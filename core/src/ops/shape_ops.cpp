@@ -94,7 +94,8 @@ std::vector<Tensor> sum_to_like_decompose(std::span<const Tensor> in, const Attr
 // shape, so the executor compiles such a program per input shapes (Note
 // [Decomposing per input shapes] in executor.cpp).
 std::vector<Tensor> full_like_decompose(std::span<const Tensor> in, const Attrs& attrs) {
-  return {full(in[0].shape(), attrs.get_float("value"), static_cast<DType>(attrs.get_int("dtype")), in[0].device())};
+  const std::complex<double> value(attrs.get_float("value"), attrs.find("value_imag") ? attrs.get_float("value_imag") : 0.0);
+  return {full(in[0].shape(), value, static_cast<DType>(attrs.get_int("dtype")), in[0].device())};
 }
 std::vector<Tensor> broadcast_to_like_decompose(std::span<const Tensor> in, const Attrs&) {
   return {broadcast_to(in[0], in[1].shape())};
@@ -122,7 +123,9 @@ OAR_REGISTER_OPS(shape_ops) {
   add_op({.name = "full_like", .kind = OpKind::composite, .meta = full_like_meta, .decompose = full_like_decompose,
           .vjp = no_grad_vjp, .differentiable = false,
           .attrs = {attr("value", AttrKind::float_, "every element's value"),
-                    attr("dtype", AttrKind::int_, "the result's DType")},
+                    attr("dtype", AttrKind::int_, "the result's DType"),
+                    attr("value_imag", 0.0, "complex dtypes: the imaginary part of the value")},
+          .dtypes = {.accepts = kAllDTypes | kComplexDTypes},
           .doc = "x's shape, every element = value (cast to the dtype); x's values are not read"});
   add_op({.name = "broadcast_to_like", .kind = OpKind::composite, .num_inputs = 2,
           .layout = InputLayout::broadcast, .meta = broadcast_to_like_meta,
@@ -140,6 +143,12 @@ OAR_REGISTER_OPS(shape_ops) {
 Tensor full_like(const Tensor& x, double value, DType dtype) {
   std::array<Tensor, 1> in{x.detach()};
   return apply1(OAR_OP("full_like"), in, Attrs{{"value", value}, {"dtype", static_cast<int64_t>(dtype)}});
+}
+Tensor full_like(const Tensor& x, std::complex<double> value, DType dtype) {
+  std::array<Tensor, 1> in{x.detach()};
+  Attrs attrs{{"value", value.real()}, {"dtype", static_cast<int64_t>(dtype)}};
+  if (value.imag() != 0 && is_complex(dtype)) attrs.set("value_imag", value.imag());
+  return apply1(OAR_OP("full_like"), in, attrs);
 }
 Tensor full_like(const Tensor& x, double value) { return full_like(x, value, x.dtype()); }
 Tensor zeros_like(const Tensor& x) { return full_like(x, 0.0); }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <complex>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -258,10 +259,12 @@ OAR_INSTANTIATE(uint8_t)
 OAR_INSTANTIATE(int32_t)
 OAR_INSTANTIATE(int64_t)
 OAR_INSTANTIATE(bool)
+OAR_INSTANTIATE(std::complex<float>)
+OAR_INSTANTIATE(std::complex<double>)
 #undef OAR_INSTANTIATE
 
 namespace {
-// Host element i of raw bytes as double.
+// Host element i of raw bytes as double (a complex element: its real part).
 double element_as_double(const std::vector<uint8_t>& raw, DType dtype, size_t i) {
   const uint8_t* p = raw.data() + i * dtype_size(dtype);
   auto read = [p](auto zero) {
@@ -279,8 +282,26 @@ double element_as_double(const std::vector<uint8_t>& raw, DType dtype, size_t i)
     case DType::i32: return read(int32_t{});
     case DType::i64: return read(int64_t{});
     case DType::boolean: return *p ? 1.0 : 0.0;
+    case DType::c64: return read(float{});    // the real part (the first of the pair)
+    case DType::c128: return read(double{});  // the real part
   }
   return 0.0;
+}
+
+// Host element i of raw bytes as a complex number (imaginary 0 for reals).
+std::complex<double> element_as_complex(const std::vector<uint8_t>& raw, DType dtype, size_t i) {
+  const uint8_t* p = raw.data() + i * dtype_size(dtype);
+  if (dtype == DType::c64) {
+    std::complex<float> v;
+    std::memcpy(&v, p, sizeof v);
+    return {v.real(), v.imag()};
+  }
+  if (dtype == DType::c128) {
+    std::complex<double> v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  return {element_as_double(raw, dtype, i), 0.0};
 }
 
 std::vector<uint8_t> host_bytes(const Tensor& t) {
@@ -291,9 +312,17 @@ std::vector<uint8_t> host_bytes(const Tensor& t) {
 }  // namespace
 
 double Tensor::item() const {
+  OAR_CHECK_ARG(!is_complex(dtype()), "item: the tensor has dtype " + std::string(dtype_name(dtype())) +
+                                          "; a complex value needs item_complex() (or real() first)");
   OAR_CHECK_ARG(numel() == 1, "item: the tensor has shape " + shape_str(shape()) + " (" +
                               std::to_string(numel()) + " elements); item() needs exactly one");
   return element_as_double(host_bytes(*this), dtype(), 0);
+}
+
+std::complex<double> Tensor::item_complex() const {
+  OAR_CHECK_ARG(numel() == 1, "item_complex: the tensor has shape " + shape_str(shape()) + " (" +
+                                  std::to_string(numel()) + " elements); it needs exactly one");
+  return element_as_complex(host_bytes(*this), dtype(), 0);
 }
 
 Tensor Tensor::to(const Device& device) const {
@@ -339,7 +368,15 @@ std::string Tensor::str(int64_t max_values) const {
       << ", values=[";
   auto raw = host_bytes(*this);
   int64_t n = std::min(numel(), max_values);
-  for (int64_t i = 0; i < n; ++i) out << (i ? ", " : "") << element_as_double(raw, dtype(), static_cast<size_t>(i));
+  for (int64_t i = 0; i < n; ++i) {
+    out << (i ? ", " : "");
+    if (is_complex(dtype())) {  // 1+2j, 1-0.5j (Python's spelling)
+      std::complex<double> v = element_as_complex(raw, dtype(), static_cast<size_t>(i));
+      out << v.real() << (std::signbit(v.imag()) ? "-" : "+") << std::abs(v.imag()) << "j";
+    } else {
+      out << element_as_double(raw, dtype(), static_cast<size_t>(i));
+    }
+  }
   if (numel() > n) out << ", ...";
   out << "])";
   return out.str();

@@ -5,8 +5,8 @@ plugins installed in oar/lib)."""
 from . import _C
 from ._C import ResourceExhaustedError, UnsupportedError  # noqa: F401 - oar.Error codes as exceptions
 from .framework import (Place, CPUPlace, CustomPlace, Tensor, dtype, float32, float64, float16, bfloat16, int8,
-                        uint8, int32, int64, bool, set_default_dtype, get_default_dtype, set_device, get_device,
-                        get_all_device_type, device_count, seed, environment)
+                        uint8, int32, int64, bool, complex64, complex128, set_default_dtype, get_default_dtype,
+                        set_device, get_device, get_all_device_type, device_count, seed, environment)
 from .creation import (to_tensor, full, zeros, ones, empty, full_like, zeros_like, ones_like, empty_like, arange,
                        linspace, eye, rand, uniform, randn, standard_normal, normal, randint, randperm, assign,
                        from_numpy)

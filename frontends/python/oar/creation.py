@@ -5,8 +5,8 @@ import numbers
 import numpy as np
 
 from . import _C
-from .framework import (Place, Tensor, convert_dtype, default_float_dtype, device_str, float32, int64,
-                        to_numpy_dtype)
+from .framework import (Place, Tensor, convert_dtype, default_complex_dtype, default_float_dtype, device_str,
+                        float32, int64, to_numpy_dtype)
 
 _ops = _C.ops
 
@@ -43,7 +43,10 @@ def to_tensor(data, dtype=None, place=None, stop_gradient=True):
                 dtype = default_float_dtype()
         elif arr.dtype.kind in "iu" and from_python and arr.dtype != np.int64:
             arr = arr.astype(np.int64)
-        elif arr.dtype.kind in "USOVc":
+        elif arr.dtype.kind == "c" and from_python and dtype is None:
+            # Python complex numbers: complex64, or complex128 when the default float is float64 (Paddle).
+            dtype = default_complex_dtype()
+        elif arr.dtype.kind in "USOV":
             raise TypeError(f"to_tensor: cannot make a tensor from data of numpy dtype {arr.dtype}")
         t = _C.from_numpy(arr, dtype, device)
     t.stop_gradient = stop_gradient
@@ -83,6 +86,8 @@ def clone_data(t):
     """A tensor with its own storage and the same values (no autograd)."""
     if t.dtype == convert_dtype("bool"):
         return _ops.logical_or(t, t)
+    if t.dtype.is_complex:
+        return _ops.call("copy", [t], {})[0]
     return _ops.add_scalar(t, 0.0)
 
 
@@ -91,6 +96,8 @@ def _fill_dtype(value, dtype):
         return convert_dtype(dtype)
     if isinstance(value, builtins.bool):
         return convert_dtype("bool")
+    if isinstance(value, (complex, np.complexfloating)):
+        return default_complex_dtype()
     return default_float_dtype()
 
 
@@ -103,6 +110,8 @@ def full(shape, fill_value, dtype=None, name=None):
         # Exactly, in integers: a double holds integers only up to 2**53.
         value = _python_ints_in_range(int(fill_value), dtype)
         return to_tensor(np.full(_shape(shape), value, dtype=value.dtype), dtype=dtype)
+    if isinstance(fill_value, (complex, np.complexfloating)):
+        return _ops.full(_shape(shape), complex(fill_value), dtype)
     return _ops.full(_shape(shape), float(fill_value), dtype)
 
 
@@ -120,6 +129,8 @@ def empty(shape, dtype=None, name=None):
 
 def _like(x, value, dtype):
     dtype = convert_dtype(dtype)
+    if isinstance(value, (complex, np.complexfloating)) or x.dtype.is_complex:
+        return _ops.full_like(x, complex(value), dtype if dtype is not None else x.dtype)
     out = _ops.full_like(x, float(value))
     return _ops.cast(out, dtype) if dtype is not None and dtype != out.dtype else out
 

@@ -18,6 +18,8 @@ uint8 = dtype.uint8
 int32 = dtype.int32
 int64 = dtype.int64
 bool = dtype.bool  # noqa: A001 - paddle.bool
+complex64 = dtype.complex64
+complex128 = dtype.complex128
 
 _default_dtype = float32
 
@@ -25,12 +27,14 @@ _ALIASES = {
     "float": float32, "float32": float32, "fp32": float32, "double": float64, "float64": float64,
     "half": float16, "float16": float16, "fp16": float16, "bfloat16": bfloat16, "bf16": bfloat16,
     "int": int64, "int64": int64, "long": int64, "int32": int32, "int8": int8, "uint8": uint8,
-    "bool": bool,
+    "bool": bool, "complex64": complex64, "complex128": complex128, "c64": complex64, "c128": complex128,
+    "cfloat": complex64, "cdouble": complex128,
 }
 _FROM_NUMPY = {
     np.dtype(np.float32): float32, np.dtype(np.float64): float64, np.dtype(np.float16): float16,
     np.dtype(np.int8): int8, np.dtype(np.uint8): uint8, np.dtype(np.int32): int32,
     np.dtype(np.int64): int64, np.dtype(np.bool_): bool,
+    np.dtype(np.complex64): complex64, np.dtype(np.complex128): complex128,
 }
 _TO_NUMPY = {v: k for k, v in _FROM_NUMPY.items()}
 
@@ -52,6 +56,8 @@ def convert_dtype(d):
         return int64
     if d is builtins.bool:
         return bool
+    if d is complex:
+        return default_complex_dtype()
     try:
         return _FROM_NUMPY[np.dtype(d)]
     except (TypeError, KeyError):
@@ -83,6 +89,15 @@ def get_default_dtype():
 
 def default_float_dtype():
     return _default_dtype
+
+
+def default_complex_dtype():
+    """The dtype of a Python complex scalar: complex128 when the default float is float64, else complex64."""
+    return _C.complex_dtype_for(_default_dtype)
+
+
+def is_complex_dtype(d):
+    return convert_dtype(d).is_complex
 
 
 class Place:

@@ -28,6 +28,8 @@ DLDataType dl_dtype(oar::DType dtype) {
     case oar::DType::i32: return {kDLInt, 32, 1};
     case oar::DType::i64: return {kDLInt, 64, 1};
     case oar::DType::boolean: return {kBoolCode, 8, 1};
+    case oar::DType::c64: return {kDLComplex, 64, 1};
+    case oar::DType::c128: return {kDLComplex, 128, 1};
   }
   throw oar::Error(oar::ErrorCode::internal, "__dlpack__: unknown dtype");
 }
@@ -44,10 +46,12 @@ oar::DType oar_dtype(DLDataType t) {
     if (is(kDLInt, 32)) return oar::DType::i32;
     if (is(kDLInt, 64)) return oar::DType::i64;
     if (is(kBoolCode, 8)) return oar::DType::boolean;
+    if (is(kDLComplex, 64)) return oar::DType::c64;
+    if (is(kDLComplex, 128)) return oar::DType::c128;
   }
   throw py::type_error("from_dlpack: the DLPack dtype (code " + std::to_string(t.code) + ", " +
                        std::to_string(t.bits) + " bits, " + std::to_string(t.lanes) +
-                       " lanes) has no oar dtype; supported: float16/32/64, bfloat16, int8/32/64, uint8, bool");
+                       " lanes) has no oar dtype; supported: float16/32/64, bfloat16, int8/32/64, uint8, bool, complex64/128");
 }
 
 // What an exported DLManagedTensor points into: the tensor (its storage) and

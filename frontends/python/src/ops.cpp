@@ -1,5 +1,6 @@
 // oar._C.ops: every op of oar/ops.h, with the core's argument names. The
 // Paddle-style signatures (axis=None, dtype strings, name=) are in Python.
+#include <pybind11/complex.h>
 #include <pybind11/stl.h>
 
 #include <array>
@@ -53,8 +54,9 @@ void bind_ops(py::module_& parent) {
       } else if (*k == "bool") ks.push_back(oar::ScalarKind::boolean);
       else if (*k == "int") ks.push_back(oar::ScalarKind::integer);
       else if (*k == "float") ks.push_back(oar::ScalarKind::floating);
+      else if (*k == "complex") ks.push_back(oar::ScalarKind::complex);
       else throw oar::Error(oar::ErrorCode::invalid_argument, op + ": promote: scalar kind '" + *k +
-                                                              "' is not one of bool, int, float");
+                                                              "' is not one of bool, int, float, complex");
       ds.push_back(dtypes[i].value_or(oar::DType::boolean));
     }
     return oar::promote(def, ds, ks, default_float);
@@ -132,7 +134,13 @@ void bind_ops(py::module_& parent) {
   m.def("full", [](const oar::Shape& shape, double value, oar::DType dtype, const Dev& device) {
     return oar::full(shape, value, dtype, optional_device(device));
   }, py::arg("shape"), py::arg("value"), py::arg("dtype") = oar::DType::f32, py::arg("device") = py::none());
+  m.def("full", [](const oar::Shape& shape, std::complex<double> value, oar::DType dtype, const Dev& device) {
+    return oar::full(shape, value, dtype, optional_device(device));
+  }, py::arg("shape"), py::arg("value"), py::arg("dtype") = oar::DType::c64, py::arg("device") = py::none());
   m.def("full_like", [](const oar::Tensor& x, double value, std::optional<oar::DType> dtype) {
+    return oar::full_like(x, value, dtype.value_or(x.dtype()));
+  }, py::arg("x"), py::arg("value"), py::arg("dtype") = py::none());
+  m.def("full_like", [](const oar::Tensor& x, std::complex<double> value, std::optional<oar::DType> dtype) {
     return oar::full_like(x, value, dtype.value_or(x.dtype()));
   }, py::arg("x"), py::arg("value"), py::arg("dtype") = py::none());
   // Shapes read when the op runs (Note [Shape from an operand], core/src/ops/shape_ops.cpp).

@@ -26,6 +26,8 @@ py::dtype numpy_dtype(oar::DType dtype) {
     case oar::DType::i32: return py::dtype::of<int32_t>();
     case oar::DType::i64: return py::dtype::of<int64_t>();
     case oar::DType::boolean: return py::dtype::of<bool>();
+    case oar::DType::c64: return py::dtype("complex64");
+    case oar::DType::c128: return py::dtype("complex128");
   }
   throw oar::Error(oar::ErrorCode::internal, "numpy: unknown dtype");
 }
@@ -41,8 +43,11 @@ oar::DType dtype_of_numpy(const py::dtype& dt) {
   if (kind == 'i' && size == 4) return oar::DType::i32;
   if (kind == 'i' && size == 8) return oar::DType::i64;
   if (kind == 'b') return oar::DType::boolean;
+  if (kind == 'c' && size == 8) return oar::DType::c64;
+  if (kind == 'c' && size == 16) return oar::DType::c128;
   throw py::type_error("to_tensor: numpy dtype " + py::str(dt).cast<std::string>() +
-                       " has no oar dtype (supported: float16/32/64, int8, uint8, int32, int64, bool)");
+                       " has no oar dtype (supported: float16/32/64, int8, uint8, int32, int64, bool, "
+                       "complex64, complex128)");
 }
 
 oar::Shape shape_of(const py::array& a) {
@@ -120,12 +125,17 @@ void bind_tensor(py::module_& m) {
       .value("int32", oar::DType::i32)
       .value("int64", oar::DType::i64)
       .value("bool", oar::DType::boolean)
+      .value("complex64", oar::DType::c64)
+      .value("complex128", oar::DType::c128)
       .def("__repr__", [](oar::DType d) { return "oar." + std::string(oar::dtype_name(d)); })
       .def("__str__", [](oar::DType d) { return "oar." + std::string(oar::dtype_name(d)); })
       .def_property_readonly("name", [](oar::DType d) { return std::string(oar::dtype_name(d)); })
       .def_property_readonly("itemsize", [](oar::DType d) { return oar::dtype_size(d); })
       .def_property_readonly("is_floating_point", [](oar::DType d) { return oar::is_floating(d); })
-      .def_property_readonly("is_integer", [](oar::DType d) { return oar::is_integer(d); });
+      .def_property_readonly("is_integer", [](oar::DType d) { return oar::is_integer(d); })
+      .def_property_readonly("is_complex", [](oar::DType d) { return oar::is_complex(d); });
+  m.def("complex_dtype_for", &oar::complex_dtype_for);
+  m.def("real_dtype_for", &oar::real_dtype_for);
   m.def("parse_dtype", [](const std::string& s) { return oar::parse_dtype(s); });
   m.def("promote_types", &oar::promote_types);
 

@@ -95,7 +95,7 @@ def test_dlpack_bad_input_is_an_error():
     with pytest.raises(ValueError, match="read-only"):
         oar.from_numpy(ro)
     with pytest.raises(TypeError, match="dtype"):
-        oar.from_numpy(np.zeros(3, np.complex64))
+        oar.from_numpy(np.zeros(3, np.uint16))  # complex64 is supported since ABI 1.3
     with pytest.raises(TypeError, match="ndarray"):
         oar.from_numpy([1, 2])
     cap = oar.utils.dlpack.to_dlpack(oar.ones([2]))

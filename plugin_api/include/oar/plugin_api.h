@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 #define OAR_ABI_VERSION_MAJOR 1
-#define OAR_ABI_VERSION_MINOR 2
+#define OAR_ABI_VERSION_MINOR 3
 
 /** Size of a struct up to and including its last field. */
 #define OAR_STRUCT_SIZE(type, last_field) \
@@ -65,7 +65,9 @@ enum {
   OAR_DTYPE_I32 = 6,
   OAR_DTYPE_I64 = 7,
   OAR_DTYPE_BOOL = 8, /* one byte, 0 or 1 */
-  OAR_DTYPE_COUNT = 9
+  OAR_DTYPE_C64 = 9,  /* 1.3: two f32 (real, imaginary) interleaved, 8 bytes */
+  OAR_DTYPE_C128 = 10, /* 1.3: two f64 (real, imaginary) interleaved, 16 bytes */
+  OAR_DTYPE_COUNT = 11
 };
 
 /** Maximum rank of a tensor view. */
@@ -130,7 +132,7 @@ enum {
 /** Dtype pattern accepted in a kernel signature besides concrete dtypes. */
 enum {
   OAR_DTYPE_ANY = -1,       /* any dtype */
-  OAR_DTYPE_ANY_FLOAT = -2  /* f32, f64, f16, bf16 */
+  OAR_DTYPE_ANY_FLOAT = -2  /* f32, f64, f16, bf16 (real floats only, never complex) */
 };
 
 /** A kernel registered for (device type, op name). `input_dtypes` and

@@ -18,7 +18,8 @@ extern "C" {
 static inline size_t oar_dtype_size(int32_t dtype) {
   switch (dtype) {
     case OAR_DTYPE_F32: case OAR_DTYPE_I32: return 4;
-    case OAR_DTYPE_F64: case OAR_DTYPE_I64: return 8;
+    case OAR_DTYPE_F64: case OAR_DTYPE_I64: case OAR_DTYPE_C64: return 8;
+    case OAR_DTYPE_C128: return 16;
     case OAR_DTYPE_F16: case OAR_DTYPE_BF16: return 2;
     case OAR_DTYPE_I8: case OAR_DTYPE_U8: case OAR_DTYPE_BOOL: return 1;
     default: return 0;

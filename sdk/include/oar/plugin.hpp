@@ -16,6 +16,7 @@
 #ifndef OAR_PLUGIN_HPP
 #define OAR_PLUGIN_HPP
 
+#include <complex>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -163,6 +164,18 @@ struct bf16_t {
   uint16_t bits;  ///< the raw bits
 };
 
+/// Storage type of a complex64 element: two f32 (real, imaginary).
+using c64_t = std::complex<float>;
+/// Storage type of a complex128 element: two f64 (real, imaginary).
+using c128_t = std::complex<double>;
+/// 16 bytes moved as one element by dtype-agnostic kernels (visit_by_size).
+struct alignas(8) bytes16_t {
+  uint64_t lo, hi;  ///< the raw bytes
+};
+
+/// True for c64_t and c128_t.
+template <class T>
+inline constexpr bool kIsComplex = std::is_same_v<T, c64_t> || std::is_same_v<T, c128_t>;
 /// True for f16_t and bf16_t.
 template <class T>
 inline constexpr bool kIsHalf = std::is_same_v<T, f16_t> || std::is_same_v<T, bf16_t>;
@@ -181,16 +194,19 @@ constexpr int32_t dtype_of() {
   else if constexpr (std::is_same_v<T, uint8_t>) return OAR_DTYPE_U8;
   else if constexpr (std::is_same_v<T, int32_t>) return OAR_DTYPE_I32;
   else if constexpr (std::is_same_v<T, int64_t>) return OAR_DTYPE_I64;
+  else if constexpr (std::is_same_v<T, c64_t>) return OAR_DTYPE_C64;
+  else if constexpr (std::is_same_v<T, c128_t>) return OAR_DTYPE_C128;
   else {
     static_assert(std::is_same_v<T, bool>, "dtype_of: not a storage type of an OarDType");
     return OAR_DTYPE_BOOL;
   }
 }
 
-/// "f32", "i64", ... ("unknown dtype" outside OarDType).
+/// "f32", "i64", "c64", ... ("unknown dtype" outside OarDType).
 inline const char* dtype_name(int32_t dtype) {
-  static const char* const names[] = {"f32", "f64", "f16", "bf16", "i8",
-                                      "u8",  "i32", "i64", "bool"};
+  static const char* const names[] = {"f32", "f64", "f16", "bf16", "i8", "u8",
+                                      "i32", "i64", "bool", "c64", "c128"};
+  static_assert(sizeof(names) / sizeof(names[0]) == OAR_DTYPE_COUNT);
   return dtype >= 0 && dtype < OAR_DTYPE_COUNT ? names[dtype] : "unknown dtype";
 }
 
@@ -281,9 +297,40 @@ struct Element {
   }
 };
 
+/// Note [Complex casts]
+/// Casts with a complex side extend the cast contract as Paddle's cast does:
+///  - real -> complex sets the imaginary part to 0 (the real part converts as
+///    a float: halves through float, integers rounded to nearest);
+///  - complex -> real takes the real part and converts it by the contract
+///    above, except -> bool, which is true when either part is nonzero
+///    (Paddle's and NumPy's truth of a complex number);
+///  - c64 <-> c128 converts each part.
+/// `convert<D>(s)` converts one storage value `s` of any dtype to storage D.
+template <class D, class S>
+inline D convert(S s) {
+  if constexpr (kIsComplex<S> && kIsComplex<D>) {
+    using R = typename D::value_type;
+    return D(static_cast<R>(s.real()), static_cast<R>(s.imag()));
+  } else if constexpr (kIsComplex<S>) {
+    if constexpr (std::is_same_v<D, bool>) return s.real() != 0 || s.imag() != 0;
+    else return cast_to<D>(s.real());
+  } else if constexpr (kIsComplex<D>) {
+    using R = typename D::value_type;
+    if constexpr (std::is_same_v<S, bool>) return D(s ? R(1) : R(0), R(0));
+    else return D(static_cast<R>(Num<S>::load(s)), R(0));
+  } else if constexpr (std::is_same_v<S, bool>) {
+    return cast_to<D>(static_cast<int64_t>(s));
+  } else {
+    return cast_to<D>(Num<S>::load(s));
+  }
+}
+
 /// Dtype visitors: call f(T{}) with T the storage type of `dtype` (float,
-/// double, f16_t, bf16_t, int8_t, uint8_t, int32_t, int64_t, bool) when the
-/// dtype is in the family, and return whether it was.
+/// double, f16_t, bf16_t, int8_t, uint8_t, int32_t, int64_t, bool, c64_t,
+/// c128_t) when the dtype is in the family, and return whether it was.
+/// `visit_all` covers the real dtypes and bool only (its lambdas use
+/// Element<T>, comparisons and casts that complex lacks); complex kernels
+/// opt in with `visit_complex`.
 ///   visit_numeric(x.dtype, [&](auto tag) { using T = decltype(tag); ... });
 template <class F>
 bool visit_float(int32_t dtype, F&& f) {
@@ -311,7 +358,16 @@ template <class F>
 bool visit_numeric(int32_t dtype, F&& f) {
   return visit_float(dtype, f) || visit_int(dtype, f);
 }
-/// Every dtype.
+/// c64 and c128.
+template <class F>
+bool visit_complex(int32_t dtype, F&& f) {
+  switch (dtype) {
+    case OAR_DTYPE_C64: f(c64_t{}); return true;
+    case OAR_DTYPE_C128: f(c128_t{}); return true;
+    default: return false;
+  }
+}
+/// Every real dtype and bool (not complex: see visit_complex).
 template <class F>
 bool visit_all(int32_t dtype, F&& f) {
   if (dtype == OAR_DTYPE_BOOL) {
@@ -320,7 +376,8 @@ bool visit_all(int32_t dtype, F&& f) {
   }
   return visit_numeric(dtype, f);
 }
-/// Dtype-agnostic data movement: f(uintN_t{}) by element size only.
+/// Dtype-agnostic data movement: f(uintN_t{}) by element size only (1, 2, 4,
+/// 8 bytes; 16 bytes, c128, as bytes16_t), every dtype including complex.
 template <class F>
 bool visit_by_size(int32_t dtype, F&& f) {
   switch (oar_dtype_size(dtype)) {
@@ -328,6 +385,7 @@ bool visit_by_size(int32_t dtype, F&& f) {
     case 2: f(uint16_t{}); return true;
     case 4: f(uint32_t{}); return true;
     case 8: f(uint64_t{}); return true;
+    case 16: f(bytes16_t{}); return true;
     default: return false;
   }
 }
@@ -357,6 +415,8 @@ inline constexpr int32_t kNumericDtypes[] = {OAR_DTYPE_F32,  OAR_DTYPE_F64, OAR_
 inline constexpr int32_t kAllDtypes[] = {OAR_DTYPE_F32,  OAR_DTYPE_F64, OAR_DTYPE_F16,
                                          OAR_DTYPE_BF16, OAR_DTYPE_I8,  OAR_DTYPE_U8,
                                          OAR_DTYPE_I32,  OAR_DTYPE_I64, OAR_DTYPE_BOOL};
+/// c64 c128 (not in kAllDtypes: kernels register complex explicitly).
+inline constexpr int32_t kComplexDtypes[] = {OAR_DTYPE_C64, OAR_DTYPE_C128};
 
 // ---------------------------------------------------------------------------
 // Tensors
@@ -528,10 +588,20 @@ class Attrs {
     return cast_to<T>(get_float(name));
   }
   /// `element` for a runtime dtype: writes oar_dtype_size(dtype) bytes to
-  /// `out`. Returns ok() (false for an unknown dtype too).
+  /// `out`. Returns ok() (false for an unknown dtype too). A complex dtype
+  /// takes its real part from `name` and its imaginary part from the float
+  /// attribute `<name>_imag` (0 when absent), as `full`'s `value_imag`.
   bool element_into(const char* name, int32_t dtype, const double* fallback, void* out) {
     bool known = visit_all(dtype, [&](auto tag) {
       auto v = element<decltype(tag)>(name, fallback);
+      std::memcpy(out, &v, sizeof v);
+    });
+    known = known || visit_complex(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      using R = typename T::value_type;
+      const std::string imag_name = std::string(name) + "_imag";
+      const double im = has(imag_name.c_str()) ? get_float(imag_name.c_str()) : 0.0;
+      T v(element<R>(name, fallback), static_cast<R>(im));
       std::memcpy(out, &v, sizeof v);
     });
     if (!known && status_ == OAR_OK)
