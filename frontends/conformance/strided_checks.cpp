@@ -68,10 +68,12 @@ Tensor strided_view(Layout l, const HostArray& a, const oar::Device& device) {
       Shape swapped = a.shape;
       std::swap(swapped[r - 1], swapped[r - 2]);
       HostArray mem{a.dtype, swapped, std::vector<double>(a.values.size())};
-      for (int64_t i = 0; i < static_cast<int64_t>(a.values.size()); ++i) {
+      const int64_t parts = oar::is_complex(a.dtype) ? 2 : 1;  // complex: (real, imaginary) pairs
+      for (int64_t i = 0; i < static_cast<int64_t>(a.values.size()) / parts; ++i) {
         auto idx = unravel(i, a.shape);
         std::swap(idx[r - 1], idx[r - 2]);
-        mem.values[static_cast<size_t>(ravel(idx, swapped))] = a.values[static_cast<size_t>(i)];
+        for (int64_t p = 0; p < parts; ++p)
+          mem.values[static_cast<size_t>(parts * ravel(idx, swapped) + p)] = a.values[static_cast<size_t>(parts * i + p)];
       }
       std::vector<int64_t> perm(r);
       for (size_t d = 0; d < r; ++d) perm[d] = static_cast<int64_t>(d);
@@ -82,11 +84,13 @@ Tensor strided_view(Layout l, const HostArray& a, const oar::Device& device) {
       // Every dim of memory is 2n + 1 long, a at the odd positions; filler elsewhere.
       Shape big = a.shape;
       for (auto& d : big) d = 2 * d + 1;
-      HostArray mem{a.dtype, big, std::vector<double>(static_cast<size_t>(oar::shape_numel(big)), 1.0)};
-      for (int64_t i = 0; i < static_cast<int64_t>(a.values.size()); ++i) {
+      const int64_t parts = oar::is_complex(a.dtype) ? 2 : 1;  // complex: (real, imaginary) pairs
+      HostArray mem{a.dtype, big, std::vector<double>(static_cast<size_t>(parts * oar::shape_numel(big)), 1.0)};
+      for (int64_t i = 0; i < static_cast<int64_t>(a.values.size()) / parts; ++i) {
         auto idx = unravel(i, a.shape);
         for (auto& v : idx) v = 2 * v + 1;
-        mem.values[static_cast<size_t>(ravel(idx, big))] = a.values[static_cast<size_t>(i)];
+        for (int64_t p = 0; p < parts; ++p)
+          mem.values[static_cast<size_t>(parts * ravel(idx, big) + p)] = a.values[static_cast<size_t>(parts * i + p)];
       }
       std::vector<int64_t> axes, starts, ends, steps;
       for (size_t d = 0; d < r; ++d) {

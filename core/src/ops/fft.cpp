@@ -21,7 +21,8 @@
 //    c2r of g whose interior bins are halved: c2r extends its input with
 //    conj(g[n - k]), which counts each interior bin twice, while the DC (and
 //    for even n the Nyquist) bin is real-only in both. So grad_x =
-//    fft_c2r(g * w, axes, swap(s), n), w = 1 at DC/Nyquist, 1/2 elsewhere.
+//    fft_c2r(g * w, axes, swap(s), n), w = 1 at DC/Nyquist, 1/2 elsewhere
+//    (written without a complex multiply: see edge_bins).
 //    (Not onesided: grad_x = Re(fft_c2c(g, axes, swap(s), inverse)).)
 //  - c2r (x complex, m = n/2 + 1 bins): y depends on Re x_k and Im x_k of an
 //    interior bin through 2 Re(x_k e^{+i...}), and on the real part only of
@@ -116,17 +117,30 @@ std::string swapped(const std::string& norm) {
   return norm == "backward" ? "forward" : norm == "forward" ? "backward" : norm;
 }
 
-// A tensor of shape [1, ..., m (at `axis`), ..., 1]: `edge` at bin 0 and (for
-// even n) bin n / 2, `interior` elsewhere (Note [FFT normalization and adjoints]).
-Tensor bin_weights(int64_t n, int64_t axis, int64_t rank, double edge, double interior, DType dtype,
-                   const Device& device) {
-  const int64_t m = n / 2 + 1, nyquist = n % 2 == 0 && n > 1 ? 1 : 0, inner = m - 1 - nyquist;
-  std::vector<Tensor> parts{full({1}, edge, dtype, device)};
-  if (inner > 0) parts.push_back(full({inner}, interior, dtype, device));
-  if (nyquist) parts.push_back(full({1}, edge, dtype, device));
-  std::vector<int64_t> shape(static_cast<size_t>(rank), 1);
-  shape[static_cast<size_t>(axis)] = m;
-  return reshape(parts.size() == 1 ? parts[0] : concat(parts, 0), shape);
+// The bins of `axis` of a onesided spectrum of n points: DC, the interior
+// ones, and (for even n > 1) Nyquist.
+struct Bins {
+  int64_t m, inner;
+  bool nyquist;
+};
+Bins bins_of(int64_t n) {
+  const bool nyquist = n % 2 == 0 && n > 1;
+  return {n / 2 + 1, n / 2 + 1 - 1 - (nyquist ? 1 : 0), nyquist};
+}
+
+// g with its interior bins along `axis` zeroed (DC and Nyquist kept). The
+// bin weights of Note [FFT normalization and adjoints] are written with
+// slices, zeros and concat, which every dtype has, rather than a complex
+// multiply: g * w = (g + edges(g)) / 2 for w = 1/2 inside, and w' * r2c(g)
+// takes its interior bins from r2c(2 g).
+Tensor edge_bins(const Tensor& g, int64_t axis, int64_t n) {
+  Bins b = bins_of(n);
+  if (b.inner == 0) return g;
+  Shape zero_shape = g.shape();
+  zero_shape[static_cast<size_t>(axis)] = b.inner;
+  std::vector<Tensor> parts{slice(g, {axis}, {0}, {1}), zeros(zero_shape, g.dtype(), g.device())};
+  if (b.nyquist) parts.push_back(slice(g, {axis}, {b.m - 1}, {b.m}));
+  return concat(parts, axis);
 }
 
 using Grads = std::vector<Tensor>;
@@ -138,20 +152,27 @@ Grads c2c_vjp(const VjpContext& c) {
 
 Grads r2c_vjp(const VjpContext& c) {
   const Tensor& x = c.inputs[0];
+  const Tensor& g = c.grads[0];
   std::vector<int64_t> axes = c.attrs.get_ints("axes");
   const std::string norm = swapped(c.attrs.get_string("normalization"));
-  if (!c.attrs.get_bool("onesided")) return {cast(fft_c2c(c.grads[0], axes, norm, false), x.dtype())};
+  if (!c.attrs.get_bool("onesided")) return {cast(fft_c2c(g, axes, norm, false), x.dtype())};
   const int64_t last = axes.back(), n = x.shape()[static_cast<size_t>(last)];
-  Tensor w = bin_weights(n, last, x.dim(), 1.0, 0.5, x.dtype(), x.device());
-  return {fft_c2r(c.grads[0] * w, axes, norm, n)};
+  if (bins_of(n).inner == 0) return {fft_c2r(g, axes, norm, n)};
+  return {(fft_c2r(g, axes, norm, n) + fft_c2r(edge_bins(g, last, n), axes, norm, n)) * 0.5};
 }
 
 Grads c2r_vjp(const VjpContext& c) {
   const Tensor& y = c.outputs[0];
   std::vector<int64_t> axes = c.attrs.get_ints("axes");
   const int64_t last = axes.back(), n = y.shape()[static_cast<size_t>(last)];
-  Tensor w = bin_weights(n, last, y.dim(), 1.0, 2.0, y.dtype(), y.device());
-  return {fft_r2c(c.grads[0], axes, swapped(c.attrs.get_string("normalization")), true) * w};
+  const std::string norm = swapped(c.attrs.get_string("normalization"));
+  Tensor once = fft_r2c(c.grads[0], axes, norm, true);
+  Bins b = bins_of(n);
+  if (b.inner == 0) return {once};
+  Tensor twice = fft_r2c(c.grads[0] * 2.0, axes, norm, true);
+  std::vector<Tensor> parts{slice(once, {last}, {0}, {1}), slice(twice, {last}, {1}, {1 + b.inner})};
+  if (b.nyquist) parts.push_back(slice(once, {last}, {b.m - 1}, {b.m}));
+  return {concat(parts, last)};
 }
 
 // The cpu device's FFT kernels come from a separate plugin: say so when it
