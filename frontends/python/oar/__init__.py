@@ -15,6 +15,7 @@ from .math import (sum, max, min, abs, pow, round, all, any, slice)  # noqa: A00
 from . import tensor_methods as _tensor_methods  # noqa: F401 - installs Tensor methods
 from .autograd import no_grad, enable_grad, set_grad_enabled, is_grad_enabled, grad
 from . import nn, optimizer, io, metric, callbacks, jit, static, utils
+from . import fft  # noqa: F401 - paddle.fft
 from .utils.dlpack import from_dlpack  # noqa: F401 - torch.from_dlpack
 from .nn.functional import softmax  # noqa: F401
 from .serialization import save, load
