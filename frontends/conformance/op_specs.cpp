@@ -218,6 +218,7 @@ using specs::is_float;
 // gradients of non-finite inputs are not part of the contract.
 void add_edge_value_cases(std::vector<OpSpec>& specs) {
   for (OpSpec& spec : specs) {
+    if (!spec.edge_values) continue;
     auto base = spec.cases;
     spec.cases = [base](DType dt, Tier tier, uint32_t& seed) {
       std::vector<OpCase> cases = base(dt, tier, seed);
@@ -252,6 +253,7 @@ const std::vector<OpSpec>& op_specs() {
     specs::add_reduction_specs(s);
     specs::add_shape_specs(s);
     specs::add_nn_specs(s);
+    specs::add_fft_specs(s);
     add_edge_value_cases(s);
     return s;
   }();

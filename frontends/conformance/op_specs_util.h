@@ -75,5 +75,7 @@ void add_reduction_specs(std::vector<OpSpec>& s);
 void add_shape_specs(std::vector<OpSpec>& s);
 /// Convolution, pooling, creation and composite ops (op_specs_nn.cpp).
 void add_nn_specs(std::vector<OpSpec>& s);
+/// fft_c2c, fft_r2c, fft_c2r (op_specs_fft.cpp).
+void add_fft_specs(std::vector<OpSpec>& s);
 
 }  // namespace oar_conformance::specs

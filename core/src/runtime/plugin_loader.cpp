@@ -306,6 +306,10 @@ void load_plugin(RuntimeState& state, const PluginCandidate& candidate) {
       continue;
     }
     k.entry.provider = candidate.path;
+    // Note [Complex dtypes and older plugins]: complex dtypes came with ABI
+    // 1.3; an older plugin's OAR_DTYPE_ANY kernel was written for the real
+    // dtypes and never receives a complex tensor.
+    k.entry.knows_complex = info.abi_major > 1 || info.abi_minor >= 3;
     state.pending_kernels.push_back({k.device_type, k.op_name, std::move(k.entry)});
   }
 

@@ -25,6 +25,10 @@ bool KernelEntry::matches(std::span<const DType> inputs, std::span<const DType> 
     }
     return true;
   };
+  if (!knows_complex) {
+    for (DType d : inputs) if (is_complex(d)) return false;
+    for (DType d : outputs) if (is_complex(d)) return false;
+  }
   return (any_inputs || match_list(input_dtypes, inputs)) &&
          (any_outputs || match_list(output_dtypes, outputs));
 }

@@ -35,6 +35,9 @@ struct KernelEntry {
   std::string provider;   // path of the plugin that registered it
   int32_t priority = 0;   // OarKernelDesc.priority (0 without one)
   bool owner = false;     // registered by the plugin owning the device type
+  /// Built with ABI >= 1.3: its OAR_DTYPE_ANY patterns (and any-dtype
+  /// kernels) also match c64/c128. Note [Complex dtypes and older plugins].
+  bool knows_complex = true;
 
   bool matches(std::span<const DType> inputs, std::span<const DType> outputs) const;
 };

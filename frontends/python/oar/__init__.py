@@ -19,6 +19,7 @@ from .autograd import no_grad, enable_grad, set_grad_enabled, is_grad_enabled, g
 from . import nn, optimizer, io, metric, callbacks, jit, static, utils
 from . import linalg  # noqa: F401 - paddle.linalg
 from .linalg import cholesky, eigvalsh, inv as inverse  # noqa: F401 - paddle's top-level aliases
+from . import fft  # noqa: F401 - paddle.fft
 from .utils.dlpack import from_dlpack  # noqa: F401 - torch.from_dlpack
 from .nn.functional import softmax  # noqa: F401
 from .serialization import save, load

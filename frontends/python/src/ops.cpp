@@ -201,6 +201,14 @@ void bind_ops(py::module_& parent) {
         py::arg("padding") = Axes{0});
   m.def("avg_pool2d", &oar::avg_pool2d, py::arg("x"), py::arg("kernel_size"), py::arg("stride") = Axes{},
         py::arg("padding") = Axes{0}, py::arg("exclusive") = true);
+  // ---- fft (core/src/ops/fft.cpp; oar.fft builds numpy's functions on these) ----
+  m.def("fft_c2c", &oar::fft_c2c, py::arg("x"), py::arg("axes"), py::arg("normalization") = "backward",
+        py::arg("forward") = true);
+  m.def("fft_r2c", &oar::fft_r2c, py::arg("x"), py::arg("axes"), py::arg("normalization") = "backward",
+        py::arg("onesided") = true);
+  m.def("fft_c2r", &oar::fft_c2r, py::arg("x"), py::arg("axes"), py::arg("normalization") = "backward",
+        py::arg("last_dim_size") = 0);
+  // ---- end fft ----
 }
 
 }  // namespace oar_py
