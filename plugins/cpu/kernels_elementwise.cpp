@@ -8,6 +8,7 @@
 
 #include "cpu_common.h"
 #include "cpu_vec_math.h"
+#include "cpu_vec_math_f64.h"
 
 namespace oar_cpu {
 namespace {
@@ -67,7 +68,8 @@ struct Sign {
     }                                             \
   };
 // f32 exp, log and tanh: the vectorizable ones of cpu_vec_math.h (within
-// 2 ulp of libm's); f64 keeps libm.
+// 2 ulp of libm's); f64 exp and tanh those of cpu_vec_math_f64.h (within
+// 2 ulp), f64 log keeps libm.
 #define OAR_CPU_FLOAT_UNARY_F32(Name, f32_fn, expr)   \
   struct Name {                                       \
     static constexpr Family kFamily = kFloatOnly;     \
@@ -79,9 +81,9 @@ struct Sign {
         return expr;                                  \
     }                                                 \
   };
-OAR_CPU_FLOAT_UNARY_F32(Exp, exp_f32, std::exp(a))
+OAR_CPU_FLOAT_UNARY_F32(Exp, exp_f32, vmath::exp_f64(a))
 OAR_CPU_FLOAT_UNARY_F32(Log, log_f32, std::log(a))
-OAR_CPU_FLOAT_UNARY_F32(Tanh, tanh_f32, std::tanh(a))
+OAR_CPU_FLOAT_UNARY_F32(Tanh, tanh_f32, vmath::tanh_f64(a))
 #undef OAR_CPU_FLOAT_UNARY_F32
 OAR_CPU_FLOAT_UNARY(Sqrt, std::sqrt(a))
 OAR_CPU_FLOAT_UNARY(Rsqrt, C(1) / std::sqrt(a))
@@ -202,8 +204,7 @@ template <class T, class Op>
 inline constexpr bool kCallsLibm =
     std::is_same_v<Op, Pow> || std::is_same_v<Op, Sin> || std::is_same_v<Op, Cos> ||
     std::is_same_v<Op, Erf> ||
-    (std::is_same_v<T, double> &&
-     (std::is_same_v<Op, Exp> || std::is_same_v<Op, Log> || std::is_same_v<Op, Tanh>));
+    (std::is_same_v<T, double> && std::is_same_v<Op, Log>);
 template <class T, class R, class Op>
 inline constexpr bool kCloned = (std::is_same_v<T, float> || std::is_same_v<T, double>) &&
                                 std::is_same_v<T, R> && !kCallsLibm<T, Op>;
@@ -212,7 +213,7 @@ template <class T, class Op>
 OAR_CPU_CLONES_STREAM void unary_contig(T* y, const T* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = Op::f(x[i]);
 }
-template <class T, class Op>  // f32 exp, log, tanh: compute-bound
+template <class T, class Op>  // f32 exp, log, tanh, f64 exp, tanh: compute-bound
 OAR_CPU_CLONES void unary_contig_math(T* y, const T* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = Op::f(x[i]);
 }
@@ -235,7 +236,7 @@ void unary_row(void*, char* const* p, const int64_t* s, int64_t n) {
   R* y = reinterpret_cast<R*>(p[0]);
   const T* x = reinterpret_cast<const T*>(p[1]);
   if (s[0] == sizeof(R) && s[1] == sizeof(T)) {
-    if constexpr (kCloned<T, R, Op> && std::is_same_v<T, float> &&
+    if constexpr (kCloned<T, R, Op> &&
                   (std::is_same_v<Op, Exp> || std::is_same_v<Op, Log> || std::is_same_v<Op, Tanh>)) {
       unary_contig_math<T, Op>(y, x, n);
     } else if constexpr (kCloned<T, R, Op>) {

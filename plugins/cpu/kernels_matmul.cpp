@@ -2,8 +2,9 @@
 // oneDNN's matmul primitive: transposes are expressed as memory-descriptor
 // strides and batch broadcast as batch dims of 1, so nothing is copied.
 // Primitives are cached by problem (dtype, dims, strides). f16 and bf16
-// without a oneDNN kernel convert to f32 and use the f32 primitive; f64 and
-// integer dtypes use a blocked loop (integers accumulate with wraparound).
+// without a oneDNN kernel convert to f32 and use the f32 primitive; f64 (and
+// c64/c128) call OpenBLAS (blas_gemm.cpp) and integer dtypes use a blocked
+// loop (integers accumulate with wraparound).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "blas_gemm.h"
 #include "cpu_common.h"
 #include "onednn_util.h"
 
@@ -164,7 +166,7 @@ int64_t batch_offset(const OarTensorView& v, const OarTensorView& y, int64_t bi)
   return off;
 }
 
-/// Blocked loop for f64 and integer dtypes: rows of y accumulate k-slices.
+/// Blocked loop for integer dtypes: rows of y accumulate k-slices.
 template <class T>
 void matmul_loop(const OarTensorView& a, const OarTensorView& b, const OarTensorView& y,
                  const MatmulShape& s) {
@@ -265,8 +267,7 @@ OarStatus matmul_kernel(const OarKernelContext* ctx) {
       matmul_via_f32<f16_t>(a, b, y, s);
       return OAR_OK;
     case OAR_DTYPE_F64:
-      matmul_loop<double>(a, b, y, s);
-      return OAR_OK;
+      return blas_matmul(ctx, a, b, y, GemmProblem{s.nd, s.M, s.N, s.K, s.ta, s.tb});
     case OAR_DTYPE_I8:
       matmul_loop<int8_t>(a, b, y, s);
       return OAR_OK;
@@ -280,6 +281,9 @@ OarStatus matmul_kernel(const OarKernelContext* ctx) {
       matmul_loop<int64_t>(a, b, y, s);
       return OAR_OK;
     default:
+      if (blas_matmul_dtype(y.dtype)) {  // c64, c128
+        return blas_matmul(ctx, a, b, y, GemmProblem{s.nd, s.M, s.N, s.K, s.ta, s.tb});
+      }
       return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "dtype %s is not supported",
                   dtype_name(y.dtype));
   }
@@ -288,13 +292,19 @@ OarStatus matmul_kernel(const OarKernelContext* ctx) {
 }  // namespace
 
 void register_matmul_kernels(op::KernelTable& r) {
-  // f32/f64 hand oneDNN (or the loop) the operands' strides; f16/bf16 widen
+  // f32/f64 hand oneDNN (or OpenBLAS) the operands' strides; f16/bf16 widen
   // through a contiguous buffer and integers are not covered by the strided.*
   // conformance cases, so those get contiguous views.
   for (int32_t dt : kNumericDtypes) {
     const uint32_t flags = dt == OAR_DTYPE_F32 || dt == OAR_DTYPE_F64 ? uint32_t{OAR_KERNEL_STRIDED} : 0u;
     r.add("matmul", {dt, dt}, {dt}, &guarded<&matmul_kernel>, flags);
   }
+#if OAR_ABI_VERSION_MINOR >= 3
+  // Complex: OpenBLAS cgemm/zgemm (plain transposes, no conjugation), any strides.
+  for (int32_t dt : {int32_t{OAR_DTYPE_C64}, int32_t{OAR_DTYPE_C128}}) {
+    r.add("matmul", {dt, dt}, {dt}, &guarded<&matmul_kernel>, OAR_KERNEL_STRIDED);
+  }
+#endif
 }
 
 }  // namespace oar_cpu

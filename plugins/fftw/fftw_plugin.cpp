@@ -48,8 +48,7 @@ namespace op = oar::plugin;
 using op::fail;
 using op::format;
 
-// Complex dtypes of ABI 1.3 (plugin_api.h names them OAR_DTYPE_C64/C128).
-constexpr int32_t kC64 = 9, kC128 = 10;
+constexpr int32_t kC64 = OAR_DTYPE_C64, kC128 = OAR_DTYPE_C128;  // ABI 1.3
 
 int g_num_threads = 1;       // threads of one transform (fftw_plan_with_nthreads)
 bool g_measure = false;      // OAR_FFTW_PLANNER=measure

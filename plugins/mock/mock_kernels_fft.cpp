@@ -17,7 +17,7 @@ namespace oar_mock {
 namespace {
 
 using Cpx = std::complex<double>;
-constexpr int32_t kC64 = 9, kC128 = 10;  // OAR_DTYPE_C64 / OAR_DTYPE_C128 (ABI 1.3)
+constexpr int32_t kC64 = OAR_DTYPE_C64, kC128 = OAR_DTYPE_C128;  // ABI 1.3
 
 struct FftAttrs {
   std::vector<int64_t> axes;

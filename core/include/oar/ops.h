@@ -88,6 +88,26 @@ Tensor var(const Tensor& x, std::vector<int64_t> axes = {}, bool unbiased = true
 /// Batched matmul with numpy semantics for 1-D operands and broadcast batch dims.
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
 
+// ---- FFT (core/src/ops/fft.cpp; Note [FFT normalization and adjoints]) ----
+// Kernels: cpu from the plugin liboar_fftw.so (FFTW), mock from its
+// reference DFT. `normalization` is "backward" (the inverse is scaled by
+// 1/N), "ortho" (both by 1/sqrt(N)) or "forward" (the forward by 1/N), N the
+// product of the transformed lengths. Axes may be negative.
+/// Complex-to-complex DFT over `axes`: sign -1 when `forward`, +1 otherwise.
+/// A real x is first cast to its complex dtype (f64 -> c128, else c64).
+Tensor fft_c2c(const Tensor& x, const std::vector<int64_t>& axes, const std::string& normalization = "backward",
+               bool forward = true);
+/// Forward DFT of real x (f32 -> c64, f64 -> c128; other reals compute in
+/// f32) over `axes`; `onesided` keeps the n/2 + 1 bins of the last axis of
+/// `axes` (numpy.fft.rfftn), otherwise all n.
+Tensor fft_r2c(const Tensor& x, const std::vector<int64_t>& axes, const std::string& normalization = "backward",
+               bool onesided = true);
+/// Inverse of a onesided fft_r2c (numpy.fft.irfftn): x holds n/2 + 1 bins of
+/// the last axis of `axes`, the output n = `last_dim_size` points (0: 2 *
+/// (bins - 1)); the imaginary parts of the DC and Nyquist bins are ignored.
+Tensor fft_c2r(const Tensor& x, const std::vector<int64_t>& axes, const std::string& normalization = "backward",
+               int64_t last_dim_size = 0);
+
 // ---- manipulation ----
 /// -1 infers one dim; 0 copies the input's dim (Paddle).
 Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape);
