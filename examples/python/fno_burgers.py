@@ -162,7 +162,7 @@ class FNO1d(nn.Layer):
     Linear(width, width), gelu (not after the last)] -> Linear(width, 64) ->
     gelu -> Linear(64, 1)."""
 
-    def __init__(self, width=32, modes=16, layers=4, seed=0):
+    def __init__(self, width=24, modes=12, layers=4, seed=0):
         super().__init__()
         rng = np.random.default_rng(seed)
         self.lift = nn.Linear(2, width)
@@ -189,7 +189,7 @@ def relative_l2(pred, target):
     return oar.mean(num / den)
 
 
-def train(n_train=400, n_test=100, width=32, modes=16, epochs=40, batch_size=20, lr=3e-3, seed=0,
+def train(n_train=400, n_test=100, width=24, modes=12, epochs=12, batch_size=20, lr=3e-3, seed=0,
           quiet=False):
     """Makes the data, trains an FNO1d with Adam (cosine-decayed lr) on the
     relative L2 loss; returns (test error, net, data dict, seconds: data, train)."""
@@ -268,7 +268,7 @@ def export_and_run(net, x, out_dir, oar_run=None, width=None):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
-                        help="a small run (200 samples, width 16, 8 modes, 15 epochs; bound 1e-1)")
+                        help="a small run (200 samples, width 16, 8 modes, 10 epochs; bound 1e-1)")
     parser.add_argument("--epochs", type=int, default=None)
     parser.add_argument("--device", default=None)
     parser.add_argument("--out", default=None, help="directory for the saved model (default: a temporary one)")
@@ -277,10 +277,10 @@ def main():
     if args.device:
         oar.set_device(args.device)
     if args.quick:
-        config = dict(n_train=160, n_test=40, width=16, modes=8, epochs=15, batch_size=10)
+        config = dict(n_train=160, n_test=40, width=16, modes=8, epochs=10, batch_size=10, lr=5e-3)
         bound = 1e-1
     else:
-        config = dict(n_train=400, n_test=100, width=32, modes=16, epochs=40, batch_size=20)
+        config = dict(n_train=400, n_test=100, width=24, modes=12, epochs=12, batch_size=20, lr=3e-3)
         bound = 5e-2
     if args.epochs:
         config["epochs"] = args.epochs

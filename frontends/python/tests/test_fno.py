@@ -68,16 +68,17 @@ def test_oar_fft_solver_matches_the_numpy_scheme_and_cole_hopf(cpu):
 @needs_fft
 def test_small_fno_trains_saves_reloads_and_runs_in_oar_run(cpu, tmp_path):
     # The identity map (u1 = u0) is off by about 0.4; a briefly trained
-    # small FNO must reach 0.1 (the example's default run reaches ~1e-2).
-    error, net, data, _ = fno_burgers.train(n_train=100, n_test=40, width=12, modes=8, epochs=8,
-                                           batch_size=10, quiet=True)
+    # small FNO must reach 0.1 (torch reaches about 0.04 with this setup; the
+    # example's default run about 1e-2).
+    error, net, data, _ = fno_burgers.train(n_train=100, n_test=40, width=16, modes=8, epochs=8,
+                                           batch_size=10, lr=5e-3, quiet=True)
     assert error < 1e-1, f"relative L2 test error {error:.3e}"
     weights = [p for _, p in net.named_parameters() if p.dtype == oar.complex64]
-    assert len(weights) == 4 and weights[0].shape == [8, 12, 12]
+    assert len(weights) == 4 and weights[0].shape == [8, 16, 16]
 
     path = str(tmp_path / "fno.safetensors")
     oar.save(net.state_dict(), path)
-    fresh = fno_burgers.FNO1d(12, 8, seed=99)
+    fresh = fno_burgers.FNO1d(16, 8, seed=99)
     fresh.set_state_dict(oar.load(path))
     x = data["x_test"]
     with oar.no_grad():
