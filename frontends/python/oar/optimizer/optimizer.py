@@ -114,10 +114,10 @@ class Optimizer:
         self.step()
         return None, None
 
-    def _acc(self, name, p, init=0.0, like=None):
+    def _acc(self, name, p, init=0.0):
         key = (name, id(p))
         if key not in self._accumulators:
-            self._accumulators[key] = _ops.full_like((p if like is None else like).detach(), init)
+            self._accumulators[key] = _ops.full_like(p.detach(), init)
         return self._accumulators[key]
 
     def _set_acc(self, name, p, value):
@@ -203,26 +203,20 @@ class Adam(Optimizer):
         self._amsgrad = amsgrad
 
     def _adam(self, p, g, lr):
-        # A complex parameter steps as the pairs of reals it holds (torch's
-        # view_as_real): real [..., 2] moments, the step made complex again.
-        complex_param = g.dtype.name.startswith("complex")
-        if complex_param:
-            g = _ops.as_real(g)
         t = self._bump_step(p)
-        m = _ops.add(_ops.multiply_scalar(self._acc("moment1", p, like=g), self._beta1),
+        m = _ops.add(_ops.multiply_scalar(self._acc("moment1", p), self._beta1),
                      _ops.multiply_scalar(g, 1.0 - self._beta1))
-        v = _ops.add(_ops.multiply_scalar(self._acc("moment2", p, like=g), self._beta2),
+        v = _ops.add(_ops.multiply_scalar(self._acc("moment2", p), self._beta2),
                      _ops.multiply_scalar(_ops.multiply(g, g), 1.0 - self._beta2))
         self._set_acc("moment1", p, m)
         self._set_acc("moment2", p, v)
         if self._amsgrad:
-            v = _ops.maximum(self._acc("moment2_max", p, like=g), v)
+            v = _ops.maximum(self._acc("moment2_max", p), v)
             self._set_acc("moment2_max", p, v)
         b1p, b2p = self._beta1 ** t, self._beta2 ** t
         lr_t = lr * (1.0 - b2p) ** 0.5 / (1.0 - b1p)
         denom = _ops.add_scalar(_ops.sqrt(v), self._epsilon * (1.0 - b2p) ** 0.5)
-        step = _ops.multiply_scalar(_ops.divide(m, denom), lr_t)
-        return _ops.as_complex(step) if complex_param else step
+        return _ops.multiply_scalar(_ops.divide(m, denom), lr_t)
 
     def _bump_step(self, p):
         key = ("step", id(p))
