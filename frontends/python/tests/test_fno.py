@@ -94,26 +94,3 @@ def test_small_fno_trains_saves_reloads_and_runs_in_oar_run(cpu, tmp_path):
         pytest.skip("oar-run is not built (build/bin/oar-run or OAR_RUN_BIN); the C++ check did not run")
     np.testing.assert_allclose(ran, eager, rtol=1e-4, atol=1e-5)
 
-
-@pytest.mark.skipif(not hasattr(oar, "as_real"), reason="oar.as_real (helper A) is not in this build")
-def test_adam_steps_a_complex_parameter_as_its_pairs_of_reals(cpu):
-    # torch.optim.Adam's rule for complex parameters (view_as_real): the
-    # moments are taken per real and imaginary part, not of g * g.
-    w0 = np.array([0.5 - 1.0j, -2.0 + 0.25j, 1.5j], dtype=np.complex64)
-    c = np.array([[1.0, -2.0], [0.5, 3.0], [-1.0, 0.0]], dtype=np.float32)  # d loss / d (re, im)
-    w = oar.nn.create_parameter([3], dtype="complex64", default_initializer=oar.nn.initializer.Assign(w0))
-    opt = oar.optimizer.Adam(0.1, parameters=[w])
-    want, m, v = w0.view(np.float32).reshape(3, 2).astype(np.float64), 0.0, 0.0
-    for t in range(1, 4):
-        loss = oar.sum(oar.as_real(w) * oar.to_tensor(c * t))  # the gradient changes per step
-        loss.backward()
-        opt.step()
-        opt.clear_grad()
-        g = c * t
-        m = 0.9 * m + 0.1 * g
-        v = 0.999 * v + 0.001 * g * g
-        lr_t = 0.1 * np.sqrt(1 - 0.999**t) / (1 - 0.9**t)
-        want = want - lr_t * m / (np.sqrt(v) + 1e-8 * np.sqrt(1 - 0.999**t))
-    got = w.numpy()
-    np.testing.assert_allclose(got.real, want[:, 0], rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(got.imag, want[:, 1], rtol=1e-5, atol=1e-6)
