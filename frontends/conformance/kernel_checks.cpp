@@ -98,7 +98,8 @@ Run run_backward(const OpCase& c, const oar::Device& d, uint32_t seed) {
     if (leaves.empty()) return r;
     Tensor y = c.run(in, d);
     // The same random cotangent on both devices.
-    HostArray g{y.dtype(), y.shape(), std::vector<double>(static_cast<size_t>(y.numel()))};
+    const size_t parts = oar::is_complex(y.dtype()) ? 2 : 1;  // complex: (re, im) pairs
+    HostArray g{y.dtype(), y.shape(), std::vector<double>(parts * static_cast<size_t>(y.numel()))};
     uint32_t x = seed * 747796405u + 1;
     for (auto& v : g.values)
       x = x * 1664525u + 1013904223u, v = static_cast<double>(x >> 8) / 16777216.0 * 2 - 1;

@@ -20,10 +20,14 @@ namespace {
 // i64; i8, u8 and bool only where a domain lists them (cast, copy and the
 // logical ops go through all nine).
 std::vector<DType> tested_dtypes(const oar::OpDef& op) {
-  const oar::DTypeSet standard = oar::kFloatDTypes | oar::dtype_bit(DType::i32) | oar::dtype_bit(DType::i64);
+  const oar::DTypeSet standard =
+      oar::kFloatDTypes | oar::dtype_bit(DType::i32) | oar::dtype_bit(DType::i64) | oar::kComplexDTypes;
   oar::DTypeSet set = op.domain->dtypes ? op.domain->dtypes : (op.dtypes.accepts & standard);
   std::vector<DType> out;
   for (DType d : kAll) {
+    if (set & oar::dtype_bit(d)) out.push_back(d);
+  }
+  for (DType d : {DType::c64, DType::c128}) {
     if (set & oar::dtype_bit(d)) out.push_back(d);
   }
   return out;

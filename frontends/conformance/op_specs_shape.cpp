@@ -7,7 +7,7 @@ namespace {
 
 OpSpec matmul_spec() {
   return {
-      "matmul", kFloat, 10, [](DType dt, Tier tier, uint32_t& seed) {
+      "matmul", kFloatComplex, 10, [](DType dt, Tier tier, uint32_t& seed) {
         struct C {
           Shape a, b;
           bool ta, tb;
@@ -44,8 +44,19 @@ OpSpec matmul_spec() {
 void add_shape_specs(std::vector<OpSpec>& s) {
   using oar::Device;
   s.push_back(matmul_spec());
+  // ---- complex <-> (real, imaginary) pairs ----
+  s.push_back(shaped("as_real", kComplex, [](Tier t) {
+    return smoke_cut(t, {{{3, 4}, "", [](const Tensor& x) { return oar::as_real(x); }},
+                         {{4, 3}, "of x^T", [](const Tensor& x) { return oar::as_real(oar::transpose(x, {1, 0})); }},
+                         {{0, 2}, "", [](const Tensor& x) { return oar::as_real(x); }}});
+  }));
+  s.push_back(shaped("as_complex", kComposite, [](Tier t) {
+    return smoke_cut(t, {{{3, 2}, "", [](const Tensor& x) { return oar::as_complex(x); }},
+                         {{2, 5, 2}, "", [](const Tensor& x) { return oar::as_complex(x); }},
+                         {{0, 2}, "", [](const Tensor& x) { return oar::as_complex(x); }}});
+  }));
   // ---- manipulation ----
-  s.push_back(shaped("transpose", kAll, [](Tier t) {
+  s.push_back(shaped("transpose", kAllComplex, [](Tier t) {
     return smoke_cut(t, {{{3, 4},
                           "perm [1, 0]",
                           [](const Tensor& x) {
@@ -65,7 +76,7 @@ void add_shape_specs(std::vector<OpSpec>& s) {
                             return oar::transpose(x, {1, 0});
                           }}});
   }));
-  s.push_back(shaped("broadcast_to", kAll, [](Tier t) {
+  s.push_back(shaped("broadcast_to", kAllComplex, [](Tier t) {
     return smoke_cut(t, {{{1}, "to [5]", [](const Tensor& x) { return oar::broadcast_to(x, {5}); }},
                          {{3, 1},
                           "to [3, 4]",
@@ -86,7 +97,7 @@ void add_shape_specs(std::vector<OpSpec>& s) {
                             return oar::broadcast_to(x, {0, 3});
                           }}});
   }));
-  s.push_back(shaped("slice", kAll, [](Tier t) {
+  s.push_back(shaped("slice", kAllComplex, [](Tier t) {
     return smoke_cut(
         t, {{{10}, "[1:8:2]", [](const Tensor& x) { return oar::slice(x, {0}, {1}, {8}, {2}); }},
             {{5, 6},
@@ -100,7 +111,7 @@ void add_shape_specs(std::vector<OpSpec>& s) {
             {{3, 0}, "[0:2]", [](const Tensor& x) { return oar::slice(x, {0}, {0}, {2}); }},
             {{7}, "[-3:]", [](const Tensor& x) { return oar::slice(x, {0}, {-3}, {100}); }}});
   }));
-  s.push_back({"concat", kAll, 1, [](DType dt, Tier tier, uint32_t& seed) {
+  s.push_back({"concat", kAllComplex, 1, [](DType dt, Tier tier, uint32_t& seed) {
                  std::vector<std::pair<std::vector<Shape>, int64_t>> cs = {
                      {{{2, 3}, {4, 3}}, 0}, {{{2, 3}, {2, 1}, {2, 0}}, 1}};
                  if (tier != Tier::smoke)
@@ -118,7 +129,7 @@ void add_shape_specs(std::vector<OpSpec>& s) {
                  }
                  return cases;
                }});
-  s.push_back(shaped("pad", kAll, [](Tier t) {
+  s.push_back(shaped("pad", kAllComplex, [](Tier t) {
     return smoke_cut(t, {{{3, 4},
                           "pads [1, 0, 2, 1] value 1",
                           [](const Tensor& x) {
@@ -133,7 +144,7 @@ void add_shape_specs(std::vector<OpSpec>& s) {
                             return oar::pad(x, {1, 1, 0, 0});
                           }}});
   }));
-  s.push_back({"gather", kNumeric, 1, [](DType dt, Tier tier, uint32_t& seed) {
+  s.push_back({"gather", kNumericComplex, 1, [](DType dt, Tier tier, uint32_t& seed) {
                  std::vector<OpCase> cases;
                  struct C {
                    Shape x;

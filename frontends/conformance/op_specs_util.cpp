@@ -35,6 +35,22 @@ const std::vector<DType> kNumeric = {DType::f32,  DType::f64, DType::f16,
 const std::vector<DType> kAll = {DType::f32, DType::f64, DType::f16, DType::bf16,   DType::i32,
                                  DType::i64, DType::i8,  DType::u8,  DType::boolean};
 const std::vector<DType> kComposite = {DType::f32, DType::f64};
+const std::vector<DType> kComplex = {DType::c64, DType::c128};
+const std::vector<DType> kAllComplex = [] {
+  std::vector<DType> v = kAll;
+  v.insert(v.end(), kComplex.begin(), kComplex.end());
+  return v;
+}();
+const std::vector<DType> kFloatComplex = [] {
+  std::vector<DType> v = kFloat;
+  v.insert(v.end(), kComplex.begin(), kComplex.end());
+  return v;
+}();
+const std::vector<DType> kNumericComplex = [] {
+  std::vector<DType> v = kNumeric;
+  v.insert(v.end(), kComplex.begin(), kComplex.end());
+  return v;
+}();
 
 std::vector<Shape> unary_shapes(Tier tier) {
   if (tier == Tier::smoke) return {{17}, {3, 5}};

@@ -32,6 +32,8 @@ HostArray indices(int64_t n, int64_t bound, DType dtype, uint32_t& seed);
 inline std::string str(const Shape& s) { return oar::shape_str(s); }
 
 extern const std::vector<DType> kFloat, kNumeric, kAll, kComposite;
+/// c64, c128; kAll and kFloat with them (data movement, matmul).
+extern const std::vector<DType> kComplex, kAllComplex, kFloatComplex, kNumericComplex;
 
 std::vector<Shape> unary_shapes(Tier tier);
 std::vector<std::pair<Shape, Shape>> binary_shapes(Tier tier);

@@ -62,16 +62,21 @@ HostArray repeat_first_row(const HostArray& a) {
 // broadcast layout) and the layout's strides.
 Tensor strided_view(Layout l, const HostArray& a, const oar::Device& device) {
   const size_t r = a.shape.size();
+  const size_t k = oar::is_complex(a.dtype) ? 2 : 1;  // values per element: complex holds (re, im)
+  const auto n = static_cast<int64_t>(a.values.size() / k);
+  auto put = [&](HostArray& mem, int64_t to, int64_t from) {
+    for (size_t p = 0; p < k; ++p) mem.values[static_cast<size_t>(to) * k + p] = a.values[static_cast<size_t>(from) * k + p];
+  };
   switch (l) {
     case Layout::transposed: {
       // Memory holds a with its last two dims swapped; the transpose view swaps them back.
       Shape swapped = a.shape;
       std::swap(swapped[r - 1], swapped[r - 2]);
       HostArray mem{a.dtype, swapped, std::vector<double>(a.values.size())};
-      for (int64_t i = 0; i < static_cast<int64_t>(a.values.size()); ++i) {
+      for (int64_t i = 0; i < n; ++i) {
         auto idx = unravel(i, a.shape);
         std::swap(idx[r - 1], idx[r - 2]);
-        mem.values[static_cast<size_t>(ravel(idx, swapped))] = a.values[static_cast<size_t>(i)];
+        put(mem, ravel(idx, swapped), i);
       }
       std::vector<int64_t> perm(r);
       for (size_t d = 0; d < r; ++d) perm[d] = static_cast<int64_t>(d);
@@ -82,11 +87,11 @@ Tensor strided_view(Layout l, const HostArray& a, const oar::Device& device) {
       // Every dim of memory is 2n + 1 long, a at the odd positions; filler elsewhere.
       Shape big = a.shape;
       for (auto& d : big) d = 2 * d + 1;
-      HostArray mem{a.dtype, big, std::vector<double>(static_cast<size_t>(oar::shape_numel(big)), 1.0)};
-      for (int64_t i = 0; i < static_cast<int64_t>(a.values.size()); ++i) {
+      HostArray mem{a.dtype, big, std::vector<double>(k * static_cast<size_t>(oar::shape_numel(big)), 1.0)};
+      for (int64_t i = 0; i < n; ++i) {
         auto idx = unravel(i, a.shape);
         for (auto& v : idx) v = 2 * v + 1;
-        mem.values[static_cast<size_t>(ravel(idx, big))] = a.values[static_cast<size_t>(i)];
+        put(mem, ravel(idx, big), i);
       }
       std::vector<int64_t> axes, starts, ends, steps;
       for (size_t d = 0; d < r; ++d) {

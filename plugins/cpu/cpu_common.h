@@ -130,6 +130,7 @@ void register_shape_kernels(op::KernelTable& r);
 void register_matmul_kernels(op::KernelTable& r);
 void register_fused_kernels(op::KernelTable& r);
 void register_conv_kernels(op::KernelTable& r);
+void register_complex_kernels(op::KernelTable& r);
 
 /// The collective entries of the device table: Gloo (cpu_collectives.cpp).
 void fill_collectives(OarDeviceApi* api);

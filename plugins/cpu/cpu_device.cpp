@@ -335,6 +335,7 @@ extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host,
   register_matmul_kernels(r);
   register_fused_kernels(r);
   register_conv_kernels(r);
+  register_complex_kernels(r);
   if (r.status() != OAR_OK) return r.status();
 
   if (host->log != nullptr) {

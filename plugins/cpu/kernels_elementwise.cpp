@@ -469,6 +469,9 @@ void register_elementwise_kernels(op::KernelTable& r) {
   for (int32_t dt : kAllDtypes) {
     r.add("where", {OAR_DTYPE_BOOL, dt, dt}, {dt}, &guarded<&where_kernel>, OAR_KERNEL_STRIDED);
   }
+  for (int32_t dt : kComplexDtypes) {  // moves elements by size
+    r.add("where", {OAR_DTYPE_BOOL, dt, dt}, {dt}, &guarded<&where_kernel>, OAR_KERNEL_STRIDED);
+  }
 }
 
 }  // namespace oar_cpu

@@ -440,9 +440,10 @@ void register_elementwise_kernels(op::KernelTable& t) {
       t.add("cast", {c}, {dt}, cast_kernel);
     }
   }
-  // Complex: copy, fill (value + value_imag) and casts among themselves.
+  // Complex: copy, where, fill (value + value_imag) and casts among themselves.
   for (int32_t dt : kComplexDtypes) {
     t.add("copy", {dt}, {dt}, copy_kernel);
+    t.add("where", {OAR_DTYPE_BOOL, dt, dt}, {dt}, where_kernel);
     t.add("full", {}, {dt}, full_kernel);
     t.add("full_like", {}, {dt}, full_like_kernel);
     for (int32_t to : kComplexDtypes) t.add("cast", {dt}, {to}, cast_kernel);

@@ -647,6 +647,7 @@ extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host,
     register_shape_kernels(table);
     register_conv_kernels(table);
     register_fft_kernels(table);
+    register_complex_kernels(table);
     status = table.status();
   }
   if (status != OAR_OK) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <complex>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -483,6 +484,8 @@ TEST_CASE("safetensors: tensors of every dtype and metadata round-trip on every 
         {"empty", Tensor::from_vector<float>({}, {0, 4}, device)},
         {"f16", Tensor::from_host("\x00\x3c\x00\xc0", {2}, DType::f16, device)},  // 1.0, -2.0
         {"bf16", Tensor::from_host("\x80\x3f", {1}, DType::bf16, device)},        // 1.0
+        {"c64", Tensor::from_vector<std::complex<float>>({{1.5f, -2}, {0, 3e38f}}, {2}, device)},
+        {"c128", Tensor::from_vector<std::complex<double>>({{1.0 / 3.0, -1e300}}, {1, 1}, device)},
     };
     std::string path = dir.file("all_" + device.type + ".safetensors");
     oar::ir::save_safetensors(path, tensors, {{"framework", "oar"}, {"note", "hello"}});

@@ -71,6 +71,24 @@ Tensor operator/(double a, const Tensor& b);
 // ---- dtype ----
 Tensor cast(const Tensor& x, DType dtype);
 
+// ---- complex (core/src/ops/complex.cpp; gradients: Note [Complex gradients]) ----
+/// real + i imag: f32 parts give c64, f64 give c128 (broadcast).
+Tensor complex(const Tensor& real_part, const Tensor& imag_part);
+/// abs * (cos(angle) + i sin(angle)).
+Tensor polar(const Tensor& abs_value, const Tensor& angle_value);
+/// The real part (c64 -> f32); a real x is returned as is.
+Tensor real(const Tensor& x);
+/// The imaginary part; zeros for a real x.
+Tensor imag(const Tensor& x);
+/// x - iy; a real x is returned as is.
+Tensor conj(const Tensor& x);
+/// atan2(imag, real); for a real x: pi where x < 0, else 0.
+Tensor angle(const Tensor& x);
+/// A complex [...] as its real [..., 2] (real, imaginary) pairs.
+Tensor as_real(const Tensor& x);
+/// Real [..., 2] pairs as complex [...].
+Tensor as_complex(const Tensor& x);
+
 // ---- reductions (empty axes = all axes) ----
 Tensor sum(const Tensor& x, std::vector<int64_t> axes = {}, bool keepdim = false);
 Tensor prod(const Tensor& x, std::vector<int64_t> axes = {}, bool keepdim = false);

@@ -15,6 +15,7 @@ using meta::broadcast_shapes;
 
 std::vector<TensorMeta> unary_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs&) {
   meta::require_accepted(op, in, 0);
+  if (op.name == "abs" && is_complex(in[0].dtype)) return {{real_dtype_for(in[0].dtype), in[0].shape}};
   return {in[0]};
 }
 
@@ -33,6 +34,10 @@ std::vector<TensorMeta> arithmetic_meta(const OpDef& op, std::span<const TensorM
 
 std::vector<TensorMeta> compare_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs&) {
   meta::require_same_dtype(op, in);
+  if (is_complex(in[0].dtype) && op.name != "equal" && op.name != "not_equal") {
+    throw Error(ErrorCode::invalid_argument, op.name + ": the inputs have dtype " + std::string(dtype_name(in[0].dtype)) +
+                                                 "; complex numbers have no order (compare their real parts or abs)");
+  }
   return {{DType::boolean, broadcast_shapes(op.name, in[0].shape, in[1].shape)}};
 }
 
@@ -55,18 +60,27 @@ using Grads = std::vector<Tensor>;
 const Tensor& X(const VjpContext& c, size_t i = 0) { return c.inputs[i]; }
 const Tensor& G(const VjpContext& c) { return c.grads[0]; }
 const Tensor& Y(const VjpContext& c) { return c.outputs[0]; }
+// conj(t) for a complex t, t itself otherwise: the VJPs of holomorphic ops
+// multiply by conj(f'(z)) (Note [Complex gradients] in complex.cpp).
+Tensor cj(const Tensor& t) { return is_complex(t.dtype()) ? conj(t) : t; }
 // Gradient for input i, summed back over broadcast dims, if wanted.
 Tensor to_input(const VjpContext& c, size_t i, const Tensor& g) { return c.needs[i] ? sum_to_like(g, X(c, i)) : Tensor(); }
 
 Grads neg_vjp(const VjpContext& c) { return {-G(c)}; }
-Grads abs_vjp(const VjpContext& c) { return {G(c) * sign(X(c))}; }
-Grads exp_vjp(const VjpContext& c) { return {G(c) * Y(c)}; }
-Grads log_vjp(const VjpContext& c) { return {G(c) / X(c)}; }
-Grads sqrt_vjp(const VjpContext& c) { return {G(c) / (Y(c) * 2.0)}; }
+Grads abs_vjp(const VjpContext& c) {
+  if (!is_complex(X(c).dtype())) return {G(c) * sign(X(c))};
+  // g z / |z|, 0 at z = 0.
+  Tensor r = Y(c), zero = zeros_like(r);
+  Tensor scale = where(equal(r, zero), zero, G(c) / where(equal(r, zero), ones_like(r), r));
+  return {X(c) * scale};
+}
+Grads exp_vjp(const VjpContext& c) { return {G(c) * cj(Y(c))}; }
+Grads log_vjp(const VjpContext& c) { return {G(c) / cj(X(c))}; }
+Grads sqrt_vjp(const VjpContext& c) { return {G(c) / (cj(Y(c)) * 2.0)}; }
 Grads rsqrt_vjp(const VjpContext& c) { return {G(c) * (Y(c) * Y(c) * Y(c)) * -0.5}; }
-Grads sin_vjp(const VjpContext& c) { return {G(c) * cos(X(c))}; }
-Grads cos_vjp(const VjpContext& c) { return {-(G(c) * sin(X(c)))}; }
-Grads tanh_vjp(const VjpContext& c) { return {G(c) * (1.0 - Y(c) * Y(c))}; }
+Grads sin_vjp(const VjpContext& c) { return {G(c) * cj(cos(X(c)))}; }
+Grads cos_vjp(const VjpContext& c) { return {-(G(c) * cj(sin(X(c))))}; }
+Grads tanh_vjp(const VjpContext& c) { return {G(c) * cj(1.0 - Y(c) * Y(c))}; }
 Grads erf_vjp(const VjpContext& c) { return {G(c) * exp(-(X(c) * X(c))) * (2.0 / std::sqrt(M_PI))}; }
 Grads expm1_vjp(const VjpContext& c) { return {G(c) * (Y(c) + 1.0)}; }
 // sign, floor, ceil: the derivative is 0 wherever it exists.
@@ -75,11 +89,12 @@ Grads zero_vjp(const VjpContext& c) { return {zeros_like(X(c))}; }
 Grads add_vjp(const VjpContext& c) { return {to_input(c, 0, G(c)), to_input(c, 1, G(c))}; }
 Grads sub_vjp(const VjpContext& c) { return {to_input(c, 0, G(c)), c.needs[1] ? to_input(c, 1, -G(c)) : Tensor()}; }
 Grads mul_vjp(const VjpContext& c) {
-  return {c.needs[0] ? to_input(c, 0, G(c) * X(c, 1)) : Tensor(), c.needs[1] ? to_input(c, 1, G(c) * X(c, 0)) : Tensor()};
+  return {c.needs[0] ? to_input(c, 0, G(c) * cj(X(c, 1))) : Tensor(),
+          c.needs[1] ? to_input(c, 1, G(c) * cj(X(c, 0))) : Tensor()};
 }
 Grads div_vjp(const VjpContext& c) {
-  return {c.needs[0] ? to_input(c, 0, G(c) / X(c, 1)) : Tensor(),
-          c.needs[1] ? to_input(c, 1, -(G(c) * Y(c) / X(c, 1))) : Tensor()};
+  return {c.needs[0] ? to_input(c, 0, G(c) / cj(X(c, 1))) : Tensor(),
+          c.needs[1] ? to_input(c, 1, -(G(c) * cj(Y(c) / X(c, 1)))) : Tensor()};
 }
 Grads pow_vjp(const VjpContext& c) {
   return {c.needs[0] ? to_input(c, 0, G(c) * X(c, 1) * pow(X(c, 0), X(c, 1) - 1.0)) : Tensor(),
@@ -129,17 +144,19 @@ struct UnaryDef {
   const char* doc;
 };
 constexpr DTypeSet kF = kFloatDTypes, kN = kNumericDTypes;
+// With complex: the ops Paddle defines on complex64/complex128.
+constexpr DTypeSet kFC = kFloatDTypes | kComplexDTypes, kNC = kNumericDTypes | kComplexDTypes;
 constexpr Promotion kToFloat = Promotion::float_compute, kKeep = Promotion::common, kAsIs = Promotion::none;
 const UnaryDef kUnary[] = {
-    {"neg", neg_vjp, kN, kKeep, {-3, 3}, "y = -x (integers wrap)"},
-    {"abs", abs_vjp, kN, kKeep, {-3, 3}, "y = |x| (integers wrap: abs(MIN) = MIN)"},
-    {"exp", exp_vjp, kF, kToFloat, {-5, 5}, "y = e^x"},
-    {"log", log_vjp, kF, kToFloat, {0.01, 10}, "natural logarithm"},
-    {"sqrt", sqrt_vjp, kF, kToFloat, {0, 10}, "square root"},
+    {"neg", neg_vjp, kNC, kKeep, {-3, 3}, "y = -x (integers wrap)"},
+    {"abs", abs_vjp, kNC, kKeep, {-3, 3}, "y = |x| (integers wrap: abs(MIN) = MIN); complex -> real modulus"},
+    {"exp", exp_vjp, kFC, kToFloat, {-5, 5}, "y = e^x"},
+    {"log", log_vjp, kFC, kToFloat, {0.01, 10}, "natural logarithm (complex: the principal branch)"},
+    {"sqrt", sqrt_vjp, kFC, kToFloat, {0, 10}, "square root (complex: the principal branch)"},
     {"rsqrt", rsqrt_vjp, kF, kToFloat, {0.01, 10}, "y = 1 / sqrt(x)"},
-    {"sin", sin_vjp, kF, kToFloat, {-6, 6}, "sine"},
-    {"cos", cos_vjp, kF, kToFloat, {-6, 6}, "cosine"},
-    {"tanh", tanh_vjp, kF, kToFloat, {-4, 4}, "hyperbolic tangent"},
+    {"sin", sin_vjp, kFC, kToFloat, {-3, 3}, "sine"},
+    {"cos", cos_vjp, kFC, kToFloat, {-3, 3}, "cosine"},
+    {"tanh", tanh_vjp, kFC, kToFloat, {-1.2, 1.2}, "hyperbolic tangent"},
     {"erf", erf_vjp, kF, kToFloat, {-3, 3}, "error function"},
     {"expm1", expm1_vjp, kF, kToFloat, {-5, 5}, "y = e^x - 1, exact near 0"},
     {"sign", zero_vjp, kN, kKeep, {-2, 2, NAN, NAN, true}, "-1, 0 or 1 (NaN stays NaN)"},
@@ -157,10 +174,10 @@ struct BinaryDef {
   const char* doc;
 };
 const BinaryDef kArithmetic[] = {
-    {"add", add_vjp, kN, {-3, 3}, "y = a + b (integers wrap)"},
-    {"sub", sub_vjp, kN, {-3, 3}, "y = a - b"},
-    {"mul", mul_vjp, kN, {-3, 3}, "y = a * b"},
-    {"div", div_vjp, kN, {-3, 3, 0.5, 3, false, true},
+    {"add", add_vjp, kNC, {-3, 3}, "y = a + b (integers wrap)"},
+    {"sub", sub_vjp, kNC, {-3, 3}, "y = a - b"},
+    {"mul", mul_vjp, kNC, {-3, 3}, "y = a * b"},
+    {"div", div_vjp, kNC, {-3, 3, 0.5, 3, false, true},
      "y = a / b; integers truncate toward zero and x / 0 = 0 (Python's `/` of ints computes in float)"},
     {"pow", pow_vjp, kF, {0.1, 2.5, -2, 2}, "y = a^b"},
     {"maximum", maximum_vjp, kN, {-3, 3}, "elementwise max; NaN wins"},

@@ -36,11 +36,15 @@ std::vector<TensorMeta> matmul_meta(const OpDef& op, std::span<const TensorMeta>
 // C = op(A) op(B): dA = g op(B)^T (or op(B) g^T when A is transposed),
 // dB = op(A)^T g (or g^T op(A)); broadcast batch dims are summed back.
 std::vector<Tensor> matmul_vjp(const VjpContext& c) {
-  const Tensor &a = c.inputs[0], &b = c.inputs[1], &g = c.grads[0];
+  // Complex: the real rule with the other operand conjugated, dA = g B^H
+  // (Note [Complex gradients] in complex.cpp).
+  const Tensor& g = c.grads[0];
+  const bool cplx = is_complex(c.inputs[0].dtype());
+  const Tensor a = cplx ? conj(c.inputs[0]) : c.inputs[0], b = cplx ? conj(c.inputs[1]) : c.inputs[1];
   bool ta = c.attrs.get_bool("transpose_a"), tb = c.attrs.get_bool("transpose_b");
   Tensor da, db;
-  if (c.needs[0]) da = sum_to_like(ta ? matmul(b, g, tb, true) : matmul(g, b, false, !tb), a);
-  if (c.needs[1]) db = sum_to_like(tb ? matmul(g, a, true, ta) : matmul(a, g, !ta, false), b);
+  if (c.needs[0]) da = sum_to_like(ta ? matmul(b, g, tb, true) : matmul(g, b, false, !tb), c.inputs[0]);
+  if (c.needs[1]) db = sum_to_like(tb ? matmul(g, a, true, ta) : matmul(a, g, !ta, false), c.inputs[1]);
   return {da, db};
 }
 

@@ -46,8 +46,13 @@ std::vector<TensorMeta> reduce_meta(const OpDef& op, std::span<const TensorMeta>
       }
     }
   }
+  if (is_complex(x.dtype) && op.name != "sum") {
+    throw Error(ErrorCode::invalid_argument, op.name + ": x has dtype " + std::string(dtype_name(x.dtype)) +
+                                                 (op.name == "prod" ? "; prod of complex is not supported"
+                                                                    : "; complex numbers have no order"));
+  }
   DType out = x.dtype;
-  if ((op.name == "sum" || op.name == "prod") && !is_floating(x.dtype)) out = DType::i64;
+  if ((op.name == "sum" || op.name == "prod") && !is_floating(x.dtype) && !is_complex(x.dtype)) out = DType::i64;
   return {{out, reduced_shape(x.shape, axes, attrs.get_bool("keepdim"))}};
 }
 
@@ -69,7 +74,7 @@ std::vector<TensorMeta> arg_meta(const OpDef& op, std::span<const TensorMeta> in
 }
 
 std::vector<TensorMeta> mean_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs& attrs) {
-  meta::require_float(op, in, 0);
+  if (!(op.name == "mean" && is_complex(in[0].dtype))) meta::require_float(op, in, 0);
   return {{in[0].dtype, reduced_shape(in[0].shape, checked_axes(op, in[0], attrs), attrs.get_bool("keepdim"))}};
 }
 
@@ -169,7 +174,8 @@ OAR_REGISTER_OPS(reduce) {
   const AttrSpec axes = attr("axes", AttrKind::ints, "the reduced axes: sorted, unique, in [0, rank)");
   const AttrSpec keepdim = attr("keepdim", false, "keep each reduced axis as a dim of 1");
   const std::vector<AttrSpec> reduce{axes, keepdim};
-  const DTypeSet sum_dtypes = kFloatDTypes | dtype_bit(DType::i32) | dtype_bit(DType::i64) | dtype_bit(DType::boolean);
+  const DTypeSet sum_dtypes =
+      kFloatDTypes | dtype_bit(DType::i32) | dtype_bit(DType::i64) | dtype_bit(DType::boolean) | kComplexDTypes;
   add_op({.name = "sum", .meta = reduce_meta, .vjp = sum_vjp, .attrs = reduce,
           .domain = TestDomain{-2, 2, NAN, NAN, false, false, true, sum_dtypes, 10},
           .doc = "sum over `axes`; int and bool inputs write i64; an empty reduction gives 0"});
@@ -188,9 +194,9 @@ OAR_REGISTER_OPS(reduce) {
             .doc = "i64 index of the first extreme value along `axis`; NaN counts as the extreme"});
   }
   add_op({.name = "mean", .kind = OpKind::composite, .meta = mean_meta, .decompose = mean_decompose, .attrs = reduce,
-          .dtypes = {.accepts = kFloatDTypes},
-          .domain = TestDomain{-2, 2, NAN, NAN, false, false, false, kF32F64DTypes, 10},
-          .doc = "sum / count over `axes` (float dtypes)"});
+          .dtypes = {.accepts = kFloatDTypes | kComplexDTypes},
+          .domain = TestDomain{-2, 2, NAN, NAN, false, false, false, kF32F64DTypes | kComplexDTypes, 10},
+          .doc = "sum / count over `axes` (float and complex dtypes)"});
   add_op({.name = "var", .kind = OpKind::composite, .meta = mean_meta, .decompose = var_decompose,
           .attrs = {axes, keepdim, attr("unbiased", true, "divide by count - 1 (Bessel's correction)")},
           .dtypes = {.accepts = kFloatDTypes},

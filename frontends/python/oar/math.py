@@ -25,6 +25,8 @@ def _as_tensor(v, like):
         # Exactly in the integer dtype (a double holds integers only up to
         # 2**53); one it cannot hold raises OverflowError, as numpy does.
         return to_tensor(v, dtype=like.dtype, place=like._device)
+    if isinstance(v, (complex, np.complexfloating)):
+        return _ops.full([], complex(v), like.dtype, like._device)
     if _is_scalar(v):
         return _ops.scalar_like(like, float(v))
     return to_tensor(v, place=like._device)
@@ -38,7 +40,7 @@ def _exact_int_scalar(x, scalar):
             and isinstance(scalar, (numbers.Integral, np.integer)) and not isinstance(scalar, (builtins.bool, np.bool_)))
 
 
-_KIND_OF_TYPE = {float: "float", int: "int", builtins.bool: "bool"}
+_KIND_OF_TYPE = {float: "float", int: "int", builtins.bool: "bool", complex: "complex"}
 
 
 def _scalar_kind(v):
@@ -50,6 +52,8 @@ def _scalar_kind(v):
         return "bool"
     if isinstance(v, (numbers.Integral, np.integer)):
         return "int"
+    if isinstance(v, (complex, np.complexfloating)):
+        return "complex"
     return "float" if _is_scalar(v) else None
 
 
@@ -115,6 +119,8 @@ def _with_scalar(op, fn, scalar_fn, x, y):
                 d = _SCALAR_PROMOTED[key] = _ops.promote(op, [key[1], None], [None, kind], key[3])
             if d != key[1]:
                 x = _ops.cast(x, d)
+            if kind == "complex":
+                return fn(x, _as_tensor(y, x))
             if kind != "int" or not _exact_int_scalar(x, y):
                 return scalar_fn(x, float(y))
     return _binary(op, fn, x, y)
@@ -145,7 +151,7 @@ def divide(x, y, name=None):
 
 def _is_int_operand(v):
     if isinstance(v, Tensor):
-        return not v.dtype.is_floating_point and v.dtype != _BOOL
+        return v.dtype.is_integer
     return isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, builtins.bool)
 
 
@@ -254,7 +260,7 @@ def _registry_unary(op_name):
     float_compute = _ops.promote(op_name, [int64], [None], convert_dtype("float32")) != int64
 
     def op(x, name=None):
-        if float_compute and not x.dtype.is_floating_point:
+        if float_compute and not x.dtype.is_floating_point and not x.dtype.is_complex:
             x = _ops.cast(x, default_float_dtype())
         return fn(x)
     op.__name__ = op_name

@@ -105,6 +105,11 @@ void bind_ops(py::module_& parent) {
   m.def("where", &oar::where, py::arg("condition"), py::arg("x"), py::arg("y"));
   m.def("scalar_like", &oar::scalar_like, py::arg("x"), py::arg("value"));
   m.def("cast", &oar::cast, py::arg("x"), py::arg("dtype"));
+  // ---- complex (real, imag, conj, angle are registry unary ops above) ----
+  m.def("complex", &oar::complex, py::arg("real"), py::arg("imag"));
+  m.def("polar", &oar::polar, py::arg("abs"), py::arg("angle"));
+  m.def("as_real", &oar::as_real, py::arg("x"));
+  m.def("as_complex", &oar::as_complex, py::arg("x"));
   // ---- reductions ----
 #define OAR_REDUCE(name) m.def(#name, [](const Tensor& x, Axes axes, bool keepdim) { return oar::name(x, axes, keepdim); }, \
                                py::arg("x"), py::arg("axes") = Axes{}, py::arg("keepdim") = false);

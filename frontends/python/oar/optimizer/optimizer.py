@@ -206,8 +206,12 @@ class Adam(Optimizer):
         t = self._bump_step(p)
         m = _ops.add(_ops.multiply_scalar(self._acc("moment1", p), self._beta1),
                      _ops.multiply_scalar(g, 1.0 - self._beta1))
+        # A complex parameter is a pair of real ones (as PyTorch's Adam views it):
+        # the second moment holds re(g)^2 and im(g)^2 as its two parts.
+        g2 = (_ops.complex(_ops.multiply(_ops.real(g), _ops.real(g)), _ops.multiply(_ops.imag(g), _ops.imag(g)))
+              if g.dtype.is_complex else _ops.multiply(g, g))
         v = _ops.add(_ops.multiply_scalar(self._acc("moment2", p), self._beta2),
-                     _ops.multiply_scalar(_ops.multiply(g, g), 1.0 - self._beta2))
+                     _ops.multiply_scalar(g2, 1.0 - self._beta2))
         self._set_acc("moment1", p, m)
         self._set_acc("moment2", p, v)
         if self._amsgrad:
@@ -215,7 +219,12 @@ class Adam(Optimizer):
             self._set_acc("moment2_max", p, v)
         b1p, b2p = self._beta1 ** t, self._beta2 ** t
         lr_t = lr * (1.0 - b2p) ** 0.5 / (1.0 - b1p)
-        denom = _ops.add_scalar(_ops.sqrt(v), self._epsilon * (1.0 - b2p) ** 0.5)
+        eps = self._epsilon * (1.0 - b2p) ** 0.5
+        if g.dtype.is_complex:  # per part: re(m) / (sqrt(re(v)) + eps), the same for im
+            def part(f):
+                return _ops.divide(f(m), _ops.add_scalar(_ops.sqrt(f(v)), eps))
+            return _ops.multiply_scalar(_ops.complex(part(_ops.real), part(_ops.imag)), lr_t)
+        denom = _ops.add_scalar(_ops.sqrt(v), eps)
         return _ops.multiply_scalar(_ops.divide(m, denom), lr_t)
 
     def _bump_step(self, p):
