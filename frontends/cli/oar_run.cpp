@@ -4,6 +4,7 @@
 // to a safetensors file. The deployment path without Python.
 #include <algorithm>
 #include <chrono>
+#include <complex>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -40,8 +41,9 @@ constexpr const char* kHelp =
     "  --streams N               streams the executor may spread independent ops over\n"
     "\n"
     "Inputs given no value are generated: floats uniform in [-1, 1) with a fixed\n"
-    "seed, integers and bools zero. Exit status: 0 on success, 1 when the program\n"
-    "cannot be loaded or run, 2 for bad usage.\n";
+    "seed (complex: real and imaginary parts each so), integers and bools zero.\n"
+    "Complex outputs print their values as re+imj. Exit status: 0 on success, 1\n"
+    "when the program cannot be loaded or run, 2 for bad usage.\n";
 
 struct UsageError {
   std::string message;
@@ -134,6 +136,21 @@ std::string dims_text(const oar::Shape& shape) {
   return text;
 }
 
+// Uniform values in [-1, 1) for a complex dtype: the real and imaginary parts
+// are the interleaved pairs of one uniform real tensor of shape + [2].
+oar::Tensor uniform_complex(const oar::Shape& shape, oar::DType dtype, const oar::Device& device,
+                            uint64_t seed) {
+  oar::Shape pairs = shape;
+  pairs.push_back(2);
+  oar::Tensor parts = oar::uniform(pairs, -1.0, 1.0, oar::real_dtype_for(dtype), device, seed);
+  if (dtype == oar::DType::c64) {
+    std::vector<float> v = parts.to_vector<float>();
+    return oar::Tensor::from_host(v.data(), shape, dtype, device);
+  }
+  std::vector<double> v = parts.to_vector<double>();
+  return oar::Tensor::from_host(v.data(), shape, dtype, device);
+}
+
 // A generated input: uniform floats in [-1, 1) with a per-input seed, zeros otherwise.
 oar::Tensor generate_input(const oar::Predictor& predictor, size_t index, const Options& o,
                            std::string& how) {
@@ -154,26 +171,46 @@ oar::Tensor generate_input(const oar::Predictor& predictor, size_t index, const 
                          dims_text(example));
   }
   const oar::Device& device = predictor.device();
+  uint64_t seed = 1 + index;
   if (oar::is_floating(type.dtype)) {
-    uint64_t seed = 1 + index;
     how = "generated: uniform in [-1, 1), seed " + std::to_string(seed);
     return oar::uniform(shape, -1.0, 1.0, type.dtype, device, seed);
+  }
+  if (oar::is_complex(type.dtype)) {
+    how = "generated: real and imaginary parts uniform in [-1, 1), seed " + std::to_string(seed);
+    return uniform_complex(shape, type.dtype, device, seed);
   }
   how = "generated: zeros";
   return oar::zeros(shape, type.dtype, device);
 }
 
-// "first [0.25, -1, 3.5] of 6, sum 7.75".
-std::string summary(const oar::Tensor& t) {
-  std::vector<double> v = oar::cast(t, oar::DType::f64).to_vector<double>();
+void put(std::ostream& os, double x) { os << x; }
+// A complex number as numpy prints it: "1.5-2j" (a negative zero as "+0j").
+void put(std::ostream& os, const std::complex<double>& z) {
+  os << z.real() << (z.imag() < 0 ? "-" : "+") << std::abs(z.imag()) << "j";
+}
+
+// "first [0.25, -1, 3.5] of 6, sum 7.75" (complex: "first [1+2j, ...], sum 3-1j").
+template <typename T>
+std::string summary_of(const std::vector<T>& v) {
   std::ostringstream os;
   os.precision(6);
-  double sum = 0;
-  for (double x : v) sum += x;
+  T sum = 0;
+  for (const T& x : v) sum += x;
   os << "first [";
-  for (size_t i = 0; i < v.size() && i < 6; ++i) os << (i ? ", " : "") << v[i];
-  os << "]" << (v.size() > 6 ? " of " + std::to_string(v.size()) : "") << ", sum " << sum;
+  for (size_t i = 0; i < v.size() && i < 6; ++i) {
+    os << (i ? ", " : "");
+    put(os, v[i]);
+  }
+  os << "]" << (v.size() > 6 ? " of " + std::to_string(v.size()) : "") << ", sum ";
+  put(os, sum);
   return os.str();
+}
+
+std::string summary(const oar::Tensor& t) {
+  if (oar::is_complex(t.dtype()))
+    return summary_of(oar::cast(t, oar::DType::c128).to_vector<std::complex<double>>());
+  return summary_of(oar::cast(t, oar::DType::f64).to_vector<double>());
 }
 
 int run(const Options& o) {

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <complex>
 #include <cstdlib>
 #include <filesystem>
 
@@ -151,6 +152,73 @@ TEST_CASE("oar-run: outputs of a saved program written to safetensors equal hand
   r = oar_run(dir, "--help");
   CHECK(r.status == 0);
   CHECK(contains(r.out, "usage: oar-run <path>"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE(
+    "oar-run: complex inputs, parameters and outputs are read, generated and printed as re+imj") {
+  fs::path dir = fs::temp_directory_path() / ("oar_run_complex_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Device cpu{"cpu", 0};
+  // concat([w, z]) of a complex parameter (saved as safetensors C64) and a
+  // complex input, and the real input cast to complex64.
+  Tensor w = Tensor::from_vector<std::complex<float>>({{1, 2}, {0, -3}, {0.5f, 0}}, {1, 3}, cpu);
+  ir::Trace t = ir::trace(
+      [&](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{oar::concat({w, in[1]}, 0), oar::cast(in[0], DType::c64)};
+      },
+      {{{-1, 3}, DType::f32, "x"}, {{-1, 3}, DType::c64, "z"}}, {{"w", w}}, cpu);
+  std::string model = (dir / "complex").string();
+  ir::save(t.program, t.parameters, model);
+
+  fs::path inputs = dir / "in.safetensors";
+  ir::save_safetensors(
+      inputs.string(),
+      {{"x", Tensor::from_vector<float>({1, -2, 3}, {1, 3}, cpu)},
+       {"z", Tensor::from_vector<std::complex<float>>({{1, -1}, {2, 0}, {0, 0.5f}}, {1, 3}, cpu)}});
+  for (const char* device : {"cpu", "mock"}) {
+    INFO("device " << device);
+    fs::path outputs = dir / (std::string("out_") + device + ".safetensors");
+    Result r = oar_run(dir, model + " --device " + device + " --inputs " + inputs.string() +
+                                " --output " + outputs.string());
+    INFO(r.out << r.err);
+    REQUIRE(r.status == 0);
+    CHECK(contains(r.out, "input z: c64[1, 3] (from " + inputs.string() + ")"));
+    CHECK(contains(r.out,
+                   "output output_0: c64[2, 3] first [1+2j, 0-3j, 0.5+0j, 1-1j, 2+0j, 0+0.5j], "
+                   "sum 4.5-1.5j"));
+    CHECK(contains(r.out, "output output_1: c64[1, 3] first [1+0j, -2+0j, 3+0j], sum 2+0j"));
+    std::map<std::string, Tensor> got = ir::load_safetensors(outputs.string(), cpu);
+    REQUIRE(got.size() == 2);
+    REQUIRE(got.at("output_0").dtype() == DType::c64);
+    std::vector<std::complex<float>> values = got.at("output_0").to_vector<std::complex<float>>();
+    std::vector<std::complex<float>> want = {{1, 2},  {0, -3}, {0.5f, 0},
+                                             {1, -1}, {2, 0},  {0, 0.5f}};
+    CHECK(values == want);
+  }
+
+  // A generated complex input: real and imaginary parts uniform in [-1, 1),
+  // so the concatenated rows after w are not all real.
+  Result r = oar_run(dir, model + " --device mock --shape x=2,3 --shape z=2,3 --output " +
+                              (dir / "gen.safetensors").string());
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  CHECK(contains(
+      r.out,
+      "input z: c64[2, 3] (generated: real and imaginary parts uniform in [-1, 1), seed 2)"));
+  std::vector<std::complex<float>> generated =
+      ir::load_safetensors((dir / "gen.safetensors").string(), cpu)
+          .at("output_0")
+          .to_vector<std::complex<float>>();
+  REQUIRE(generated.size() == 9);
+  bool imaginary = false;
+  for (size_t i = 3; i < 9; ++i) {
+    CHECK(std::abs(generated[i].real()) <= 1.0f);
+    CHECK(std::abs(generated[i].imag()) <= 1.0f);
+    imaginary = imaginary || generated[i].imag() != 0.0f;
+  }
+  CHECK(imaginary);
   fs::remove_all(dir);
 }
 
