@@ -19,7 +19,10 @@ peers from --peer-python), all started with the same thread count
 (--threads: OMP/MKL/OpenBLAS/OAR_NUM_THREADS and the frameworks' own
 setters). The workers stay up; the driver asks them for one timed call at a
 time, interleaved (repeat r: every case, every framework in turn), so load
-changes hit all frameworks alike. Inputs are the same numpy arrays in every
+changes hit all frameworks alike; the driver pauses --pause seconds before
+each call, so the previous worker's OpenMP threads have stopped spinning
+(a 2-core machine otherwise charges one framework's spin to the next one's
+timing). Inputs are the same numpy arrays in every
 framework. Reported: the median of --repeats timings after --warmup untimed
 calls; ratio = the faster peer's ms / oar's ms (> 1 means oar is faster) and
 the issue's target for it. An oar case whose op does not exist (yet) prints
@@ -107,18 +110,17 @@ def build_case(name, fw, case):
         xs = [fw.from_numpy(a) for a in arrays]
     else:
         xs = [fw.to_tensor(a) for a in arrays]
-    lib = fw.linalg if case.startswith(("svd", "eigh")) else fw.fft
     if case in ("fft_c64_2^20", "fft_4096x256"):
-        fn = lib.fft
+        fn = fw.fft.fft
         return lambda: fn(xs[0])
     if case == "rfft2_1024x1024":
-        fn = lib.rfft2
+        fn = fw.fft.rfft2
         return lambda: fn(xs[0])
     if case == "svd_512_f64":
-        fn = lib.svd
+        fn = fw.linalg.svd
         return lambda: fn(xs[0], full_matrices=False)
     if case == "eigh_512_f64":
-        fn = lib.eigh
+        fn = fw.linalg.eigh
         return lambda: fn(xs[0])
     fn = fw.matmul
     return lambda: fn(xs[0], xs[1])
@@ -205,6 +207,9 @@ def parse_args():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeats", type=int, default=11)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--pause", type=float, default=0.3,
+                   help="seconds between two timed calls, so the previous worker's spinning OpenMP threads "
+                        "(KMP_BLOCKTIME is 200 ms) are asleep before the next call starts")
     p.add_argument("--cases", default=",".join(CASES))
     p.add_argument("--frameworks", default=",".join(FRAMEWORKS))
     p.add_argument("--oar-python", default=os.path.join(ROOT, ".venv", "bin", "python"))
@@ -257,6 +262,7 @@ def main():
             for name in order:
                 if (case, name) in missing:
                     continue
+                time.sleep(args.pause)
                 reply = ask(workers[name], case, args.warmup)
                 if "missing" in reply:
                     missing[(case, name)] = reply["missing"]
