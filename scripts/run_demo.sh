@@ -4,7 +4,8 @@
 # default device ($OAR_DEVICE to choose another), then the Python main job: build and install the `oar` package
 # into .venv (scripts/python_env.sh) and train the digits CNN
 # (examples/python/digits_cnn.py: progress bar, test accuracy >= 0.95, save
-# and reload, export of the inference program run again by oar-run).
+# and reload, export of the inference program run again by oar-run), the
+# 2-process data-parallel CNN, and the Fourier Neural Operator (science).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 oar_install_deps
 oar_build
@@ -29,3 +30,8 @@ cd "$OAR_ROOT/examples/python"
 # (DistributedBatchSampler, oar.DataParallel over Gloo); the ranks must end
 # with bit-identical parameters (docs/distributed.md).
 "$OAR_VENV/bin/python" -m oar.distributed.launch --nproc_per_node 2 --log_dir "$OAR_BUILD/demo/dp_logs" digits_dp.py
+# Science: a Fourier Neural Operator on 1-D Burgers data made by an oar.fft
+# pseudo-spectral solver (complex weights, rfft/irfft), trained to a
+# relative L2 test error < 5e-2, saved and reloaded, and its exported
+# program (complex parameters, FFT ops) run by oar-run (docs/science.md).
+"$OAR_VENV/bin/python" fno_burgers.py --out "$OAR_BUILD/demo" --oar-run "$OAR_BUILD/bin/oar-run"

@@ -368,11 +368,13 @@ OarStatus scatter_add_kernel(const OarKernelContext* ctx) {
   if (oar_view_ptr(&y) != oar_view_ptr(&x)) {
     if (OarStatus s = copy_or_fail(ctx, y, x)) return s;
   }
-  const bool ok = visit_numeric(x.dtype, [&](auto tag) {
+  // A complex element adds as its (real, imaginary) pair of reals: `lanes`
+  // reals per element.
+  auto run = [&](auto tag, int64_t lanes) {
     using T = decltype(tag);
     const T* u = static_cast<const T*>(oar_view_ptr(&upd));
     T* dst = static_cast<T*>(oar_view_ptr(&y));
-    const int64_t post = xs.post;
+    const int64_t post = xs.post * lanes;
     // Threads own disjoint ranges of destination rows (and of `pre`), and
     // every destination row takes its updates in index order: deterministic.
     const int64_t ranges = xs.pre >= g_num_threads ? 1 : std::min<int64_t>(g_num_threads, xs.n);
@@ -391,7 +393,10 @@ OarStatus scatter_add_kernel(const OarKernelContext* ctx) {
         for (int64_t j = 0; j < post; ++j) row[j] = add_values(row[j], from[j]);
       }
     }
-  });
+  };
+  bool ok = visit_numeric(x.dtype, [&](auto tag) { run(tag, 1); });
+  if (!ok && x.dtype == OAR_DTYPE_C64) ok = (run(float{}, 2), true);
+  if (!ok && x.dtype == OAR_DTYPE_C128) ok = (run(double{}, 2), true);
   if (!ok)
     return fail(ctx, OAR_ERROR_INVALID_ARGUMENT, "dtype %s is not supported", dtype_name(x.dtype));
   return OAR_OK;
@@ -412,7 +417,7 @@ void register_shape_kernels(op::KernelTable& r) {
     r.add("pad", {dt}, {dt}, &guarded<&pad_kernel>, OAR_KERNEL_STRIDED);
     for (int32_t index : {OAR_DTYPE_I32, OAR_DTYPE_I64}) {
       r.add("gather", {dt, index}, {dt}, &guarded<&gather_kernel>);
-      if (dt != OAR_DTYPE_BOOL && dt != OAR_DTYPE_C64 && dt != OAR_DTYPE_C128) {
+      if (dt != OAR_DTYPE_BOOL) {
         r.add("scatter_add", {dt, index, dt}, {dt}, &guarded<&scatter_add_kernel>, OAR_KERNEL_INPLACE);
       }
     }

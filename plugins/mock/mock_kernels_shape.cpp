@@ -320,7 +320,8 @@ OarStatus scatter_add_kernel(const OarKernelContext* ctx) {
   const View x = l.in[0], index = l.in[1], updates = l.in[2], y = l.out[0];
   if (OarStatus s = same_dtype(l, x, y)) return s;
   if (OarStatus s = same_dtype(l, updates, y)) return s;
-  if (!visit_numeric(x.dtype, [](auto) {})) return bad_dtype(l.op, "x", x.dtype, "numeric dtypes");
+  const bool complex = x.dtype == OAR_DTYPE_C64 || x.dtype == OAR_DTYPE_C128;
+  if (!complex && !visit_numeric(x.dtype, [](auto) {})) return bad_dtype(l.op, "x", x.dtype, "numeric dtypes");
   if (!check_same_shape(l.op, "x", x, "the output", y)) return OAR_ERROR_INVALID_ARGUMENT;
   int64_t axis = 0;
   if (!check_indexed(l, x, index, "updates", updates, &axis)) return OAR_ERROR_INVALID_ARGUMENT;
@@ -330,6 +331,28 @@ OarStatus scatter_add_kernel(const OarKernelContext* ctx) {
       std::memmove(y.at(i), x.at(i), y.elsize());  // y = x (may alias)
     });
     // Updates are added in row-major order of `updates`, one rounding per add.
+    if (y.dtype == OAR_DTYPE_C64 || y.dtype == OAR_DTYPE_C128) {
+      // Complex: the real and imaginary parts add separately.
+      for_each_index(updates.ndim, updates.shape, [&](const int64_t* ui, int64_t) {
+        int64_t yi[OAR_MAX_NDIM];
+        for (int32_t d = 0; d < y.ndim; ++d) yi[d] = ui[d];
+        yi[axis] = load_index(index, ui[axis]);
+        if (y.dtype == OAR_DTYPE_C64) {
+          float a[2], b[2];
+          std::memcpy(a, y.at(yi), sizeof a);
+          std::memcpy(b, updates.at(ui), sizeof b);
+          a[0] += b[0], a[1] += b[1];
+          std::memcpy(y.at(yi), a, sizeof a);
+        } else {
+          double a[2], b[2];
+          std::memcpy(a, y.at(yi), sizeof a);
+          std::memcpy(b, updates.at(ui), sizeof b);
+          a[0] += b[0], a[1] += b[1];
+          std::memcpy(y.at(yi), a, sizeof a);
+        }
+      });
+      return OAR_OK;
+    }
     visit_numeric(y.dtype, [&](auto t) {
       using T = Element<decltype(t)>;
       for_each_index(updates.ndim, updates.shape, [&](const int64_t* ui, int64_t) {
@@ -370,7 +393,9 @@ void register_shape_kernels(op::KernelTable& t) {
   for (int32_t it : index_dtypes) t.add("check_index", {it}, {it}, check_index_kernel);
   t.add("shape", {}, {OAR_DTYPE_I64}, shape_kernel);
   t.add("numel", {}, {OAR_DTYPE_I64}, numel_kernel);
-  for (int32_t dt : kNumericDtypes)
+  std::vector<int32_t> addable(std::begin(kNumericDtypes), std::end(kNumericDtypes));
+  addable.insert(addable.end(), std::begin(kComplexDtypes), std::end(kComplexDtypes));
+  for (int32_t dt : addable)
     for (int32_t it : index_dtypes) t.add("scatter_add", {dt, it, dt}, {dt}, scatter_add_kernel);
 }
 

@@ -319,3 +319,28 @@ TEST_CASE("complex programs: dtype names in the IR text and JSON round-trip; saf
   CHECK(z_values(oar::ir::load_safetensors(path, cpu, nullptr).at("w")) == std::vector<c128>{{1, -2}});
   std::remove(path.c_str());
 }
+
+// scatter_add on complex (the VJP of gather and of slicing a complex tensor):
+// y = x; y[index[i]] += updates[i] along axis 0, on cpu and mock.
+TEST_CASE("complex: scatter_add adds real and imaginary parts, and a slice of a complex tensor has a gradient") {
+  for (const oar::Device& dev : test_devices()) {
+    INFO(dev.type);
+    for (DType dt : {DType::c64, DType::c128}) {
+      Tensor x = oar::cast(c128_tensor({{1, 1}, {2, -2}, {3, 0.5}}, {3, 1}, dev), dt);
+      Tensor index = Tensor::from_vector(std::vector<int64_t>{2, 0, 2}, {3}, dev);
+      Tensor upd = oar::cast(c128_tensor({{0.5, 1}, {-1, 4}, {2, -3}}, {3, 1}, dev), dt);
+      Tensor y = oar::scatter_add(x, index, upd, 0);
+      CHECK(y.dtype() == dt);
+      check_close_c(z_values(y), {{0, 5}, {2, -2}, {5.5, -1.5}}, 1e-6);
+    }
+    // d/dz of sum(|z[1:3]|^2) is 2 z on the slice and 0 elsewhere.
+    Tensor z = c128_tensor(kZ, {6}, dev).detach();
+    z.set_requires_grad(true);
+    Tensor part = oar::slice(z, {0}, {1}, {3});
+    Tensor loss = oar::sum(oar::real(part * oar::conj(part)));
+    loss.backward();
+    std::vector<c128> want(6, c128(0, 0));
+    want[1] = 2.0 * kZ[1], want[2] = 2.0 * kZ[2];
+    check_close_c(z_values(z.grad()), want);
+  }
+}
