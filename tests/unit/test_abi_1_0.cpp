@@ -2,6 +2,7 @@
 // into this host and runs, and the host reads none of the fields 1.1
 // appended to its kernel descriptors (their bytes are 0xFF in the plugin).
 // The conformance suite runs against it too (ctest conformance_abi_1_0).
+#include <complex>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -73,4 +74,24 @@ TEST_CASE("eager ops run on the ABI 1.0 plugin's kernels with 1.1 kernel context
   // No kernel for this dtype: the usual sentence, not a crash.
   Tensor i = Tensor::from_vector(std::vector<int32_t>{1, 2}, {2}, dev);
   CHECK(oar_test::error_of([&] { i + i; }).find("add: device type 'abi10' has no kernel for dtypes (int32, int32)") == 0);
+}
+
+// Note [Complex dtypes and older plugins]: a kernel of a plugin built before
+// ABI 1.3 registered for any dtype (null lists or OAR_DTYPE_ANY) was written
+// for the real dtypes: it never matches a complex tensor.
+TEST_CASE("an older plugin's any-dtype kernel never matches complex dtypes") {
+  using oar::DType;
+  oar::KernelEntry any;
+  any.any_inputs = any.any_outputs = true;
+  oar::KernelEntry pattern;
+  pattern.input_dtypes = {OAR_DTYPE_ANY};
+  pattern.output_dtypes = {OAR_DTYPE_ANY};
+  for (oar::KernelEntry* k : {&any, &pattern}) {
+    k->knows_complex = true;  // built with ABI >= 1.3
+    CHECK(k->matches(std::vector<DType>{DType::c64}, std::vector<DType>{DType::f32}));
+    k->knows_complex = false;  // an ABI 1.0-1.2 plugin
+    CHECK_FALSE(k->matches(std::vector<DType>{DType::c64}, std::vector<DType>{DType::f32}));
+    CHECK_FALSE(k->matches(std::vector<DType>{DType::f32}, std::vector<DType>{DType::c128}));
+    CHECK(k->matches(std::vector<DType>{DType::f32}, std::vector<DType>{DType::f32}));
+  }
 }
