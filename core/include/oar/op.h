@@ -166,6 +166,13 @@ struct VjpContext {
 /// gradient has its input's shape (broadcasting is summed back: sum_to).
 using VjpFn = std::vector<Tensor> (*)(const VjpContext& ctx);
 
+/// An op the core computes itself instead of a device kernel (a
+/// collective: its "kernel" is a call into a Communicator). Eager mode and
+/// the executor call it with the op's inputs and attributes; it returns the
+/// outputs, as the meta rule describes them (Note [Host ops] in
+/// core/src/dist/collective_ops.cpp).
+using HostFn = std::vector<Tensor> (*)(std::span<const Tensor> inputs, const Attrs& attrs);
+
 /// How the host prepares a kernel's inputs (docs/kernels.md).
 enum class InputLayout : uint8_t {
   as_is,      ///< inputs passed with their own shapes
@@ -196,7 +203,9 @@ struct OpDef {
   /// missing required one is an error naming the op and the attribute.
   std::vector<AttrSpec> attrs = {};
   DTypeRule dtypes = {};             ///< accepted input dtypes and promotion
-  SpmdFn spmd = nullptr;             ///< null: no SPMD rule yet (the op runs replicated)
+  SpmdFn spmd = nullptr;             ///< null: a composite op decomposes, others run replicated (spmd.h)
+  LocalizeFn localize = nullptr;     ///< null: the local kernel takes the global attributes (spmd.h)
+  HostFn host = nullptr;             ///< non-null: the core computes it (no device kernel)
   std::optional<TestDomain> domain = std::nullopt;  ///< where conformance cases are drawn from
   std::string doc = {};              ///< one line, for the op table of docs/kernels.md
   int id = -1;                       ///< index in the registry, set on registration

@@ -62,6 +62,9 @@ class Storage {
 struct AutogradMeta;
 /// Set on the symbolic tensors of a static-mode trace (oar/ir/trace.h).
 struct SymbolicInfo;
+/// Set on a distributed tensor (oar/dist_tensor.h): its mesh, placements
+/// and this rank's local piece.
+struct DistInfo;
 
 /// The state behind a Tensor handle.
 struct TensorImpl {
@@ -73,6 +76,8 @@ struct TensorImpl {
   Device device;
   std::shared_ptr<AutogradMeta> autograd;  // null unless autograd is involved
   std::shared_ptr<SymbolicInfo> symbol;    // non-null for a symbolic tensor (no storage)
+  std::shared_ptr<DistInfo> dist;          // non-null for a distributed tensor: shape is the GLOBAL
+                                           // shape, storage is null, the data is dist->local
   const char* view_op = nullptr;           // not owned (an OpDef's name): the op whose eager view this is
 };
 

@@ -172,10 +172,15 @@ std::string Placement::str() const {
   return "?";
 }
 
-std::optional<std::vector<Placement>> spmd::elementwise_unary(const OpDef&, std::span<const Placement> inputs,
-                                                              const Attrs&) {
-  if (inputs.size() != 1 || inputs[0].kind == Placement::Kind::partial) return std::nullopt;
-  return std::vector<Placement>{inputs[0]};
+SpmdResult spmd::elementwise_unary(const SpmdArgs& args) {
+  Placement p = args.placements.empty() || args.placements[0].is_partial() ? Placement::Replicate()
+                                                                           : args.placements[0];
+  return {{p}, {p}};
+}
+
+SpmdResult spmd::replicate_all(const SpmdArgs& args) {
+  return {std::vector<Placement>(args.placements.size(), Placement::Replicate()),
+          std::vector<Placement>(static_cast<size_t>(std::max(args.op.num_outputs, 1)), Placement::Replicate())};
 }
 
 void Attrs::set(std::string name, AttrValue value) {

@@ -20,3 +20,9 @@ from .spawn import spawn  # noqa: F401,E402
 # --- data parallel and fleet (data_parallel.py, fleet/) ---
 from .data_parallel import DataParallel  # noqa: E402,F401 - also oar.DataParallel
 from . import fleet  # noqa: E402,F401
+
+# --- semi-auto parallel (auto_parallel/): H1 block: mesh, placements, shard_tensor, reshard ---
+
+# --- semi-auto parallel: H3 block: shard_layer, shard_optimizer, shard_dataloader ---
+
+# --- semi-auto parallel: H6 block: to_static, DistModel, Strategy ---
