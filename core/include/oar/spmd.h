@@ -92,6 +92,19 @@ struct LocalizeArgs {
   std::span<const TensorMeta> local_inputs;  ///< after the inputs were resharded
   std::span<const TensorMeta> local_outputs;
   std::span<const TensorMeta> global_outputs;
+  /// Per output: where this rank's piece starts in the global output, one
+  /// index per dim (all zeros for a replicated or partial output). Random
+  /// ops use it to draw the numbers of their global positions (Note
+  /// [Sharded random numbers] in core/src/ops/creation.cpp). Empty when
+  /// the caller does not know them (then every offset counts as 0).
+  std::span<const std::vector<int64_t>> output_offsets = {};
+  /// Per input: the same for this rank's piece of each input, after the
+  /// reshard (a vocab-parallel embedding reads its weight's row range
+  /// from it). Empty when the caller does not know them.
+  std::span<const std::vector<int64_t>> input_offsets = {};
+  /// The inputs' GLOBAL metas (a row-sharded embedding compares its
+  /// weight's local rows with the global ones). Empty when not known.
+  std::span<const TensorMeta> global_inputs = {};
 };
 
 /// The attributes the local kernel runs with (reshape: the local target

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdint>
 
+#include "oar/dist_tensor.h"
 #include "ops/op_util.h"
 
 namespace oar {
@@ -58,12 +59,19 @@ OAR_REGISTER_OPS(index_values) {
                     attr("has_ignore", false, "whether ignore_index is allowed"),
                     attr("op", AttrKind::string, "the user-facing op named in the error"),
                     attr("what", std::string("index"), "the value's name in the error")},
-          .doc = "y = index (i32/i64) after checking every value (Note [Index values])"});
+          .spmd = spmd::elementwise_unary, .doc = "y = index (i32/i64) after checking every value (Note [Index values])"});
 }
 
 Tensor check_index_values(const IndexCheck& check, const Tensor& index) {
   if (!index.defined()) return index;
-  if (index.is_symbolic()) {  // a trace: the check runs with the program
+  // A distributed index: each rank checks its piece (the values are global
+  // indices wherever the piece lies); a symbolic piece gets the op.
+  const bool symbolic = dist::is_dist(index) ? dist::local_value(index).is_symbolic() : index.is_symbolic();
+  if (dist::is_dist(index) && !symbolic) {
+    check_index_values(check, dist::local_value(index));
+    return index;
+  }
+  if (symbolic) {  // a trace: the check runs with the program
     if (index.dtype() != DType::i32 && index.dtype() != DType::i64) return index;
     std::array<Tensor, 1> in{index};
     return apply1(OAR_OP("check_index"), in,

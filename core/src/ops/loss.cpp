@@ -1,6 +1,7 @@
 // Losses (composite ops): cross_entropy with hard or soft labels, mse_loss.
 #include <array>
 
+#include "oar/dist_tensor.h"
 #include "oar/ops.h"
 #include "ops/op_util.h"
 #include "ops/shape_util.h"
@@ -56,11 +57,30 @@ Tensor apply_reduction(const Tensor& loss, const std::string& reduction, const T
   return reduction == "sum" ? total : (weight_sum.defined() ? total / weight_sum : mean(loss));
 }
 
+// Note [Vocab-parallel cross entropy]
+// cross_entropy has no SPMD rule: on distributed logits the dispatcher
+// runs this decomposition in dist mode, and there the log-softmax is
+// written as x - m - log(sum(exp(x - m))) with m the (detached) max along
+// the class axis, rather than the log_softmax op (whose rule gathers a
+// sharded class axis). With the classes sharded (Megatron's vocab-parallel
+// loss) the max and the sum are reductions over a sharded dim: Partial(max)
+// and Partial(sum), all_reduced where the next op needs them whole, and the
+// label's log-probability is picked by the one-hot product summed over the
+// classes, a local pick on the rank holding the label's class and zeros
+// elsewhere, Partial(sum). No rank gathers the logits. m only shifts the
+// exponent (its gradient cancels), so detaching it keeps the gradient
+// exact. Dense logits keep the log_softmax op.
+Tensor class_log_softmax(const Tensor& logits, int64_t axis) {
+  if (!dist::is_dist(logits)) return log_softmax(logits, axis);
+  Tensor shifted = logits - max(logits, {axis}, true).detach();
+  return shifted - log(sum(exp(shifted), {axis}, true));
+}
+
 std::vector<Tensor> cross_entropy_decompose(std::span<const Tensor> in, const Attrs& attrs) {
   const Tensor& logits = in[0];
   int64_t axis = attrs.get_int("axis");
   const std::string& reduction = attrs.get_string("reduction");
-  Tensor lsm = log_softmax(logits, axis);
+  Tensor lsm = class_log_softmax(logits, axis);
   if (attrs.get_bool("soft_label")) {
     return {apply_reduction(-sum(in[1] * lsm, {axis}), reduction, Tensor())};
   }

@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <optional>
 
 #include "oar/autograd.h"
 #include "oar/ops.h"
 #include "ops/op_util.h"
 #include "ops/shape_util.h"
+#include "ops/spmd_util.h"
 
 namespace oar {
 
@@ -372,37 +374,238 @@ Grads scatter_add_vjp(const VjpContext& c) {
           c.needs[2] ? gather(c.grads[0], c.inputs[1], c.attrs.get_int("axis")) : Tensor()};
 }
 
+// ---- SPMD rules (spmd.h) ----
+// Note [SPMD rules of data-movement ops]
+// reshape, transpose, broadcast_to, slice, concat, pad, gather and
+// scatter_add move elements without combining them, so a Partial input
+// passes through (the op applied to each rank's piece gives the pieces of
+// the result: reshape(a + b) = reshape(a) + reshape(b), and the same for
+// max and min, which select). A Shard survives where the sharded dim comes
+// out of the op whole and in order: transpose moves it, broadcast_to shifts
+// it by the new leading dims, slice/pad/concat/gather keep it unless it is
+// the dim they slice, pad, concatenate or index (then the rule asks for
+// Replicate(), as Paddle's rules do). reshape is Note [Reshape of a
+// sharded dim]. Ops whose attributes name sizes (reshape's and
+// broadcast_to's target shapes) get a localize writing the local ones.
+using spmd_util::Candidate;
+
+Shape spmd_output_shape(const SpmdArgs& a) { return infer_meta(a.op, a.inputs, a.attrs)[0].shape; }
+
+// The attributes with "shape" set to the local output's.
+Attrs localize_target_shape(const LocalizeArgs& a) {
+  Attrs out = a.attrs;
+  out.set("shape", a.local_outputs[0].shape);
+  return out;
+}
+
+// Note [Reshape of a sharded dim]
+// Leaving out dims of size 1, the dims of x and of y fall into groups of
+// consecutive dims with equal element counts ([6, 4] -> [24]: one group;
+// [2, 6] -> [2, 3, 2]: {2}->{2} and {6}->{3, 2}). Rank r's chunk of x's
+// dim d is a contiguous run of the group's elements when d leads its group
+// and either the group maps one dim to one dim (same size, same chunks,
+// even when uneven) or both leading dims divide by the mesh dim size (then
+// each rank holds 1/m of the group on both sides, in the same order). So
+// Shard(d) becomes Shard(leading dim of y's side); anything else (a
+// non-leading dim, a size-1 dim, an uneven split or merge) is gathered
+// first: the rule asks for Replicate(). Paddle's reshape rule does the
+// same. A tensor dim sharded over several mesh dims needs the divisions to
+// hold for the product of their sizes, which a rule seeing one mesh dim
+// cannot check; the local reshape then fails naming the shapes.
+struct DimGroup {
+  std::vector<size_t> in, out;
+};
+
+std::vector<DimGroup> reshape_groups(const Shape& in, const Shape& out) {
+  std::vector<size_t> a, b;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i] != 1) a.push_back(i);
+  for (size_t j = 0; j < out.size(); ++j)
+    if (out[j] != 1) b.push_back(j);
+  std::vector<DimGroup> groups;
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    DimGroup g{{a[i]}, {b[j]}};
+    int64_t pa = in[a[i++]], pb = out[b[j++]];
+    while (pa != pb) {
+      if (pa < pb) {
+        if (i == a.size()) return {};
+        pa *= in[a[i]];
+        g.in.push_back(a[i++]);
+      } else {
+        if (j == b.size()) return {};
+        pb *= out[b[j]];
+        g.out.push_back(b[j++]);
+      }
+    }
+    groups.push_back(std::move(g));
+  }
+  return groups;
+}
+
+Placement reshaped_shard(const Shape& in, const Shape& out, int64_t d, int64_t ranks) {
+  if (shape_numel(in) == 0) return Placement::Replicate();
+  for (const DimGroup& g : reshape_groups(in, out)) {
+    if (g.in.front() != static_cast<size_t>(d)) continue;
+    const size_t j = g.out.front();
+    const bool one_to_one = g.in.size() == 1 && g.out.size() == 1;
+    if (one_to_one || (in[static_cast<size_t>(d)] % ranks == 0 && out[j] % ranks == 0))
+      return Placement::Shard(static_cast<int64_t>(j));
+  }
+  return Placement::Replicate();
+}
+
+SpmdResult reshape_spmd(const SpmdArgs& a) {
+  const Placement& p = a.placements[0];
+  if (!p.is_shard()) return {{p}, {p}};
+  const Placement out = reshaped_shard(a.inputs[0].shape, spmd_output_shape(a), p.dim, a.mesh_dim_size);
+  return {{out.is_shard() ? p : Placement::Replicate()}, {out}};
+}
+
+SpmdResult transpose_spmd(const SpmdArgs& a) {
+  const Placement& p = a.placements[0];
+  if (!p.is_shard()) return {{p}, {p}};
+  const auto& perm = a.attrs.get_ints("perm");
+  const auto at = std::find(perm.begin(), perm.end(), p.dim);
+  return {{p}, {Placement::Shard(at - perm.begin())}};
+}
+
+SpmdResult broadcast_to_spmd(const SpmdArgs& a) {
+  const Placement& p = a.placements[0];
+  if (!p.is_shard()) return {{p}, {p}};
+  const Shape& x = a.inputs[0].shape;
+  const Shape out = spmd_output_shape(a);
+  if (spmd_util::is_broadcast_dim(x, out, p.dim)) return {{Placement::Replicate()}, {Placement::Replicate()}};
+  return {{p}, {Placement::Shard(spmd_util::output_dim_of(x, out, p.dim))}};
+}
+
+// Whether slice changes dim d (else it keeps the whole dim).
+bool slices_dim(const Attrs& attrs, const Shape& x, size_t d) {
+  return !(attrs.get_ints("starts")[d] == 0 && attrs.get_ints("steps")[d] == 1 && attrs.get_ints("ends")[d] >= x[d]);
+}
+
+// An unsliced dim has start 0, step 1 and an end past the global size,
+// which the meta rule reads as the local size: the local slice needs no
+// other attributes (Note [Slices of dynamic dims]).
+SpmdResult slice_spmd(const SpmdArgs& a) {
+  const Placement& p = a.placements[0];
+  if (p.is_shard() && slices_dim(a.attrs, a.inputs[0].shape, static_cast<size_t>(p.dim)))
+    return {{Placement::Replicate()}, {Placement::Replicate()}};
+  return {{p}, {p}};
+}
+
+// pad: a padded dim cannot stay sharded. Partial pieces padded with the
+// value combine to the padded whole for max, min and avg; for sum only
+// when the value is 0.
+SpmdResult pad_spmd(const SpmdArgs& a) {
+  const Placement& p = a.placements[0];
+  const auto& pads = a.attrs.get_ints("pads");
+  const bool padded = p.is_shard() && (pads[2 * p.dim] != 0 || pads[2 * p.dim + 1] != 0);
+  const bool sum_of_values = p.is_partial() && p.reduce == ReduceKind::sum && a.attrs.has("value") && a.attrs.get_float("value") != 0.0;
+  if (padded || sum_of_values) return {{Placement::Replicate()}, {Placement::Replicate()}};
+  return {{p}, {p}};
+}
+
+// concat: sharded along a dim other than the axis (every input has it at
+// the same size, so the chunks agree), or Partial when every input is the
+// same Partial (a replicated input joins a Partial(sum) as coordinate 0's
+// piece), or replicated: the cheapest of those the inputs suggest.
+SpmdResult concat_spmd(const SpmdArgs& a) {
+  const size_t n = a.inputs.size();
+  const int64_t axis = a.attrs.get_int("axis");
+  std::vector<Candidate> candidates;
+  std::vector<int64_t> dims;
+  std::optional<Placement> partial;
+  for (const Placement& p : a.placements) {
+    if (p.is_shard() && p.dim != axis && std::find(dims.begin(), dims.end(), p.dim) == dims.end()) dims.push_back(p.dim);
+    if (p.is_partial() && !partial) partial = p;
+  }
+  for (int64_t d : dims) {
+    candidates.push_back({std::vector<Placement>(n, Placement::Shard(d)), {Placement::Shard(d)}});
+  }
+  if (partial) {
+    bool fits = true;
+    for (const Placement& p : a.placements)
+      fits = fits && (p == *partial || (p.is_replicate() && partial->reduce == ReduceKind::sum));
+    if (fits) candidates.push_back({std::vector<Placement>(n, *partial), {*partial}});
+  }
+  candidates.push_back({spmd_util::replicated(n), {Placement::Replicate()}});
+  return spmd_util::cheapest(a, candidates);
+}
+
+// gather(x, index, axis): x sharded on another dim with the whole index;
+// or x whole with the index sharded (the output then sharded on axis); or
+// a Partial x with the whole index. An x sharded on the axis is gathered
+// (or moved to another dim, when that is cheaper).
+SpmdResult gather_spmd(const SpmdArgs& a) {
+  const int64_t axis = a.attrs.get_int("axis");
+  const Placement R = Placement::Replicate();
+  std::vector<Candidate> candidates;
+  for (int64_t d = 0; d < static_cast<int64_t>(a.inputs[0].shape.size()); ++d) {
+    if (d != axis) candidates.push_back({{Placement::Shard(d), R}, {Placement::Shard(d)}});
+  }
+  candidates.push_back({{R, Placement::Shard(0)}, {Placement::Shard(axis)}});
+  if (a.placements[0].is_partial()) candidates.push_back({{a.placements[0], R}, {a.placements[0]}});
+  candidates.push_back({{R, R}, {R}});
+  return spmd_util::cheapest(a, candidates);
+}
+
+// scatter_add(x, index, updates, axis) = x + S(updates): x and updates
+// sharded alike on a dim other than the axis, or both Partial(sum) (a
+// replicated one becomes coordinate 0's piece), or replicated.
+SpmdResult scatter_add_spmd(const SpmdArgs& a) {
+  const int64_t axis = a.attrs.get_int("axis");
+  const Placement R = Placement::Replicate();
+  std::vector<Candidate> candidates;
+  for (int64_t d = 0; d < static_cast<int64_t>(a.inputs[0].shape.size()); ++d) {
+    if (d != axis) candidates.push_back({{Placement::Shard(d), R, Placement::Shard(d)}, {Placement::Shard(d)}});
+  }
+  auto sum_or_whole = [](const Placement& p) {
+    return p.is_replicate() || (p.is_partial() && p.reduce == ReduceKind::sum);
+  };
+  const Placement& x = a.placements[0];
+  const Placement& u = a.placements[2];
+  if ((x.is_partial() || u.is_partial()) && sum_or_whole(x) && sum_or_whole(u)) {
+    const Placement P = Placement::Partial(ReduceKind::sum);
+    candidates.push_back({{P, R, P}, {P}});
+  }
+  candidates.push_back({{R, R, R}, {R}});
+  return spmd_util::cheapest(a, candidates);
+}
+
+
 }  // namespace
 
 OAR_REGISTER_OPS(manipulation) {
   const AttrSpec axis = attr("axis", AttrKind::int_, "the axis, in [0, rank)");
   add_op({.name = "reshape", .kind = OpKind::view, .meta = reshape_meta, .vjp = reshape_vjp,
           .attrs = {attr("shape", AttrKind::ints, "the new shape; one -1 is inferred")},
+          .spmd = reshape_spmd, .localize = localize_target_shape,
           .doc = "same elements, new shape (a view in eager mode)"});
   add_op({.name = "transpose", .meta = transpose_meta, .vjp = transpose_vjp,
-          .attrs = {attr("perm", AttrKind::ints, "a permutation of the dims")}, .doc = "y.shape[i] = x.shape[perm[i]]"});
+          .attrs = {attr("perm", AttrKind::ints, "a permutation of the dims")}, .spmd = transpose_spmd, .doc = "y.shape[i] = x.shape[perm[i]]"});
   add_op({.name = "broadcast_to", .layout = InputLayout::broadcast, .meta = broadcast_to_meta, .vjp = broadcast_to_vjp,
           .attrs = {attr("shape", AttrKind::ints, "the result's shape")},
-          .doc = "x (ndim = y's) with its dims of 1 broadcast"});
+          .spmd = broadcast_to_spmd, .localize = localize_target_shape, .doc = "x (ndim = y's) with its dims of 1 broadcast"});
   add_op({.name = "slice", .meta = slice_meta, .vjp = slice_vjp,
           .attrs = {attr("starts", AttrKind::ints, "first index per dim"), attr("ends", AttrKind::ints, "end per dim"),
                     attr("steps", AttrKind::ints, "step per dim, never 0")},
-          .doc = "y[i0..] = x[starts[d] + i_d * steps[d]]; steps may be negative"});
+          .spmd = slice_spmd, .doc = "y[i0..] = x[starts[d] + i_d * steps[d]]; steps may be negative"});
   add_op({.name = "diagonal", .kind = OpKind::composite, .meta = diagonal_meta, .decompose = diagonal_decompose,
           .vjp = diagonal_vjp,
           .attrs = {attr("offset", AttrKind::int_, "0: the main diagonal, > 0 above it, < 0 below"),
                     attr("axis1", AttrKind::int_, "the first dim of the 2-D planes"),
                     attr("axis2", AttrKind::int_, "the second dim of the 2-D planes")},
           .doc = "the diagonals of the (axis1, axis2) planes, as a last dim (a view in eager mode)"});
-  add_op({.name = "concat", .num_inputs = -1, .meta = concat_meta, .vjp = concat_vjp, .attrs = {axis},
+  add_op({.name = "concat", .num_inputs = -1, .meta = concat_meta, .vjp = concat_vjp, .attrs = {axis}, .spmd = concat_spmd,
           .doc = "inputs agree except along axis"});
   add_op({.name = "pad", .meta = pad_meta, .vjp = pad_vjp,
           .attrs = {attr("pads", AttrKind::ints, "(before, after) per dim, >= 0"), attr("value", 0.0, "the fill value")},
-          .doc = "constant padding"});
-  add_op({.name = "gather", .num_inputs = 2, .meta = gather_meta, .vjp = gather_vjp, .attrs = {axis},
+          .spmd = pad_spmd, .doc = "constant padding"});
+  add_op({.name = "gather", .num_inputs = 2, .meta = gather_meta, .vjp = gather_vjp, .attrs = {axis}, .spmd = gather_spmd,
           .doc = "x indexed along axis by a 1-D i32/i64 index; an out-of-range index is an error"});
   add_op({.name = "scatter_add", .num_inputs = 3, .meta = scatter_add_meta, .vjp = scatter_add_vjp, .attrs = {axis},
-          .doc = "y = x; y[.., index[i], ..] += updates[.., i, ..] along axis"});
+          .spmd = scatter_add_spmd, .doc = "y = x; y[.., index[i], ..] += updates[.., i, ..] along axis"});
 }
 
 Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape) {

@@ -23,6 +23,8 @@
 #include "oar/ops.h"
 #include "ops/op_util.h"
 #include "ops/shape_util.h"
+#include "ops/spmd_util.h"
+#include "ops/spmd_util.h"
 
 namespace oar {
 
@@ -115,6 +117,30 @@ Grads sum_to_like_vjp(const VjpContext& c) { return {broadcast_to_like(c.grads[0
 // (A VJP rule, so program autodiff does not decompose them first.)
 Grads no_grad_vjp(const VjpContext& c) { return Grads(c.inputs.size()); }
 
+// ---- SPMD rules (spmd.h); Note [SPMD rules of data-movement ops] in manipulation.cpp ----
+using spmd_util::Candidate;
+
+// broadcast_to_like(x, ref) takes its shape from ref's LOCAL piece when it
+// runs, so the output is placed along the dims ref is sharded on (a
+// replicated or partial ref is whole): sharded along an output dim k, x
+// holds its matching dim sharded (or, lacking or broadcasting it, whole)
+// and ref Shard(k); unsharded, x's Partial passes. ref's values are never
+// read, so a Partial ref counts as whole.
+SpmdResult broadcast_to_like_spmd(const SpmdArgs& a) {
+  const Shape& x = a.inputs[0].shape;
+  const Shape& out = a.inputs[1].shape;
+  const Placement& ref = a.placements[1];
+  const Placement whole_ref = ref.is_shard() ? Placement::Replicate() : ref;
+  std::vector<Candidate> candidates;
+  for (size_t k = 0; k < out.size(); ++k) {
+    const auto dim = static_cast<int64_t>(k);
+    candidates.push_back({{spmd_util::input_for_output_shard(x, out, dim), Placement::Shard(dim)}, {Placement::Shard(dim)}});
+  }
+  if (a.placements[0].is_partial()) candidates.push_back({{a.placements[0], whole_ref}, {a.placements[0]}});
+  candidates.push_back({{Placement::Replicate(), whole_ref}, {Placement::Replicate()}});
+  return spmd_util::cheapest(a, candidates);
+}
+
 }  // namespace
 
 OAR_REGISTER_OPS(shape_ops) {
@@ -125,11 +151,11 @@ OAR_REGISTER_OPS(shape_ops) {
           .attrs = {attr("value", AttrKind::float_, "every element's value"),
                     attr("dtype", AttrKind::int_, "the result's DType"),
                     attr("value_imag", 0.0, "complex dtypes: the imaginary part of the value")},
-          .dtypes = {.accepts = kAllDTypes | kComplexDTypes},
+          .dtypes = {.accepts = kAllDTypes | kComplexDTypes}, .spmd = spmd_util::fill_like,
           .doc = "x's shape, every element = value (cast to the dtype); x's values are not read"});
   add_op({.name = "broadcast_to_like", .kind = OpKind::composite, .num_inputs = 2,
           .layout = InputLayout::broadcast, .meta = broadcast_to_like_meta,
-          .decompose = broadcast_to_like_decompose, .vjp = broadcast_to_like_vjp,
+          .decompose = broadcast_to_like_decompose, .vjp = broadcast_to_like_vjp, .spmd = broadcast_to_like_spmd,
           .doc = "x broadcast to the shape of the second input (whose values are not read)"});
   add_op({.name = "sum_to_like", .kind = OpKind::composite, .num_inputs = 2, .meta = sum_to_like_meta,
           .decompose = sum_to_like_decompose, .vjp = sum_to_like_vjp,
