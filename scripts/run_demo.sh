@@ -35,3 +35,11 @@ cd "$OAR_ROOT/examples/python"
 # relative L2 test error < 5e-2, saved and reloaded, and its exported
 # program (complex parameters, FFT ops) run by oar-run (docs/science.md).
 "$OAR_VENV/bin/python" fno_burgers.py --out "$OAR_BUILD/demo" --oar-run "$OAR_BUILD/bin/oar-run"
+# Semi-auto parallel: the seed article's demo (a [2, 4] weight split by
+# columns over 2 ranks, dist.to_static, eval losses) under the launcher; each
+# rank also recomputes the losses densely in one process, and the two lists
+# must agree (docs/auto_parallel.md, "Static mode").
+"$OAR_VENV/bin/python" -m oar.distributed.launch --devices "0,1" --log_dir "$OAR_BUILD/demo/seed_logs" seed_demo_dist.py
+for log in "$OAR_BUILD"/demo/seed_logs/workerlog.{0,1}; do
+  "$OAR_VENV/bin/python" -c 'import sys; l = open(sys.argv[1]).read().splitlines(); d = [float(v) for v in next(x for x in l if x.startswith("dense reference:")).split(":")[1].split()]; s = [float(v) for v in next(x for x in l if x.startswith("distributed:")).split(":")[1].split()]; assert len(d) == 4 and max(abs(a - b) for a, b in zip(d, s)) <= 1e-6, (sys.argv[1], d, s); print(sys.argv[1], "losses equal one process:", d)' "$log"
+done

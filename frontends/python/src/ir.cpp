@@ -5,10 +5,14 @@
 // flattening its arguments and Layer state are in Python (oar/jit.py).
 #include <pybind11/stl.h>
 
+#include <map>
 #include <memory>
+#include <tuple>
 
 #include "binding.h"
+#include "oar/ir/autodiff.h"
 #include "oar/ir/compiled_function.h"
+#include "oar/ir/dist_partition.h"
 #include "oar/ir/executor.h"
 #include "oar/ir/pass.h"
 #include "oar/ir/printer.h"
@@ -85,6 +89,40 @@ struct PyCachedTrace {
 std::optional<PyCachedTrace> cached(std::shared_ptr<const ir::CachedTrace> entry) {
   if (!entry) return std::nullopt;
   return PyCachedTrace{std::move(entry)};
+}
+
+
+// ---- dist.to_static (H6): meshes and placements cross as _C.dist's tuples ----
+using DistMeshTuple = std::tuple<std::vector<int64_t>, std::vector<int>, std::vector<std::string>>;
+using DistPlacementTuple = std::tuple<int, int64_t, int>;  // kind (replicate, shard, partial), dim, reduce
+using DistAttrTuple = std::tuple<DistMeshTuple, std::vector<DistPlacementTuple>>;
+
+oar::DistAttr dist_attr_of(const DistAttrTuple& a) {
+  const auto& [m, ps] = a;
+  oar::DistAttr attr{oar::ProcessMesh(std::get<0>(m), std::get<1>(m), std::get<2>(m)), {}};
+  for (const auto& [kind, dim, reduce] : ps) {
+    if (kind < 0 || kind > 2 || reduce < 0 || reduce > 3)
+      throw py::value_error("dist.to_static: placement (" + std::to_string(kind) + ", " + std::to_string(dim) + ", " +
+                            std::to_string(reduce) + ") is not a placement");
+    oar::Placement p;
+    p.kind = static_cast<oar::Placement::Kind>(kind);
+    p.dim = kind == 1 ? dim : -1;
+    p.reduce = static_cast<oar::ReduceKind>(reduce);
+    attr.placements.push_back(p);
+  }
+  return attr;
+}
+
+DistAttrTuple dist_attr_tuple(const oar::DistAttr& a) {
+  std::vector<DistPlacementTuple> ps;
+  for (const auto& p : a.placements) ps.emplace_back(static_cast<int>(p.kind), p.dim, static_cast<int>(p.reduce));
+  return {{a.mesh.shape(), a.mesh.process_ids(), a.mesh.dim_names()}, ps};
+}
+
+std::vector<std::optional<oar::DistAttr>> dist_attrs_of(const std::vector<std::optional<DistAttrTuple>>& in) {
+  std::vector<std::optional<oar::DistAttr>> out;
+  for (const auto& a : in) out.push_back(a ? std::optional<oar::DistAttr>(dist_attr_of(*a)) : std::nullopt);
+  return out;
 }
 
 }  // namespace
@@ -326,6 +364,57 @@ void bind_ir(py::module_& parent) {
   m.def(
       "is_symbolic", [](const oar::Tensor& t) { return t.is_symbolic(); }, py::arg("tensor"),
       "True for a tensor of a trace in progress (a dtype and shape, no values).");
+
+  // ---- dist.to_static (H6) ----
+  m.def(
+      "append_backward",
+      [](ir::Program& program, size_t loss_output, const std::vector<std::string>& parameters) {
+        // Appends d(outputs[loss_output]) / d(parameter) for each named
+        // parameter and adds each gradient as an output "grad@<name>".
+        OAR_CHECK_ARG(loss_output < program.outputs().size(),
+                      "append_backward: the program has " + std::to_string(program.outputs().size()) +
+                          " outputs; there is no output " + std::to_string(loss_output));
+        std::vector<ir::Value*> wrt;
+        for (const auto& name : parameters) {
+          ir::Value* v = program.find(name);
+          OAR_CHECK_ARG(v != nullptr, "append_backward: the program has no parameter '" + name + "'");
+          wrt.push_back(v);
+        }
+        ir::BackwardOptions options;
+        options.allow_unused = true;
+        std::vector<ir::Value*> grads =
+            ir::append_backward(program, {program.outputs()[loss_output].value}, wrt, {}, options);
+        std::vector<std::string> added;
+        for (size_t i = 0; i < grads.size(); ++i) {
+          if (grads[i] == nullptr) continue;  // the loss does not depend on it
+          program.add_output(grads[i], "grad@" + parameters[i]);
+          added.push_back(parameters[i]);
+        }
+        return added;
+      },
+      py::arg("program"), py::arg("loss_output"), py::arg("parameters"),
+      "Appends the gradients of output loss_output w.r.t. the named parameters as outputs; returns the names "
+      "of the parameters that got one.");
+  m.def(
+      "dist_partition",
+      [](const ir::Program& dense, int rank, const std::vector<std::optional<DistAttrTuple>>& inputs,
+         const std::map<std::string, DistAttrTuple>& parameters,
+         const std::vector<std::optional<DistAttrTuple>>& outputs, const std::optional<std::string>& device) {
+        ir::PartitionSpec spec;
+        spec.rank = rank;
+        spec.inputs = dist_attrs_of(inputs);
+        for (const auto& [name, a] : parameters) spec.parameters.emplace(name, dist_attr_of(a));
+        spec.outputs = dist_attrs_of(outputs);
+        ir::Partition part = ir::partition(dense, spec, device_or_default(device));
+        std::vector<std::optional<DistAttrTuple>> attrs;
+        for (const auto& a : part.outputs)
+          attrs.push_back(a ? std::optional<DistAttrTuple>(dist_attr_tuple(*a)) : std::nullopt);
+        return py::make_tuple(std::make_shared<ir::Program>(std::move(part.program)), attrs, part.output_shapes);
+      },
+      py::arg("program"), py::arg("rank"), py::arg("inputs"), py::arg("parameters"), py::arg("outputs"),
+      py::arg("device") = py::none(),
+      "Rank `rank`'s program of a dense program (Note [Distributed programs]): (Program, output placements, "
+      "output global shapes).");
 }
 
 }  // namespace oar_py

@@ -26,3 +26,5 @@ from . import fleet  # noqa: E402,F401
 # --- semi-auto parallel: H3 block: shard_layer, shard_optimizer, shard_dataloader ---
 
 # --- semi-auto parallel: H6 block: to_static, DistModel, Strategy ---
+from .auto_parallel.static_mode import to_static, DistModel  # noqa: E402,F401
+from .auto_parallel.strategy import Strategy  # noqa: E402,F401

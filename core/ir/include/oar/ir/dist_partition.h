@@ -1,0 +1,52 @@
+/// \file dist_partition.h
+/// Static semi-auto parallelism (dist.to_static): from the dense program of
+/// a model (global shapes), with the placements of its annotated inputs
+/// and parameters, the program ONE rank runs: placements propagated
+/// through every op by its SPMD rule, reshard collectives inserted where
+/// the rules ask, every op on this rank's local pieces (Note [Distributed
+/// programs] in core/ir/passes/dist_partition.cpp).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "oar/device.h"
+#include "oar/dist_tensor.h"
+#include "oar/ir/program.h"
+
+namespace oar::ir {
+
+/// What partition() is told about the dense program.
+struct PartitionSpec {
+  /// The rank whose program is built (its local shapes, its groups).
+  int rank = 0;
+  /// One per dense input: how the input is placed (nullopt: a dense value,
+  /// the same on every rank).
+  std::vector<std::optional<DistAttr>> inputs;
+  /// Dense parameters that are distributed, by name (others are dense and
+  /// the same on every rank).
+  std::map<std::string, DistAttr> parameters;
+  /// One per dense output: the placement the local program returns it in
+  /// (resharded at the end; nullopt: as the rules leave it).
+  std::vector<std::optional<DistAttr>> outputs;
+};
+
+/// The per-rank program and how its outputs are placed.
+struct Partition {
+  Program program;  ///< inputs, parameters (same names) and outputs are local pieces
+  /// One per output: its placement (nullopt: a dense value).
+  std::vector<std::optional<DistAttr>> outputs;
+  /// The global shape of each output.
+  std::vector<Shape> output_shapes;
+};
+
+/// Builds rank `spec.rank`'s program from `dense` (static shapes only):
+/// replays its operations, in order, on distributed symbolic values
+/// through dist::dispatch under a Tracer of the new program. Throws
+/// oar::Error naming the op when an op or a placement cannot be
+/// partitioned.
+Partition partition(const Program& dense, const PartitionSpec& spec, const Device& device);
+
+}  // namespace oar::ir

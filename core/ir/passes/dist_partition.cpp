@@ -1,0 +1,155 @@
+// The partition of a dense program into the program of one rank
+// (dist.to_static). See oar/ir/dist_partition.h.
+//
+// Note [Distributed programs]
+// dist.to_static(layer, loader, loss, optimizer) turns a model whose
+// parameters (and inputs) are distributed into one program per rank. It
+// works in three steps, and only the last knows about distribution:
+//
+//  1. The DENSE program: the layer's forward and the loss, traced with
+//     global shapes (each distributed parameter stands in as a dense
+//     parameter of its global shape and name), and in train mode the
+//     appended backward (append_backward: the gradients of the loss with
+//     respect to every trainable parameter). This is the program a single
+//     process would run; OAR_LOG_LEVEL=info / print_program=True prints it.
+//
+//  2. The placements of its leaves: distributed parameters keep theirs;
+//     inputs from the distributed loader are Shard(0) along the mesh's data
+//     dim (the dim named "dp", "data" or "batch", if there is one), else
+//     Replicate(); every other leaf is dense, the same on every rank.
+//
+//  3. partition() REPLAYS the dense program's operations, in order, under a
+//     Tracer of a new program whose inputs and parameters are this rank's
+//     LOCAL pieces (their local shapes), each wrapped as a distributed value
+//     (dist::make_dist over the symbolic local piece, global shape and
+//     placements). Each operation is applied through the current builder,
+//     so dist::dispatch runs it exactly as in eager mode (Note [Distributed
+//     dispatch] in core/src/dist/dispatch.cpp): the op's SPMD rule chooses
+//     the placements, inputs that differ are resharded (the reshard's
+//     collectives -- c_all_gather, c_all_reduce, ... -- are host ops, which
+//     the Tracer records like any other), the op runs on the local pieces
+//     (recorded), and its results are labelled with their placements. One
+//     walk is placement propagation, reshard insertion and partition.
+//
+// The backward needs no special treatment: in the dense program it is
+// ordinary operations (the VJP rules' ops), so its placements are
+// propagated by the same rules. The gradient of a Replicate() parameter
+// used with sharded activations comes out Partial(), which is why each
+// output is resharded at the end to the placement the caller asks for:
+// gradients to their parameter's placements (Partial -> Replicate is data
+// parallelism's all_reduce), the loss to Replicate() (every rank returns the
+// whole loss). Values the rules leave dense (ops on constants only) are the
+// same on every rank.
+//
+// Because eager mode and the partition share dispatch and reshard, static
+// and eager distributed results are the same computation: the per-rank
+// program is what eager mode would run on that rank, captured once.
+// Shapes are static (the dense program is traced per input shape).
+#include "oar/ir/dist_partition.h"
+
+#include <unordered_map>
+
+#include "oar/autograd.h"
+#include "oar/builder.h"
+#include "oar/error.h"
+#include "oar/ir/trace.h"
+#include "oar/ir/verifier.h"
+
+namespace oar::ir {
+
+namespace {
+
+// A leaf of the dense program (input or parameter) as this rank sees it:
+// a new local value of `local_program`, wrapped as a distributed tensor
+// when `attr` is set.
+Tensor local_leaf(Tracer& tracer, Program& local_program, const Value* dense, const std::optional<DistAttr>& attr,
+                  int rank, bool is_parameter) {
+  const TensorType& type = dense->type();
+  OAR_CHECK_ARG(type.is_static(), "dist.to_static: '" + dense->name() + "' has the dynamic type " + type.str() +
+                                      "; the partition needs static shapes");
+  Shape global = type.dims;
+  Shape local = global;
+  if (attr) {
+    dist::check_placements("dist.to_static: '" + dense->name() + "'", attr->mesh, attr->placements,
+                           static_cast<int64_t>(global.size()));
+    local = dist::local_shape(global, *attr, rank);
+  }
+  TensorType local_type{type.dtype, local};
+  Value* v = is_parameter ? local_program.add_parameter(dense->name(), local_type)
+                          : local_program.add_input(dense->name(), local_type);
+  Tensor piece = tracer.symbolic(v, local);
+  return attr ? dist::make_dist(piece, *attr, global) : piece;
+}
+
+}  // namespace
+
+Partition partition(const Program& dense, const PartitionSpec& spec, const Device& device) {
+  OAR_CHECK_ARG(spec.inputs.empty() || spec.inputs.size() == dense.inputs().size(),
+                "dist.to_static: " + std::to_string(spec.inputs.size()) + " input placements for a program of " +
+                    std::to_string(dense.inputs().size()) + " inputs");
+  OAR_CHECK_ARG(spec.outputs.empty() || spec.outputs.size() == dense.outputs().size(),
+                "dist.to_static: " + std::to_string(spec.outputs.size()) + " output placements for a program of " +
+                    std::to_string(dense.outputs().size()) + " outputs");
+  OAR_CHECK_ARG(dense.updates().empty(), "dist.to_static: the program reassigns parameters (" +
+                                             dense.updates()[0].name +
+                                             ", ...); buffers updated in forward are not supported in "
+                                             "distributed programs");
+  Partition result;
+  Program& local = result.program;
+  Tracer tracer(local, device);
+  std::unordered_map<const Value*, Tensor> env;
+  for (size_t i = 0; i < dense.inputs().size(); ++i) {
+    const Value* v = dense.inputs()[i];
+    env[v] = local_leaf(tracer, local, v, spec.inputs.empty() ? std::nullopt : spec.inputs[i], spec.rank, false);
+  }
+  for (const Value* v : dense.parameters()) {
+    auto it = spec.parameters.find(v->name());
+    std::optional<DistAttr> attr;
+    if (it != spec.parameters.end()) attr = it->second;
+    env[v] = local_leaf(tracer, local, v, attr, spec.rank, true);
+  }
+  for (const Value* v : dense.constants()) env[v] = dense.constant_value(v).to(device);
+
+  NoGrad no_grad;  // the dense program holds its backward already
+  {
+    BuilderScope scope(tracer);
+    std::vector<Tensor> operands;
+    for (const auto& op : dense.block().ops()) {
+      OAR_CHECK_ARG(op->num_regions() == 0, "dist.to_static: " + op->name() +
+                                                " has regions (control flow), which the partition does not "
+                                                "support");
+      operands.clear();
+      for (const Value* v : op->operands()) operands.push_back(env.at(v));
+      std::vector<Tensor> results = current_builder().apply(op->def(), operands, op->attrs(), &device);
+      OAR_CHECK_ARG(results.size() == op->results().size(),
+                    "dist.to_static: " + op->name() + " gave " + std::to_string(results.size()) +
+                        " results while partitioned, expected " + std::to_string(op->results().size()));
+      for (size_t r = 0; r < results.size(); ++r) env[op->result(r)] = results[r];
+    }
+    for (size_t i = 0; i < dense.outputs().size(); ++i) {
+      const NamedValue& out = dense.outputs()[i];
+      Tensor t = env.at(out.value);
+      std::optional<DistAttr> want = spec.outputs.empty() ? std::nullopt : spec.outputs[i];
+      if (dist::is_dist(t) && want && !(dist::dist_attr(t) == *want)) {
+        t = dist::reshard(t, want->mesh, want->placements);
+      } else if (!dist::is_dist(t) && want) {
+        // A dense value is the same on every rank: Replicate(), then as asked.
+        DistAttr replicated{want->mesh, std::vector<oar::Placement>(want->mesh.ndim(), oar::Placement::Replicate())};
+        t = dist::make_dist(t, replicated, t.shape());
+        if (!(replicated == *want)) t = dist::reshard(t, want->mesh, want->placements);
+      }
+      result.output_shapes.push_back(out.value->type().dims);
+      if (dist::is_dist(t)) {
+        result.outputs.push_back(dist::dist_attr(t));
+        local.add_output(tracer.capture(dist::local_value(t)), out.name);
+      } else {
+        result.outputs.push_back(std::nullopt);
+        local.add_output(tracer.capture(t), out.name);
+      }
+    }
+  }
+  verify(local);
+  return result;
+}
+
+}  // namespace oar::ir

@@ -1,0 +1,343 @@
+"""dist.to_static (Paddle's paddle.distributed.to_static) and DistModel.
+
+A DistModel runs a Layer whose parameters are distributed tensors as ONE
+static program per rank (Note [Distributed programs] in
+core/ir/passes/dist_partition.cpp):
+
+  1. the dense program: the layer's forward and the loss traced with global
+     shapes (each distributed parameter stands in as a dense parameter of
+     its global shape), plus, in train mode, the appended backward;
+  2. its leaves' placements: the parameters' own; inputs as given (a
+     distributed tensor keeps its placements; a dense one is Shard(0) on the
+     mesh's data dim "dp" / "data" / "batch" if there is one, else
+     Replicate());
+  3. _C.ir.dist_partition replays it through the distributed dispatcher:
+     this rank's program, with the reshard collectives the SPMD rules ask
+     for. The loss comes back Replicate(), gradients in their parameter's
+     placements.
+
+Each mode and input signature builds once; later calls run the cached
+program with the executor. In train mode the optimizer then steps on the
+distributed parameters (eager distributed ops on the local pieces; every
+rank updates its own piece, so no communication). Printing: OAR_LOG_LEVEL=
+info (or debug), Strategy.print_program or to_static(print_program=True)
+prints the dense program and this rank's program when they are built; the
+texts are also dist_model.dense_program() and dist_model.dist_main_program().
+"""
+import os
+import sys
+
+import numpy as np
+
+from ... import _C
+from ...autograd import no_grad
+from ...creation import zeros
+from ...framework import Tensor
+from ...static import InputSpec
+from .api import _ensure_env
+from .placement import Replicate, Shard
+from .process_mesh import ProcessMesh
+from .strategy import Strategy
+
+__all__ = ["to_static", "DistModel"]
+
+_DATA_DIMS = ("dp", "data", "batch")
+_REPLICATE = (0, -1, 0)
+
+
+def _log_info():
+    return os.environ.get("OAR_LOG_LEVEL", "").lower() in ("info", "debug", "trace")
+
+
+def _attr_key(t):
+    if _C.dist.is_dist(t):
+        mesh, placements = _C.dist.dist_attr(t)
+        return (tuple(map(tuple, mesh[:2])), tuple(mesh[2]), tuple(placements))
+    return None
+
+
+class DistModel:
+    """The static distributed model dist.to_static returns (Paddle's
+    DistModel). Set a mode with train() / eval() / predict(), then call it:
+    dist_model(*inputs, label) -> the loss (a numpy array, as Paddle) in
+    train and eval mode (train also runs the backward and optimizer.step()),
+    dist_model(*inputs) -> the outputs in predict mode (distributed tensors).
+    The default mode: train with a loss and an optimizer, eval with a loss
+    only, predict otherwise."""
+
+    def __init__(self, layer, loader=None, loss=None, optimizer=None, strategy=None, metrics=None,
+                 input_spec=None, print_program=False):
+        from ...nn.layer import Layer
+        if not isinstance(layer, Layer):
+            raise TypeError(f"dist.to_static: layer must be an oar.nn.Layer, not {type(layer).__name__}")
+        if strategy is not None and not isinstance(strategy, Strategy):
+            raise TypeError(f"dist.to_static: strategy must be a dist.Strategy, not {type(strategy).__name__}")
+        self._layer = layer
+        self._loader = loader
+        self._loss = loss
+        self._optimizer = optimizer
+        self._strategy = strategy or Strategy()
+        if self._strategy.pipeline.enable:
+            raise NotImplementedError("dist.to_static: strategy.pipeline.enable (pipeline parallel in static "
+                                      "mode) is not implemented yet; place the stages with dist.reshard in eager "
+                                      "mode")
+        self._print = bool(print_program or self._strategy.print_program)
+        self._programs = {}  # (mode, input signature) -> _Built
+        self._latest = None
+        self._mode = None
+        if loss is not None and optimizer is not None:
+            self.train()
+        elif loss is not None:
+            self.eval()
+        else:
+            self.predict()
+
+    # ---- modes ----
+    def train(self):
+        """Training: __call__ runs forward, loss, backward and optimizer.step()."""
+        if self._loss is None or self._optimizer is None:
+            raise ValueError("DistModel.train: training needs a loss and an optimizer; pass both to dist.to_static")
+        self._mode = "train"
+        self._layer.train()
+
+    def eval(self):
+        """Evaluation: __call__ returns the loss."""
+        if self._loss is None:
+            raise ValueError("DistModel.eval: evaluation needs a loss; pass loss= to dist.to_static")
+        self._mode = "eval"
+        self._layer.eval()
+
+    def predict(self):
+        """Prediction: __call__ returns the layer's outputs."""
+        self._mode = "predict"
+        self._layer.eval()
+
+    @property
+    def mode(self):
+        return self._mode
+
+    # ---- state ----
+    def state_dict(self, mode="all"):
+        """The distributed parameters (and buffers) by name ('param'), the
+        optimizer's state ('opt'), or both ('all')."""
+        if mode not in ("all", "param", "opt"):
+            raise ValueError(f"DistModel.state_dict: mode must be 'all', 'param' or 'opt', got {mode!r}")
+        out = {}
+        if mode in ("all", "param"):
+            out.update(self._layer.state_dict())
+        if mode in ("all", "opt") and self._optimizer is not None:
+            out.update(self._optimizer.state_dict())
+        return out
+
+    def set_state_dict(self, state_dict):
+        self._layer.set_state_dict(state_dict)
+
+    @property
+    def dist_loader(self):
+        """The loader's batches as distributed tensors (dist.shard_dataloader
+        over the loader, on the parameters' mesh)."""
+        from .sharding import ShardDataloader, shard_dataloader
+        if self._loader is None or isinstance(self._loader, ShardDataloader):
+            return self._loader
+        return shard_dataloader(self._loader, meshes=[self._mesh()])
+
+    def dense_program(self, mode=None):
+        """The text of the dense program (global shapes) last built for `mode` (default: the current mode)."""
+        return self._built(mode).dense_text
+
+    def dist_main_program(self, mode=None):
+        """The text of this rank's program last built for `mode` (default: the current mode)."""
+        return self._built(mode).local_text
+
+    def _built(self, mode):
+        mode = mode or self._mode
+        built = self._latest.get(mode) if self._latest else None
+        if built is None:
+            raise RuntimeError(f"DistModel: no program is built for mode '{mode}' yet; call the model once")
+        return built
+
+    # ---- calling ----
+    def __call__(self, *args):
+        if self._mode is None:
+            raise ValueError("DistModel: call train(), eval() or predict() first")
+        feeds = []
+        for a in args:
+            if isinstance(a, (list, tuple)):
+                feeds.extend(a)
+            else:
+                feeds.append(a)
+        for i, f in enumerate(feeds):
+            if not isinstance(f, Tensor):
+                raise TypeError(f"DistModel: input {i} is a {type(f).__name__}; the inputs of a DistModel are "
+                                "Tensors (or lists of them)")
+        if self._mode != "predict" and len(feeds) < 2:
+            raise ValueError(f"DistModel: in {self._mode} mode the call takes the inputs and then the label; got "
+                             f"{len(feeds)} tensor(s)")
+        _ensure_env()
+        key = (self._mode, tuple((tuple(f.shape), str(f.dtype), _attr_key(f)) for f in feeds))
+        built = self._programs.get(key)
+        if built is None:
+            built = self._programs[key] = self._build(self._mode, feeds)
+        self._latest = dict(self._latest or {}, **{self._mode: built})
+        return built.run(self, feeds)
+
+    # ---- building ----
+    def _mesh(self):
+        for _, p in self._state():
+            if _C.dist.is_dist(p):
+                return ProcessMesh._from_core(_C.dist.dist_attr(p)[0])
+        raise ValueError("dist.to_static: the layer has no distributed parameter, so there is no mesh; mark "
+                         "parameters with dist.shard_tensor or dist.shard_layer first")
+
+    def _state(self):
+        """(state_dict name, tensor) of every parameter and buffer, once each."""
+        out, seen = [], set()
+        for prefix, layer in self._layer.named_sublayers(include_self=True):
+            for store in (layer._parameters, layer._buffers):
+                for k, t in store.items():
+                    if t is not None and id(t) not in seen:
+                        seen.add(id(t))
+                        out.append((prefix + ("." if prefix else "") + k, t))
+        return out
+
+    def _input_attr(self, feed, mesh_core):
+        """The placement of one input: its own, or the data placement on the mesh."""
+        if _C.dist.is_dist(feed):
+            mesh, placements = _C.dist.dist_attr(feed)
+            return (mesh, placements)
+        names = mesh_core[2]
+        placements = [_REPLICATE] * len(names)
+        for d, name in enumerate(names):
+            if name in _DATA_DIMS and len(feed.shape) > 0:
+                placements[d] = Shard(0)._to_core()
+                break
+        return (mesh_core, placements)
+
+    def _build(self, mode, feeds):
+        mesh_core = self._mesh()._core()
+        state = self._state()
+        device = _C.get_device()
+        n_inputs = len(feeds) if mode == "predict" else len(feeds) - 1
+        # Dense stand-ins (global shapes) for the distributed parameters.
+        stand_ins, param_attrs, trainable = {}, {}, []
+        for name, t in state:
+            if _C.dist.is_dist(t):
+                stand_ins[name] = zeros(list(t.shape), t.dtype)
+                param_attrs[name] = tuple(_C.dist.dist_attr(t))
+            else:
+                stand_ins[name] = Tensor(t)
+            if not t.stop_gradient:
+                trainable.append(name)
+        layer, loss_fn = self._layer, self._loss
+        slots = []
+        for prefix, sub in layer.named_sublayers(include_self=True):
+            for store in (sub._parameters, sub._buffers):
+                for k, t in store.items():
+                    if t is not None:
+                        slots.append((store, k, t, prefix + ("." if prefix else "") + k))
+        by_id = {id(t): stand_ins[name] for name, t in state}
+
+        def traced(inputs):
+            for store, k, t, _ in slots:
+                store[k] = by_id[id(t)]
+            try:
+                outs = layer(*inputs[:n_inputs])
+                if mode != "predict":
+                    outs = loss_fn(outs, *inputs[n_inputs:])
+            finally:
+                for store, k, t, _ in slots:
+                    store[k] = t
+            if isinstance(outs, Tensor):
+                self._structure = "tensor"
+                return [outs]
+            self._structure = type(outs).__name__
+            return list(outs)
+
+        specs = [InputSpec(list(f.shape), f.dtype, f"x{i}" if i < n_inputs else f"label{i - n_inputs}")._to_ir()
+                 for i, f in enumerate(feeds)]
+        with no_grad():
+            trace = _C.ir.trace(traced, specs, stand_ins, device)
+        dense = trace.program
+        _C.ir.default_pipeline(dense, device)
+        if mode != "predict" and len(dense.output_names) != 1:
+            raise ValueError(f"dist.to_static: the loss gave {len(dense.output_names)} values; expected one scalar")
+        grads = []
+        if mode == "train":
+            wrt = [n for n in trainable if n in dense.parameter_names]
+            grads = _C.ir.append_backward(dense, 0, wrt)
+            _C.ir.default_pipeline(dense, device)
+        replicated = (mesh_core, [_REPLICATE] * len(mesh_core[2]))
+        n_outs = len(dense.output_names)
+        out_attrs = [None] * n_outs
+        if mode != "predict":
+            out_attrs[0] = replicated  # every rank returns the whole loss
+        for i, name in enumerate(grads):
+            out_attrs[n_outs - len(grads) + i] = param_attrs.get(name, replicated)
+        in_attrs = [self._input_attr(f, mesh_core) for f in feeds]
+        rank = _C.dist._global_rank()
+        local, local_attrs, shapes = _C.ir.dist_partition(dense, rank, in_attrs, param_attrs, out_attrs, device)
+        built = _Built(mode, dense, local, in_attrs, local_attrs, shapes, grads, self._structure, device)
+        if self._print or _log_info():
+            print(f"// dist.to_static: dense program ({mode})\n{built.dense_text}\n"
+                  f"// dist.to_static: program of rank {rank} ({mode})\n{built.local_text}", file=sys.stderr,
+                  flush=True)
+        return built
+
+
+class _Built:
+    """One mode's programs for one input signature, and how to run them."""
+
+    def __init__(self, mode, dense, local, in_attrs, out_attrs, out_shapes, grads, structure, device):
+        self.mode, self.grads, self.structure = mode, grads, structure
+        self.in_attrs, self.out_attrs, self.out_shapes = in_attrs, out_attrs, out_shapes
+        self.dense_text, self.local_text = str(dense), str(local)
+        self.parameter_names = list(local.parameter_names)
+        self.executor = _C.ir.Executor(local, device)
+
+    def run(self, model, feeds):
+        locals_ = []
+        for f, (mesh, placements) in zip(feeds, self.in_attrs):
+            if _C.dist.is_dist(f):
+                locals_.append(_C.dist.local_value(f))
+            else:  # every rank has the whole batch: keep this rank's piece (a local slice)
+                locals_.append(_C.dist.local_value(_C.dist.shard_tensor(f, mesh, placements)))
+        state = dict(model._state())
+        params = {}
+        for name in self.parameter_names:
+            t = state[name]
+            params[name] = _C.dist.local_value(t) if _C.dist.is_dist(t) else Tensor(t)
+        self.executor.set_parameters(params)
+        outs = self.executor.run(locals_)
+        if self.mode == "predict":
+            wrapped = [o if a is None else _C.dist.dtensor_from_local(o, a[0], a[1], list(s))
+                       for o, a, s in zip(outs, self.out_attrs, self.out_shapes)]
+            if self.structure == "tensor":
+                return wrapped[0]
+            return tuple(wrapped) if self.structure == "tuple" else wrapped
+        loss = np.asarray(outs[0].numpy())
+        if self.mode == "train":
+            self._step(model, state, outs[len(outs) - len(self.grads):])
+        return loss
+
+    def _step(self, model, state, grads):
+        """optimizer.step() on the distributed parameters with the program's gradients."""
+        with no_grad():
+            for name, g, attr, shape in zip(self.grads, grads, self.out_attrs[-len(self.grads):],
+                                            self.out_shapes[-len(self.grads):]):
+                p = state[name]
+                if _C.dist.is_dist(p):
+                    g = _C.dist.dtensor_from_local(g, attr[0], attr[1], list(shape))
+                p._set_grad(g)
+            model._optimizer.step()
+            model._optimizer.clear_grad()
+
+
+def to_static(layer, loader=None, loss=None, optimizer=None, strategy=None, input_spec=None, print_program=False):
+    """paddle.distributed.to_static: the Layer (whose parameters are
+    distributed tensors) as a DistModel running one static program per rank.
+    `loader` is the DataLoader (or dist.shard_dataloader) the model is fed
+    from; `loss` a Layer or callable loss(outputs, label); `optimizer` an
+    oar optimizer over the layer's parameters; `strategy` a dist.Strategy.
+    print_program=True (or OAR_LOG_LEVEL=info) prints the dense program and
+    this rank's program when they are built."""
+    return DistModel(layer, loader, loss, optimizer, strategy, input_spec=input_spec, print_program=print_program)

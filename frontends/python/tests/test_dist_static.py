@@ -1,0 +1,188 @@
+"""dist.to_static: the seed demo on 2 ranks equals one process; a tensor-
+parallel MLP trains in static mode exactly as in eager distributed mode and
+as dense in one process; the per-rank programs hold the collectives the
+SPMD rules ask for (Note [Distributed programs])."""
+import numpy as np
+import pytest
+
+import oar
+import oar.distributed as dist
+from dist_harness import run_ranks
+
+
+# ---- the seed demo (examples/python/seed_demo_dist.py) ----
+
+def _demo_data():
+    rng = np.random.RandomState(2024)
+    return rng.rand(8, 2).astype("float32"), rng.rand(8, 4).astype("float32")
+
+
+class _Pairs(oar.io.Dataset):
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+    def __getitem__(self, i):
+        return self.x[i], self.y[i]
+
+    def __len__(self):
+        return len(self.x)
+
+
+def _demo_weight():
+    oar.seed(7)
+    return oar.nn.Layer().create_parameter(shape=[2, 4])
+
+
+def _seed_demo(rank, world):
+    mesh = dist.ProcessMesh([0, 1], dim_names=["x"])
+
+    class DemoLayer(oar.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.w0 = dist.shard_tensor(_demo_weight(), mesh, [dist.Shard(1)])
+
+        def forward(self, x):
+            return oar.matmul(x, self.w0)
+
+    layer = DemoLayer()
+    loader = oar.io.DataLoader(_Pairs(*_demo_data()), batch_size=2)
+    model = dist.to_static(layer, loader, oar.nn.MSELoss())
+    model.eval()
+    losses = [float(model(d[0], d[1])) for d in loader()]
+    return {"losses": losses, "local_w": layer.w0._local_value().numpy(),
+            "program": model.dist_main_program(), "dense": model.dense_program()}
+
+
+def test_seed_demo_on_two_ranks_prints_the_dense_losses():
+    x, y = _demo_data()
+    w = _demo_weight().numpy()
+    dense = [float(np.mean((x[i:i + 2] @ w - y[i:i + 2]) ** 2)) for i in range(0, 8, 2)]
+    r0, r1 = run_ranks(_seed_demo, world=2)
+    np.testing.assert_allclose(r0["losses"], dense, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(r1["losses"], dense, rtol=1e-6, atol=1e-7)
+    # Each rank holds two of the four columns of the weight ...
+    np.testing.assert_array_equal(r0["local_w"], w[:, :2])
+    np.testing.assert_array_equal(r1["local_w"], w[:, 2:])
+    # ... so its program computes on column pieces and combines them with a
+    # collective (the seed's figure gathers the matmul's output; the rules
+    # may as well reduce the loss's partial sums); the dense program has none.
+    for r in (r0, r1):
+        assert "c_all_gather" in r["program"] or "c_all_reduce" in r["program"], r["program"]
+        assert "c_all_gather" not in r["dense"] and "c_all_reduce" not in r["dense"], r["dense"]
+        assert "f32[2, 2]" in r["program"]  # the local piece of the weight
+
+
+# ---- a tensor-parallel MLP: static == eager distributed == dense ----
+
+STEPS = 5
+
+
+def _mlp_data():
+    rng = np.random.RandomState(3)
+    return rng.randn(STEPS, 4, 6).astype("float32"), rng.randn(STEPS, 4, 3).astype("float32")
+
+
+def _mlp_weights():
+    rng = np.random.RandomState(5)
+    return rng.randn(6, 8).astype("float32") * 0.5, rng.randn(8, 3).astype("float32") * 0.5
+
+
+class _Mlp(oar.nn.Layer):
+    """x @ w1 -> relu -> @ w2; w1 column-parallel, w2 row-parallel (Megatron) when a mesh is given."""
+
+    def __init__(self, mesh=None):
+        super().__init__()
+        w1, w2 = _mlp_weights()
+        self.w1 = self.create_parameter(shape=[6, 8])
+        self.w2 = self.create_parameter(shape=[8, 3])
+        self.w1.set_value(w1)
+        self.w2.set_value(w2)
+        if mesh is not None:
+            self.w1 = dist.shard_tensor(self.w1, mesh, [dist.Shard(1)])
+            self.w2 = dist.shard_tensor(self.w2, mesh, [dist.Shard(0)])
+
+    def forward(self, x):
+        return oar.matmul(oar.nn.functional.relu(oar.matmul(x, self.w1)), self.w2)
+
+
+def _mlp_tp(rank, world, static):
+    mesh = dist.ProcessMesh([0, 1], dim_names=["mp"])
+    layer = _Mlp(mesh)
+    opt = oar.optimizer.SGD(learning_rate=0.1, parameters=layer.parameters())
+    loss_fn = oar.nn.MSELoss()
+    xs, ys = _mlp_data()
+    losses = []
+    if static:
+        model = dist.to_static(layer, None, loss_fn, opt)
+        assert model.mode == "train"
+        for x, y in zip(xs, ys):
+            losses.append(float(model(oar.to_tensor(x), oar.to_tensor(y))))
+        program = model.dist_main_program()
+    else:
+        for x, y in zip(xs, ys):
+            loss = loss_fn(layer(oar.to_tensor(x)), oar.to_tensor(y))
+            loss.backward()
+            opt.step()
+            opt.clear_grad()
+            losses.append(float(dist.unshard_dtensor(loss).numpy()) if loss.is_dist() else float(loss.numpy()))
+        program = ""
+    return {"losses": losses, "w1": dist.unshard_dtensor(layer.w1).numpy(),
+            "w2": dist.unshard_dtensor(layer.w2).numpy(), "program": program,
+            "state": sorted(dist.to_static(layer, None, loss_fn).state_dict("param"))}
+
+
+def _mlp_dense():
+    layer = _Mlp()
+    opt = oar.optimizer.SGD(learning_rate=0.1, parameters=layer.parameters())
+    loss_fn = oar.nn.MSELoss()
+    losses = []
+    for x, y in zip(*_mlp_data()):
+        loss = loss_fn(layer(oar.to_tensor(x)), oar.to_tensor(y))
+        loss.backward()
+        opt.step()
+        opt.clear_grad()
+        losses.append(float(loss.numpy()))
+    return losses, layer.w1.numpy(), layer.w2.numpy()
+
+
+def test_tensor_parallel_mlp_trains_in_static_mode_as_eager_and_dense():
+    dense_losses, w1, w2 = _mlp_dense()
+    assert dense_losses[-1] < dense_losses[0]  # it trains
+    static = run_ranks(_mlp_tp, world=2, args=(True,))
+    eager = run_ranks(_mlp_tp, world=2, args=(False,))
+    for r in static + eager:
+        np.testing.assert_allclose(r["losses"], dense_losses, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(r["w1"], w1, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(r["w2"], w2, rtol=1e-5, atol=1e-6)
+        assert r["state"] == ["w1", "w2"]
+    for r0, r1 in zip(static, eager):
+        np.testing.assert_allclose(r0["losses"], r1["losses"], rtol=1e-6, atol=1e-7)
+    # The row-parallel matmul's output is Partial: the program all-reduces it.
+    for r in static:
+        assert "c_all_reduce" in r["program"], r["program"]
+
+
+# ---- one process: the API's errors ----
+
+def test_to_static_refuses_what_it_cannot_run():
+    layer = _Mlp()
+    with pytest.raises(ValueError, match="train: training needs a loss and an optimizer"):
+        dist.to_static(layer, None, oar.nn.MSELoss()).train()
+    with pytest.raises(ValueError, match="no distributed parameter"):
+        dist.to_static(layer, None, oar.nn.MSELoss())(oar.ones([4, 6]), oar.ones([4, 3]))
+    with pytest.raises(ValueError, match="call takes the inputs and then the label"):
+        dist.to_static(layer, None, oar.nn.MSELoss())(oar.ones([4, 6]))
+    with pytest.raises(TypeError, match="strategy must be a dist.Strategy"):
+        dist.to_static(layer, None, None, strategy={"pipeline": {}})
+
+
+def test_strategy_sections_and_unknown_options():
+    s = dist.Strategy({"pipeline": {"enable": False, "schedule_mode": "FThenB", "micro_batch_size": 2}})
+    assert (s.pipeline.schedule_mode, s.pipeline.micro_batch_size, s.pipeline.accumulate_steps) == ("FThenB", 2, 1)
+    assert s.sharding.stage == 1 and not s.sharding.enable
+    s.sharding.stage = 3
+    assert s.sharding.stage == 3
+    with pytest.raises(AttributeError, match="'pipeline' section has no option 'micro_batch'"):
+        s.pipeline.micro_batch = 2
+    with pytest.raises(ValueError, match="unknown section 'pipe'"):
+        dist.Strategy({"pipe": {}})
