@@ -19,7 +19,7 @@ using oar::Tensor;
 enum class Coverage { native, decomposed, missing, view };
 
 Coverage coverage_of(const oar::OpDef& op, const std::set<std::string>& native) {
-  if (op.kind == oar::OpKind::view) return Coverage::view;
+  if (op.kind == oar::OpKind::view || op.host) return Coverage::view;  // host ops (collectives): no device kernel
   if (native.count(op.name)) return Coverage::native;
   return op.kind == oar::OpKind::composite ? Coverage::decomposed : Coverage::missing;
 }
@@ -180,7 +180,7 @@ void for_each_row(Suite& suite, const Devices& devices, const std::string& prefi
   }
   if (!listing) return;
   for (const oar::OpDef* op : registry.all()) {
-    if (op->kind == oar::OpKind::view || with_spec.count(op->name) ||
+    if (op->kind == oar::OpKind::view || op->host || with_spec.count(op->name) ||
         !suite.selected(prefix + op->name))
       continue;
     // Backward kernels (conv2d_grad_input, ...) run inside grad.<forward>.*.

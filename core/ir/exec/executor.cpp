@@ -32,6 +32,7 @@
 #include <unordered_set>
 
 #include "dispatch/device_context.h"
+#include "dist/dist_internal.h"
 #include "oar/ir/schedule.h"
 #include "oar/ir/shape_inference.h"
 #include "resolve.h"
@@ -47,6 +48,7 @@ struct Executor::Impl {
     OarKernelContext ctx{};
     OarEvent_t record = nullptr;    // recorded after the launch (another stream waits for it)
     std::vector<OarEvent_t> waits;  // waited for before the launch
+    bool host = false;              // a host op (Note [Host ops]): op.host runs instead of a kernel
   };
   // A view whose memory changes from run to run (inputs, parameters, outputs).
   struct Patch {
@@ -103,7 +105,7 @@ struct Executor::Impl {
       per_shape = true;
       program = source.clone();
       for (const auto& op : program.block().ops()) {
-        if (op->def().kind == OpKind::primitive && !kernel_for_dtypes(*backend, *op))
+        if (op->def().kind == OpKind::primitive && !op->def().host && !kernel_for_dtypes(*backend, *op))
           throw no_kernel_error(*backend, *op, nullptr);
       }
       kernels.clear();
@@ -296,7 +298,8 @@ struct Executor::Impl {
     for (const auto& op_ptr : block.ops()) {
       ++i;
       const Operation& op = *op_ptr;
-      if (!kernels[static_cast<size_t>(i)]) {  // view ops: aliases, no kernel
+      const bool host = op.def().host != nullptr;  // Note [Host ops]: run on every rank, even when empty
+      if (!host && !kernels[static_cast<size_t>(i)]) {  // view ops: aliases, no kernel
         if (buffer(op.result(0)).placement != Placement::alias) {
           throw Error(ErrorCode::internal,
                       "executor: the memory plan does not alias the result of view op " + op.name() +
@@ -306,13 +309,19 @@ struct Executor::Impl {
       }
       bool any_elements = false;
       for (const Value* r : op.results()) any_elements = any_elements || shape_numel(shapes.at(r)) > 0;
-      if (!any_elements) continue;
+      if (!any_elements && !host) continue;
       size_t index = launches.size();
       Launch launch;
       launch.op = &op;
       int rank = op.def().layout == InputLayout::broadcast ? static_cast<int>(shapes.at(op.result(0)).size()) : -1;
       for (const Value* v : op.operands()) add_view(launch, index, v, rank);
       for (const Value* v : op.results()) add_view(launch, index, v, -1);
+      if (host) {
+        launch.host = true;
+        launches.push_back(std::move(launch));
+        launched.push_back(i);
+        continue;
+      }
       // Ask the kernels about this problem once (data may be NULL).
       OarKernelContext problem = context_of(op, launch.views, streams[0]);
       launch.kernel = select_kernel(*backend, op.def().id, operand_dtypes(op), result_dtypes(op), &problem);
@@ -430,8 +439,57 @@ struct Executor::Impl {
     }
   }
 
+  // A tensor of `value` on its planned memory during a run (arena or bound root).
+  Tensor planned_tensor(const Value* value) const {
+    const Value* root = root_of(value);
+    if (buffer(root).placement != Placement::arena) return tensor_of(value);
+    if (!arena.defined()) return Tensor::empty(shapes.at(value), value->type().dtype, device);  // no bytes
+    auto impl = std::make_shared<TensorImpl>(arena.impl());
+    impl->autograd = nullptr;
+    impl->dtype = value->type().dtype;
+    impl->shape = shapes.at(value);
+    impl->strides = contiguous_strides(impl->shape);
+    impl->byte_offset += buffer(root).offset;
+    return Tensor(std::move(impl));
+  }
+
+  // Note [Host ops] (core/src/dist/collective_ops.cpp): the work queued
+  // before is finished, op.host runs on the planned operands, and its
+  // outputs are copied into the planned results.
+  void launch_host(Launch& l) {
+    synchronize_streams();
+    const Operation& op = *l.op;
+    std::vector<Tensor> operands;
+    for (const Value* v : op.operands()) operands.push_back(planned_tensor(v));
+    std::vector<TensorMeta> metas;
+    for (const Value* r : op.results()) metas.push_back({r->type().dtype, shapes.at(r)});
+    std::vector<Tensor> results = dist::run_host_op(op.def(), operands, op.attrs(), metas);
+    const OarDeviceApi& api = backend->api;
+    for (size_t k = 0; k < results.size(); ++k) {
+      Tensor src = results[k].device() == device ? results[k] : results[k].to(device);
+      if (!src.is_contiguous()) src = src.contiguous();
+      Tensor dst = planned_tensor(op.result(k));
+      uint64_t bytes = static_cast<uint64_t>(dst.numel()) * dtype_size(dst.dtype());
+      if (bytes == 0) continue;
+      auto* to = static_cast<char*>(dst.impl().storage->data()) + dst.byte_offset();
+      auto* from = static_cast<const char*>(src.impl().storage->data()) + src.byte_offset();
+      if (to == from) continue;
+      synchronize_streams();  // the host function's own kernels
+      host_clear_error();
+      check(api.memcpy_d2d(api.impl, device.index, to, from, bytes), "memcpy_d2d");
+    }
+  }
+
   void launch(Launch& l) {
     const OarDeviceApi& api = backend->api;
+    if (l.host) {
+      launch_host(l);
+      if (l.record) {
+        host_clear_error();
+        check(api.event_record(api.impl, device.index, l.record, l.ctx.stream), "event_record");
+      }
+      return;
+    }
     for (OarEvent_t e : l.waits) {
       host_clear_error();
       check(api.stream_wait_event(api.impl, device.index, l.ctx.stream, e), "stream_wait_event");

@@ -47,7 +47,7 @@ std::vector<const KernelEntry*> resolve_kernels(const Program& program, const De
   std::vector<const KernelEntry*> kernels;
   for (const auto& op : program.block().ops()) {
     const KernelEntry* kernel = nullptr;
-    if (op->def().kind != OpKind::view) {
+    if (op->def().kind != OpKind::view && !op->def().host) {  // host ops: Note [Host ops]
       kernel = kernel_for_dtypes(backend, *op);
       if (!kernel) throw no_kernel_error(backend, *op, nullptr);
     }

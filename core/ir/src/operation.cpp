@@ -69,7 +69,9 @@ bool Operation::is_ancestor_of(const Operation* other) const {
   return false;
 }
 
-bool has_side_effects(const OpDef& def) { return def.random; }
+// Host ops (collectives, Note [Host ops] in core/src/dist/collective_ops.cpp)
+// talk to other ranks, which wait for them: never merged, folded or dropped.
+bool has_side_effects(const OpDef& def) { return def.random || def.host != nullptr; }
 
 bool has_side_effects(const Operation& op) {
   if (has_side_effects(op.def())) return true;

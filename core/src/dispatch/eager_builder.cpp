@@ -6,6 +6,7 @@
 
 #include "dispatch/device_context.h"
 #include "dispatch/kernel_launch.h"
+#include "dist/dist_internal.h"
 #include "oar/autograd.h"
 #include "oar/builder.h"
 #include "oar/runtime.h"
@@ -81,6 +82,14 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
                                                    "; move them to one device with to()");
     }
   }
+  // ---- host ops (H2): collectives run in the core, no kernel (Note [Host ops] in
+  // core/src/dist/collective_ops.cpp); outputs checked against the meta rule.
+  if (op.host) {
+    std::vector<Tensor> outputs = dist::run_host_op(op, inputs, attrs, out_meta);
+    record_op(op, inputs, outputs, attrs);
+    return outputs;
+  }
+  // ---- end host ops
   // Views share their input's storage (Note [Views] in core/src/tensor/view.cpp).
   if (ViewRule view = eager_view_rule(op)) {
     if (Tensor out = view(inputs[0], attrs, out_meta[0]); out.defined()) {
