@@ -223,3 +223,41 @@ def test_every_combination_ran(results):
     count = sum(len(combinations(n)) for n in CASES)
     assert count > 150
     assert all(len(r) == count + len(CASES) for r in results)
+
+
+# ---- a 2x2 mesh: data parallel x vocab parallel (4 ranks) ----
+
+VOCAB, WIDTH = 10, 4
+TOKENS, TARGETS, TABLE_2D = ids([4, 3], VOCAB, 30), ids([4, 3], VOCAB, 31), arr([VOCAB, WIDTH], 32)
+
+
+def tied_lm_loss(tokens, targets, table):
+    """A tied-embedding language model's loss: embed, project on the table, cross entropy."""
+    h = F.embedding(tokens, table)
+    logits = oar.matmul(h, table, transpose_y=True)
+    return F.cross_entropy(oar.reshape(logits, [-1, VOCAB]), oar.reshape(targets, [-1]))
+
+
+def mesh_2x2_body(rank, world):
+    mesh = dist.ProcessMesh([[0, 1], [2, 3]], dim_names=["dp", "mp"])
+    table = dist.shard_tensor(TABLE_2D, mesh, [dist.Replicate(), dist.Shard(0)], stop_gradient=False)
+    tokens = dist.shard_tensor(TOKENS, mesh, [dist.Shard(0), dist.Replicate()])
+    targets = dist.shard_tensor(TARGETS, mesh, [dist.Shard(0), dist.Replicate()])
+    h = F.embedding(tokens, table)
+    loss = tied_lm_loss(tokens, targets, table)
+    loss.backward()
+    dense = oar.to_tensor(TABLE_2D, stop_gradient=False)
+    dense_loss = tied_lm_loss(oar.to_tensor(TOKENS), oar.to_tensor(TARGETS), dense)
+    dense_loss.backward()
+    return {"h_placements": repr(h.placements), "loss": dist.unshard_dtensor(loss).numpy(),
+            "dense_loss": dense_loss.numpy(), "grad": dist.unshard_dtensor(table.grad).numpy(),
+            "grad_placements": repr(table.grad.placements), "dense_grad": dense.grad.numpy()}
+
+
+def test_vocab_parallel_embedding_and_loss_on_a_2x2_mesh():
+    for r in run_ranks(mesh_2x2_body, world=4, timeout=120):
+        # Batch sharded over dp, the table's rows over mp: partial sums of the lookup over mp.
+        assert r["h_placements"] == "[Shard(dim=0), Partial(reduce_type=SUM)]"
+        np.testing.assert_allclose(r["loss"], r["dense_loss"], rtol=1e-5)
+        np.testing.assert_allclose(r["grad"], r["dense_grad"], rtol=1e-5, atol=1e-6)
+        assert r["grad_placements"] == "[Replicate(), Shard(dim=0)]"
