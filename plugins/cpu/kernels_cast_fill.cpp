@@ -127,6 +127,49 @@ OarStatus arange_kernel(const OarKernelContext* ctx) {
   return OAR_OK;
 }
 
+// Note [Sharded random numbers] (core/src/ops/creation.cpp): a sharded
+// piece (attributes global_shape and global_offset) numbers its elements by
+// their row-major position in the whole result, so it draws the dense
+// result's slice. Without them an element's number is its own position.
+struct GlobalPosition {
+  int ndim = 0;  // 0: the piece is the whole result
+  int64_t local[OAR_MAX_NDIM] = {}, start[OAR_MAX_NDIM] = {}, stride[OAR_MAX_NDIM] = {};
+  uint64_t operator()(int64_t i) const {
+    int64_t g = 0;
+    for (int d = ndim - 1; d >= 0; --d) {
+      const int64_t q = i / local[d];
+      g += (i - q * local[d] + start[d]) * stride[d];
+      i = q;
+    }
+    return static_cast<uint64_t>(g);
+  }
+};
+
+// Reads the piece's place from `attrs`; fails the launch when it does not fit y.
+OarStatus read_global_position(const OarKernelContext* ctx, Attrs& attrs, const OarTensorView& y,
+                               GlobalPosition* pos) {
+  if (!attrs.has("global_shape")) return OAR_OK;
+  const std::vector<int64_t> global = attrs.get_ints("global_shape");
+  const std::vector<int64_t> start =
+      attrs.has("global_offset") ? attrs.get_ints("global_offset") : std::vector<int64_t>{};
+  if (!attrs.ok()) return attrs.status();
+  if (global.empty()) return OAR_OK;
+  bool ok = static_cast<int32_t>(global.size()) == y.ndim && start.size() == global.size();
+  int64_t stride = 1;
+  for (int d = y.ndim - 1; ok && d >= 0; --d) {
+    ok = start[d] >= 0 && start[d] + y.shape[d] <= global[d];
+    pos->local[d] = y.shape[d], pos->start[d] = start[d], pos->stride[d] = stride;
+    stride *= global[d];
+  }
+  if (!ok) {
+    return fail(ctx, OAR_ERROR_INVALID_ARGUMENT,
+                "global_shape and global_offset (%zu and %zu dims) do not place the output piece of %d dims",
+                global.size(), start.size(), y.ndim);
+  }
+  pos->ndim = y.ndim;
+  return OAR_OK;
+}
+
 // kInputs: 1 for uniform_like, whose input gives only the shape (its values are not read).
 template <bool kNormal, int kInputs = 0>
 OarStatus random_kernel(const OarKernelContext* ctx) {
@@ -138,18 +181,24 @@ OarStatus random_kernel(const OarKernelContext* ctx) {
   const double b = attrs.get_float(kNormal ? "std" : "high");
   if (!attrs.ok()) return attrs.status();
   const OarTensorView& y = ctx->outputs[0];
+  GlobalPosition pos;
+  if (OarStatus s = read_global_position(ctx, attrs, y, &pos)) return s;
   const int64_t n = oar_view_numel(&y);
-  visit_float(y.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    T* out = static_cast<T*>(oar_view_ptr(&y));
+  auto fill = [&](auto position) {
+    visit_float(y.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      T* out = static_cast<T*>(oar_view_ptr(&y));
 #pragma omp parallel for num_threads(g_num_threads) schedule(static) if (n >= 4096)
-    for (int64_t i = 0; i < n; ++i) {
-      const uint64_t u = static_cast<uint64_t>(i);
-      const double v = kNormal ? a + b * oar_normal_at(seed, offset, u)
-                               : a + (b - a) * oar_uniform_at(seed, offset, u);
-      out[i] = cast_to<T>(v);
-    }
-  });
+      for (int64_t i = 0; i < n; ++i) {
+        const uint64_t u = position(i);
+        const double v = kNormal ? a + b * oar_normal_at(seed, offset, u)
+                                 : a + (b - a) * oar_uniform_at(seed, offset, u);
+        out[i] = cast_to<T>(v);
+      }
+    });
+  };
+  if (pos.ndim == 0) fill([](int64_t i) { return static_cast<uint64_t>(i); });
+  else fill(pos);
   return OAR_OK;
 }
 

@@ -372,10 +372,27 @@ OarStatus random_kernel(const OarKernelContext* ctx) {
   const int64_t seed = attrs.get_int("seed"), offset = attrs.get_int("offset");
   const double a = attrs.get_float(kNormal ? "mean" : "low", 0.0);
   const double b = attrs.get_float(kNormal ? "std" : "high", 1.0);
+  // Note [Sharded random numbers] (core/src/ops/creation.cpp): a sharded
+  // piece numbers its elements by their position in the whole result.
+  std::vector<int64_t> global, start;
+  if (attrs.has("global_shape")) global = attrs.get_ints("global_shape");
+  if (attrs.has("global_offset")) start = attrs.get_ints("global_offset");
   if (!attrs.ok()) return attrs.status();
+  if (!global.empty()) {
+    bool fits = static_cast<int32_t>(global.size()) == y.ndim && start.size() == global.size();
+    for (int32_t d = 0; fits && d < y.ndim; ++d) fits = start[d] >= 0 && start[d] + y.shape[d] <= global[d];
+    if (!fits) {
+      return fail(OAR_ERROR_INVALID_ARGUMENT,
+                  format("%s: global_shape and global_offset do not place the output piece", op));
+    }
+  }
   auto useed = static_cast<uint64_t>(seed), uoffset = static_cast<uint64_t>(offset);
-  return submit(l, [y, useed, uoffset, a, b](std::string&) -> OarStatus {
+  return submit(l, [y, useed, uoffset, a, b, global, start](std::string&) -> OarStatus {
     for_each_index(y.ndim, y.shape, [&](const int64_t* i, int64_t n) {
+      if (!global.empty()) {
+        n = 0;
+        for (int32_t d = 0; d < y.ndim; ++d) n = n * global[d] + i[d] + start[d];
+      }
       auto un = static_cast<uint64_t>(n);
       double v = kNormal ? a + b * oar_normal_at(useed, uoffset, un)
                          : a + (b - a) * oar_uniform_at(useed, uoffset, un);

@@ -7,6 +7,7 @@
 #include "oar/ops.h"
 #include "oar/runtime.h"
 #include "ops/op_util.h"
+#include "ops/spmd_util.h"
 
 namespace oar {
 
@@ -43,6 +44,27 @@ std::vector<Tensor> uniform_like_decompose(std::span<const Tensor> in, const Att
   Device dev = in[0].device();
   return {apply1(OAR_OP("uniform"), {}, a, &dev)};
 }
+// Note [Sharded random numbers]
+// Element n (row-major) of a random op's result is a pure function of
+// (seed, offset, n) (docs/kernels.md), so a sharded piece can draw exactly
+// the numbers of its slice of the dense result: uniform_like's localize
+// (run by the distributed dispatcher, spmd.h) gives the local kernel the
+// global shape and where its piece starts, and the kernel numbers each
+// element by its global position. A sharded dropout, which decomposes
+// into uniform_like and elementwise ops that all have rules, thus equals
+// the dense dropout's slice. Without the two attributes (every dense call)
+// the kernels number elements by their own position, as before.
+// uniform_like reads only x's shape, so its rule is full_like's.
+Attrs uniform_like_localize(const LocalizeArgs& args) {
+  const Shape& global = args.global_outputs[0].shape;
+  if (args.local_outputs[0].shape == global) return args.attrs;
+  Attrs attrs = args.attrs;
+  attrs.set("global_shape", std::vector<int64_t>(global));
+  attrs.set("global_offset", args.output_offsets.empty() ? std::vector<int64_t>(global.size(), 0)
+                                                         : args.output_offsets[0]);
+  return attrs;
+}
+
 // The numbers do not depend on x's values: no gradient. (A VJP rule, so
 // program autodiff keeps the op instead of decomposing it.)
 std::vector<Tensor> uniform_like_vjp(const VjpContext& c) { return std::vector<Tensor>(c.inputs.size()); }
@@ -90,6 +112,11 @@ OAR_REGISTER_OPS(creation) {
   const AttrSpec dtype = attr("dtype", AttrKind::int_, "the result's DType");
   const AttrSpec seed = attr("seed", AttrKind::int_, "Philox key (set per run in static mode)");
   const AttrSpec offset = attr("offset", AttrKind::int_, "Philox counter offset");
+  // Note [Sharded random numbers]: set on a sharded piece only.
+  const AttrSpec global_shape =
+      attr("global_shape", std::vector<int64_t>{}, "sharded piece: the whole result's shape (empty: this one)");
+  const AttrSpec global_offset =
+      attr("global_offset", std::vector<int64_t>{}, "sharded piece: where it starts in the whole result");
   add_op({.name = "full", .num_inputs = 0, .meta = creation_meta,
           .attrs = {shape, dtype, attr("value", AttrKind::float_, "every element's value"),
                     attr("value_imag", 0.0, "complex dtypes: the imaginary part of the value")},
@@ -99,14 +126,15 @@ OAR_REGISTER_OPS(creation) {
           .doc = "1-D: y[i] = start + i * step, in double, then cast"});
   add_op({.name = "uniform", .num_inputs = 0, .meta = creation_meta, .random = true,
           .attrs = {shape, dtype, seed, offset, attr("low", 0.0, "inclusive bound"),
-                    attr("high", 1.0, "exclusive bound")},
+                    attr("high", 1.0, "exclusive bound"), global_shape, global_offset},
           .doc = "float: Philox uniform in [low, high) (below)"});
   // Composite: the cpu and mock plugins run it natively (Note [Dynamic dims]
   // in oar/ir/trace.h: dropout's mask takes x's shape when it runs).
   add_op({.name = "uniform_like", .kind = OpKind::composite, .meta = uniform_like_meta,
           .decompose = uniform_like_decompose, .vjp = uniform_like_vjp, .differentiable = false, .random = true,
-          .attrs = {dtype, seed, offset, attr("low", 0.0, "inclusive bound"), attr("high", 1.0, "exclusive bound")},
-          .dtypes = {.accepts = kAllDTypes},
+          .attrs = {dtype, seed, offset, attr("low", 0.0, "inclusive bound"), attr("high", 1.0, "exclusive bound"),
+                    global_shape, global_offset},
+          .dtypes = {.accepts = kAllDTypes}, .spmd = spmd_util::fill_like, .localize = uniform_like_localize,
           .doc = "x's shape (x's values are not read): the numbers uniform draws for that shape, seed and offset"});
   add_op({.name = "normal", .num_inputs = 0, .meta = creation_meta, .random = true,
           .attrs = {shape, dtype, seed, offset, attr("mean", 0.0, "the mean"),

@@ -6,6 +6,7 @@
 #include "oar/autograd.h"
 #include "oar/ops.h"
 #include "ops/op_util.h"
+#include "ops/spmd_util.h"
 
 namespace oar {
 
@@ -130,6 +131,101 @@ Grads cast_vjp(const VjpContext& c) {
 }
 Grads copy_vjp(const VjpContext& c) { return {G(c)}; }
 
+// ---- SPMD rules (spmd.h) ----
+// Note [Elementwise SPMD rules]
+// A broadcasting op can run sharded on any output dim: each input holding
+// that dim at the output's size is sharded the same way, an input lacking
+// it or broadcasting it (size 1) is replicated (its one element must reach
+// every rank). The rule takes the cheapest such way (Note [Choosing among
+// placements] in spmd_util.cpp), or replicates everything. A Partial input
+// is reduced first unless the op is linear in it:
+//  - add, sub: P(k) op P(k) = P(k) (k sum or avg) when every input is P(k);
+//  - mul: one P(sum|avg) operand times replicated ones stays Partial;
+//  - div: a P(sum|avg) dividend over a replicated divisor stays Partial;
+//  - maximum (minimum): operands P(max) (P(min)) or replicated give P(max).
+// Anything else (P + R: a + b would count b once per rank) reduces it.
+using spmd_util::Candidate;
+
+enum class PartialAlgebra : uint8_t { none, additive, scaling, dividend, max, min };
+
+bool is_linear_partial(const Placement& p) {
+  return p.is_partial() && (p.reduce == ReduceKind::sum || p.reduce == ReduceKind::avg);
+}
+
+void add_partial_candidates(const SpmdArgs& args, PartialAlgebra algebra, std::vector<Candidate>& out) {
+  const size_t n = args.inputs.size();
+  std::span<const Placement> p = args.placements;
+  if (algebra == PartialAlgebra::additive) {
+    bool all = is_linear_partial(p[0]);
+    for (size_t i = 1; i < n; ++i) all = all && p[i] == p[0];
+    if (all) out.push_back({std::vector<Placement>(p.begin(), p.end()), {p[0]}});
+  } else if (algebra == PartialAlgebra::scaling || algebra == PartialAlgebra::dividend) {
+    for (size_t i = 0; i < (algebra == PartialAlgebra::dividend ? 1 : n); ++i) {
+      if (!is_linear_partial(p[i])) continue;
+      Candidate c{spmd_util::replicated(n), {p[i]}};
+      c.inputs[i] = p[i];
+      out.push_back(std::move(c));
+    }
+  } else if (algebra == PartialAlgebra::max || algebra == PartialAlgebra::min) {
+    const Placement kind = Placement::Partial(algebra == PartialAlgebra::max ? ReduceKind::max : ReduceKind::min);
+    Candidate c{spmd_util::replicated(n), {kind}};
+    bool any = false;
+    for (size_t i = 0; i < n; ++i) {
+      if (p[i] == kind) c.inputs[i] = kind, any = true;
+    }
+    if (any) out.push_back(std::move(c));
+  }
+}
+
+SpmdResult broadcast_rule(const SpmdArgs& args, PartialAlgebra algebra) {
+  const size_t n = args.inputs.size();
+  Shape out = args.inputs[0].shape;
+  for (size_t i = 1; i < n; ++i) out = broadcast_shapes(args.op.name, out, args.inputs[i].shape);
+  std::vector<Candidate> candidates;
+  add_partial_candidates(args, algebra, candidates);
+  for (size_t o = 0; o < out.size(); ++o) {
+    Candidate c{{}, {Placement::Shard(static_cast<int64_t>(o))}};
+    bool any = false;
+    for (size_t i = 0; i < n; ++i) {
+      c.inputs.push_back(spmd_util::input_for_output_shard(args.inputs[i].shape, out, static_cast<int64_t>(o)));
+      any = any || c.inputs.back().is_shard();
+    }
+    if (any) candidates.push_back(std::move(c));
+  }
+  candidates.push_back({spmd_util::replicated(n), {Placement::Replicate()}});
+  return spmd_util::cheapest(args, candidates);
+}
+
+SpmdResult additive_spmd(const SpmdArgs& args) { return broadcast_rule(args, PartialAlgebra::additive); }
+SpmdResult mul_spmd(const SpmdArgs& args) { return broadcast_rule(args, PartialAlgebra::scaling); }
+SpmdResult div_spmd(const SpmdArgs& args) { return broadcast_rule(args, PartialAlgebra::dividend); }
+SpmdResult maximum_spmd(const SpmdArgs& args) { return broadcast_rule(args, PartialAlgebra::max); }
+SpmdResult minimum_spmd(const SpmdArgs& args) { return broadcast_rule(args, PartialAlgebra::min); }
+SpmdResult plain_broadcast_spmd(const SpmdArgs& args) { return broadcast_rule(args, PartialAlgebra::none); }
+
+// neg and copy are linear: a P(sum|avg) input stays Partial (a gradient
+// -g of a partial g need not be reduced). neg turns P(max) into P(min).
+SpmdResult linear_unary_spmd(const SpmdArgs& args) {
+  const Placement& p = args.placements[0];
+  if (is_linear_partial(p)) return {{p}, {p}};
+  if (args.op.name == "neg" && p.is_partial()) {
+    if (p.reduce == ReduceKind::max) return {{p}, {Placement::Partial(ReduceKind::min)}};
+    if (p.reduce == ReduceKind::min) return {{p}, {Placement::Partial(ReduceKind::max)}};
+  }
+  return spmd::elementwise_unary(args);
+}
+
+// cast keeps a sharding; a Partial value stays Partial between float
+// dtypes (a sum of casts is the cast of the sum up to rounding, and a cast
+// between floats is monotone, so max and min commute with it); to or from
+// integers and bool it is reduced first (bool(a + b) is not bool(a) + bool(b)).
+SpmdResult cast_spmd(const SpmdArgs& args) {
+  const Placement& p = args.placements[0];
+  auto to = static_cast<DType>(args.attrs.get_int("dtype"));
+  if (p.is_partial() && is_floating(args.inputs[0].dtype) && is_floating(to)) return {{p}, {p}};
+  return spmd::elementwise_unary(args);
+}
+
 // One row per unary op (Note [One op definition] in op_registry.cpp): name,
 // VJP, the dtypes it takes and how frontends promote others (Note [Dtype
 // promotion]: float_compute casts an integer input to the default float;
@@ -169,19 +265,20 @@ constexpr TestDomain kIntegral{-2, 2, NAN, NAN, true};
 struct BinaryDef {
   const char* name;
   VjpFn vjp;
+  SpmdFn spmd;
   DTypeSet accepts;
   TestDomain domain;
   const char* doc;
 };
 const BinaryDef kArithmetic[] = {
-    {"add", add_vjp, kNC, {-3, 3}, "y = a + b (integers wrap)"},
-    {"sub", sub_vjp, kNC, {-3, 3}, "y = a - b"},
-    {"mul", mul_vjp, kNC, {-3, 3}, "y = a * b"},
-    {"div", div_vjp, kNC, {-3, 3, 0.5, 3, false, true},
+    {"add", add_vjp, additive_spmd, kNC, {-3, 3}, "y = a + b (integers wrap)"},
+    {"sub", sub_vjp, additive_spmd, kNC, {-3, 3}, "y = a - b"},
+    {"mul", mul_vjp, mul_spmd, kNC, {-3, 3}, "y = a * b"},
+    {"div", div_vjp, div_spmd, kNC, {-3, 3, 0.5, 3, false, true},
      "y = a / b; integers truncate toward zero and x / 0 = 0 (Python's `/` of ints computes in float)"},
-    {"pow", pow_vjp, kF, {0.1, 2.5, -2, 2}, "y = a^b"},
-    {"maximum", maximum_vjp, kN, {-3, 3}, "elementwise max; NaN wins"},
-    {"minimum", minimum_vjp, kN, {-3, 3}, "elementwise min; NaN wins"},
+    {"pow", pow_vjp, plain_broadcast_spmd, kF, {0.1, 2.5, -2, 2}, "y = a^b"},
+    {"maximum", maximum_vjp, maximum_spmd, kN, {-3, 3}, "elementwise max; NaN wins"},
+    {"minimum", minimum_vjp, minimum_spmd, kN, {-3, 3}, "elementwise min; NaN wins"},
 };
 const std::pair<const char*, const char*> kCompare[] = {
     {"equal", "a == b"},    {"not_equal", "a != b"},        {"less", "a < b"},
@@ -196,7 +293,8 @@ OAR_REGISTER_OPS(elementwise) {
   for (const auto& u : kUnary) {
     add_op({.name = u.name, .meta = unary_meta, .vjp = u.vjp,
             .dtypes = {.accepts = u.accepts, .promotion = u.promotion},
-            .spmd = spmd::elementwise_unary, .domain = u.domain, .doc = u.doc});
+            .spmd = std::string_view(u.name) == "neg" ? linear_unary_spmd : spmd::elementwise_unary,
+            .domain = u.domain, .doc = u.doc});
   }
   add_op({.name = "logical_not", .meta = logical_not_meta, .differentiable = false, .spmd = spmd::elementwise_unary,
           .domain = TestDomain{-1, 1, NAN, NAN, true, false, true, kAllDTypes}, .doc = "y = (x == 0), bool"});
@@ -204,25 +302,25 @@ OAR_REGISTER_OPS(elementwise) {
     add_op({.name = b.name, .num_inputs = 2, .layout = InputLayout::broadcast, .meta = arithmetic_meta, .vjp = b.vjp,
             .dtypes = {.accepts = b.accepts, .promotion = std::string_view(b.name) == "div" ? Promotion::float_compute
                                                                                          : Promotion::common},
-            .domain = b.domain, .doc = b.doc});
+            .spmd = b.spmd, .domain = b.domain, .doc = b.doc});
   }
   for (const auto& [name, doc] : kCompare) {
     add_op({.name = name, .num_inputs = 2, .layout = InputLayout::broadcast, .meta = compare_meta,
-            .differentiable = false, .dtypes = {.promotion = Promotion::common},
+            .differentiable = false, .dtypes = {.promotion = Promotion::common}, .spmd = plain_broadcast_spmd,
             .domain = kIntegral,
             .doc = std::string(doc) + ", bool"});
   }
   for (const auto& [name, doc] : kLogical) {
     add_op({.name = name, .num_inputs = 2, .layout = InputLayout::broadcast, .meta = compare_meta,
-            .differentiable = false, .dtypes = {.promotion = Promotion::common},
+            .differentiable = false, .dtypes = {.promotion = Promotion::common}, .spmd = plain_broadcast_spmd,
             .domain = TestDomain{-1, 1, NAN, NAN, true, false, true, kAllDTypes}, .doc = std::string(doc) + ", bool"});
   }
   add_op({.name = "where", .num_inputs = 3, .layout = InputLayout::broadcast, .meta = where_meta, .vjp = where_vjp,
-          .doc = "cond bool, x, y broadcast; out = cond ? x : y"});
+          .spmd = plain_broadcast_spmd, .doc = "cond bool, x, y broadcast; out = cond ? x : y"});
   add_op({.name = "cast", .meta = cast_meta, .vjp = cast_vjp,
-          .attrs = {attr("dtype", AttrKind::int_, "the target DType")},
+          .attrs = {attr("dtype", AttrKind::int_, "the target DType")}, .spmd = cast_spmd,
           .doc = "float->int truncates toward zero; ->bool is x != 0"});
-  add_op({.name = "copy", .meta = meta::same_as_input, .vjp = copy_vjp, .spmd = spmd::elementwise_unary,
+  add_op({.name = "copy", .meta = meta::same_as_input, .vjp = copy_vjp, .spmd = linear_unary_spmd,
           .domain = TestDomain{-50, 50, NAN, NAN, false, false, true, kAllDTypes},
           .doc = "y = x (makes views contiguous)"});
 }

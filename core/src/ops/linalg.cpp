@@ -4,6 +4,7 @@
 #include "oar/autograd.h"
 #include "oar/ops.h"
 #include "ops/op_util.h"
+#include "ops/spmd_util.h"
 
 namespace oar {
 
@@ -48,6 +49,56 @@ std::vector<Tensor> matmul_vjp(const VjpContext& c) {
   return {da, db};
 }
 
+// Note [matmul SPMD rule]
+// Along one mesh dim, y = op(a) op(b) runs sharded in one of these ways:
+//  - a batch dim: a and b sharded on it where they hold it at the output's
+//    size, replicated where they lack or broadcast it; y sharded on it;
+//  - m: a sharded on its m dim, b replicated: y Shard(rank - 2);
+//  - n: a replicated, b sharded on its n dim: y Shard(rank - 1);
+//  - k: both sharded on the contracted dim: each rank multiplies its slices
+//    and y is Partial(sum) (when only one side holds k sharded, slicing the
+//    replicated other side is free, so this is what a replicated other side
+//    gets; a differently sharded other side is resharded if that is cheaper
+//    than gathering the k-sharded one);
+//  - a Partial(sum|avg) operand times a replicated one: y Partial (linear);
+//  - everything replicated.
+// The rule takes the one needing the cheapest reshards (Note [Choosing among
+// placements] in spmd_util.cpp). transpose_a/transpose_b only move which
+// dims of a and b are m, k and n.
+SpmdResult matmul_spmd(const SpmdArgs& args) {
+  using spmd_util::Candidate;
+  const Shape& a = args.inputs[0].shape;
+  const Shape& b = args.inputs[1].shape;
+  const auto ra = static_cast<int64_t>(a.size()), rb = static_cast<int64_t>(b.size());
+  const bool ta = args.attrs.get_bool("transpose_a"), tb = args.attrs.get_bool("transpose_b");
+  const int64_t a_m = ta ? ra - 1 : ra - 2, a_k = ta ? ra - 2 : ra - 1;
+  const int64_t b_k = tb ? rb - 1 : rb - 2, b_n = tb ? rb - 2 : rb - 1;
+  const Shape a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
+  const Shape batch = meta::broadcast_shapes("matmul", a_batch, b_batch);
+  const auto rank = static_cast<int64_t>(batch.size()) + 2;
+  const Placement R = Placement::Replicate();
+
+  std::vector<Candidate> candidates;
+  for (size_t i = 0; i < 2; ++i) {
+    const Placement& p = args.placements[i];
+    if (p.is_partial() && (p.reduce == ReduceKind::sum || p.reduce == ReduceKind::avg)) {
+      Candidate c{{R, R}, {p}};
+      c.inputs[i] = p;
+      candidates.push_back(std::move(c));
+    }
+  }
+  for (size_t o = 0; o < batch.size(); ++o) {
+    Placement pa = spmd_util::input_for_output_shard(a_batch, batch, static_cast<int64_t>(o));
+    Placement pb = spmd_util::input_for_output_shard(b_batch, batch, static_cast<int64_t>(o));
+    if (pa.is_shard() || pb.is_shard()) candidates.push_back({{pa, pb}, {Placement::Shard(static_cast<int64_t>(o))}});
+  }
+  candidates.push_back({{Placement::Shard(a_m), R}, {Placement::Shard(rank - 2)}});
+  candidates.push_back({{R, Placement::Shard(b_n)}, {Placement::Shard(rank - 1)}});
+  candidates.push_back({{Placement::Shard(a_k), Placement::Shard(b_k)}, {Placement::Partial()}});
+  candidates.push_back({{R, R}, {R}});
+  return spmd_util::cheapest(args, candidates);
+}
+
 std::vector<TensorMeta> linear_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs&) {
   meta::require_same_dtype(op, in);
   const Shape& x = in[0].shape;
@@ -66,6 +117,9 @@ std::vector<TensorMeta> linear_meta(const OpDef& op, std::span<const TensorMeta>
   return {{in[0].dtype, out}};
 }
 
+// linear has no SPMD rule: its decomposition's matmul and add have theirs
+// (a column-sharded weight gives a column-sharded y, a row-sharded one a
+// Partial y; the bias add follows Note [Elementwise SPMD rules]).
 std::vector<Tensor> linear_decompose(std::span<const Tensor> in, const Attrs&) {
   return {matmul(in[0], in[1]) + in[2]};
 }
@@ -76,7 +130,7 @@ OAR_REGISTER_OPS(linalg) {
   add_op({.name = "matmul", .num_inputs = 2, .layout = InputLayout::broadcast, .meta = matmul_meta, .vjp = matmul_vjp,
           .attrs = {attr("transpose_a", false, "use a's last two dims swapped"),
                     attr("transpose_b", false, "use b's last two dims swapped")},
-          .dtypes = {.accepts = kAllDTypes | kComplexDTypes},
+          .dtypes = {.accepts = kAllDTypes | kComplexDTypes}, .spmd = matmul_spmd,
           .doc = "a, b, y have one ndim >= 2; batch dims broadcast; y[..., m, n] = sum_k a[..., m, k] b[..., k, n]"});
   add_op({.name = "linear", .kind = OpKind::composite, .num_inputs = 3, .meta = linear_meta,
           .decompose = linear_decompose, .doc = "y = x w + b"});

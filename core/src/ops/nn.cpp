@@ -102,6 +102,33 @@ std::vector<Tensor> rms_norm_decompose(std::span<const Tensor> in, const Attrs& 
   return {cast_back(x * rsqrt(ms + attrs.get_float("epsilon")) * upcast_half(in[1]), in[0].dtype())};
 }
 
+// ---- SPMD rules (spmd.h) ----
+// softmax and log_softmax normalize along `axis`: a sharding of another
+// dim passes through, a sharded axis or a Partial input is gathered first
+// (Paddle's softmax rule). relu, sigmoid, silu and gelu are elementwise
+// (spmd::elementwise_unary).
+SpmdResult softmax_spmd(const SpmdArgs& args) {
+  const Placement& p = args.placements[0];
+  if (p.is_shard() && p.dim != args.attrs.get_int("axis")) return {{p}, {p}};
+  return {{Placement::Replicate()}, {Placement::Replicate()}};
+}
+
+// layer_norm (x, weight, bias) and rms_norm (x, weight) normalize over dims
+// begin_axis..: a sharding of a batch dim (before begin_axis; sequence
+// parallel shards the sequence dim) passes through with weight and bias
+// replicated; a sharded normalized dim or a Partial x is gathered first
+// (Paddle's layer_norm rule). Their VJPs differentiate the decomposition
+// (no VJP rule), whose ops have rules of their own.
+SpmdResult norm_spmd(const SpmdArgs& args) {
+  const Placement& p = args.placements[0];
+  std::vector<Placement> inputs(args.inputs.size(), Placement::Replicate());
+  if (p.is_shard() && p.dim < args.attrs.get_int("begin_axis")) {
+    inputs[0] = p;
+    return {inputs, {p}};
+  }
+  return {inputs, {Placement::Replicate()}};
+}
+
 // ---- VJP rules, used when a device ran a fused kernel (first order). They
 // are written in primitives, so higher orders differentiate them again. ----
 using Grads = std::vector<Tensor>;
@@ -143,8 +170,10 @@ OAR_REGISTER_OPS(nn) {
                  .vjp = vjp, .attrs = std::move(attrs), .dtypes = {.accepts = accepts}, .doc = doc};
   };
   auto add_composite = [&](const char* name, int inputs, MetaFn m, DecomposeFn d, VjpFn vjp,
-                           std::vector<AttrSpec> attrs, const char* doc) {
-    add_op(composite_def(name, inputs, m, d, vjp, std::move(attrs), doc));
+                           std::vector<AttrSpec> attrs, const char* doc, SpmdFn spmd) {
+    OpDef def = composite_def(name, inputs, m, d, vjp, std::move(attrs), doc);
+    def.spmd = spmd;
+    add_op(std::move(def));
   };
   // Elementwise unary composites: conformance cases from their domain, f32/f64 (Note [One op definition]).
   auto elementwise = [&](const char* name, MetaFn m, DecomposeFn d, VjpFn vjp, TestDomain domain, const char* doc) {
@@ -161,18 +190,20 @@ OAR_REGISTER_OPS(nn) {
   elementwise("silu", meta::same_as_float_input, silu_decompose, silu_vjp,
               {-8, 8, NAN, NAN, false, false, true, kF32F64DTypes, 10}, "x * sigmoid(x)");
   add_composite("gelu", 1, meta::same_as_float_input, gelu_decompose, nullptr,
-                {attr("approximate", false, "the tanh formula instead of erf")}, "x * Phi(x)");
+                {attr("approximate", false, "the tanh formula instead of erf")}, "x * Phi(x)", spmd::elementwise_unary);
   const AttrSpec axis = attr("axis", AttrKind::int_, "the normalized axis, in [0, rank)");
-  add_composite("softmax", 1, axis_meta, softmax_decompose, softmax_vjp, {axis}, "e^x / sum(e^x) along axis");
-  add_composite("log_softmax", 1, axis_meta, log_softmax_decompose, log_softmax_vjp, {axis}, "log(softmax(x))");
+  add_composite("softmax", 1, axis_meta, softmax_decompose, softmax_vjp, {axis}, "e^x / sum(e^x) along axis",
+                softmax_spmd);
+  add_composite("log_softmax", 1, axis_meta, log_softmax_decompose, log_softmax_vjp, {axis}, "log(softmax(x))",
+                softmax_spmd);
   add_composite("layer_norm", 3, norm_meta, layer_norm_decompose, nullptr,
                 {attr("epsilon", 1e-5, "added to the variance"),
                  attr("begin_axis", AttrKind::int_, "first normalized dim")},
-                "(x - mean) / sqrt(var + eps) * weight + bias over dims begin_axis..");
+                "(x - mean) / sqrt(var + eps) * weight + bias over dims begin_axis..", norm_spmd);
   add_composite("rms_norm", 2, norm_meta, rms_norm_decompose, nullptr,
                 {attr("epsilon", 1e-6, "added to the mean square"),
                  attr("begin_axis", AttrKind::int_, "first normalized dim")},
-                "x / sqrt(mean(x^2) + eps) * weight over dims begin_axis..");
+                "x / sqrt(mean(x^2) + eps) * weight over dims begin_axis..", norm_spmd);
 }
 
 Tensor relu(const Tensor& x) {

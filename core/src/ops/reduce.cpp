@@ -7,6 +7,7 @@
 #include "oar/ops.h"
 #include "ops/op_util.h"
 #include "ops/shape_util.h"
+#include "ops/spmd_util.h"
 
 namespace oar {
 
@@ -108,6 +109,66 @@ std::vector<Tensor> var_decompose(std::span<const Tensor> in, const Attrs& attrs
   return {s / static_cast<double>(denom)};
 }
 
+// ---- SPMD rules (spmd.h) ----
+// Note [Reduction SPMD rules]
+// A dim that is not reduced keeps its sharding (renumbered when keepdim is
+// false). Reducing a sharded dim leaves each rank the reduction of its
+// slice: sum gives Partial(sum), max Partial(max), min Partial(min) (max
+// and min only when no rank's slice is empty: a max over nothing is an
+// error); prod has no Partial kind, so its input is gathered first. A
+// Partial input passes through where the reduction commutes with the
+// pieces' combination (sum of P(sum|avg), max of P(max), min of P(min)),
+// and is reduced first otherwise. mean and var have no rule: they
+// decompose into sum and a division by the global count (a Partial sum
+// over a replicated count stays Partial), so they follow from sum's.
+// argmax/argmin: an index found in a slice is not the global index, so a
+// sharded searched axis is gathered; other sharded dims pass through.
+int64_t kept_dim(int64_t d, const std::vector<int64_t>& axes, bool keepdim) {
+  if (keepdim) return d;
+  int64_t before = 0;
+  for (int64_t a : axes) before += a < d ? 1 : 0;
+  return d - before;
+}
+
+std::optional<ReduceKind> partial_kind_of(const std::string& op) {
+  if (op == "sum") return ReduceKind::sum;
+  if (op == "max") return ReduceKind::max;
+  if (op == "min") return ReduceKind::min;
+  return std::nullopt;
+}
+
+SpmdResult reduce_spmd(const SpmdArgs& args) {
+  const Placement& p = args.placements[0];
+  const auto& axes = args.attrs.get_ints("axes");
+  const bool keepdim = args.attrs.get_bool("keepdim");
+  const std::optional<ReduceKind> kind = partial_kind_of(args.op.name);
+  const Placement R = Placement::Replicate();
+  if (p.is_shard()) {
+    bool reduced = std::find(axes.begin(), axes.end(), p.dim) != axes.end();
+    if (!reduced) return {{p}, {Placement::Shard(kept_dim(p.dim, axes, keepdim))}};
+    const int64_t size = args.inputs[0].shape[static_cast<size_t>(p.dim)];
+    if (kind && (*kind == ReduceKind::sum || !spmd_util::has_empty_piece(size, args.mesh_dim_size))) {
+      return {{p}, {Placement::Partial(*kind)}};
+    }
+    return {{R}, {R}};
+  }
+  if (p.is_partial() && kind) {
+    bool commutes = *kind == ReduceKind::sum ? (p.reduce == ReduceKind::sum || p.reduce == ReduceKind::avg)
+                                             : p.reduce == *kind;
+    if (commutes) return {{p}, {p}};
+  }
+  return {{R}, {R}};
+}
+
+SpmdResult arg_reduce_spmd(const SpmdArgs& args) {
+  const Placement& p = args.placements[0];
+  const int64_t axis = args.attrs.get_int("axis");
+  if (p.is_shard() && p.dim != axis) {
+    return {{p}, {Placement::Shard(kept_dim(p.dim, {axis}, args.attrs.get_bool("keepdim")))}};
+  }
+  return {{Placement::Replicate()}, {Placement::Replicate()}};
+}
+
 // ---- VJP rules ----
 // g (reduced over `axes`) broadcast back to the input's shape.
 // The shape comes from the input `x` when the program runs (Note [Shape
@@ -176,21 +237,22 @@ OAR_REGISTER_OPS(reduce) {
   const std::vector<AttrSpec> reduce{axes, keepdim};
   const DTypeSet sum_dtypes =
       kFloatDTypes | dtype_bit(DType::i32) | dtype_bit(DType::i64) | dtype_bit(DType::boolean) | kComplexDTypes;
-  add_op({.name = "sum", .meta = reduce_meta, .vjp = sum_vjp, .attrs = reduce,
+  add_op({.name = "sum", .meta = reduce_meta, .vjp = sum_vjp, .attrs = reduce, .spmd = reduce_spmd,
           .domain = TestDomain{-2, 2, NAN, NAN, false, false, true, sum_dtypes, 10},
           .doc = "sum over `axes`; int and bool inputs write i64; an empty reduction gives 0"});
-  add_op({.name = "prod", .meta = reduce_meta, .vjp = prod_vjp, .attrs = reduce,
+  add_op({.name = "prod", .meta = reduce_meta, .vjp = prod_vjp, .attrs = reduce, .spmd = reduce_spmd,
           .domain = TestDomain{0.5, 1.5, NAN, NAN, false, false, true, 0, 10},
           .doc = "product over `axes`; int and bool inputs write i64; an empty reduction gives 1"});
-  add_op({.name = "max", .meta = reduce_meta, .vjp = extremum_vjp, .attrs = reduce,
+  add_op({.name = "max", .meta = reduce_meta, .vjp = extremum_vjp, .attrs = reduce, .spmd = reduce_spmd,
           .domain = TestDomain{-2, 2, NAN, NAN, false, false, false, 0, 10},
           .doc = "max over `axes` (NaN wins); an empty axis is refused by the meta rule"});
-  add_op({.name = "min", .meta = reduce_meta, .vjp = extremum_vjp, .attrs = reduce,
+  add_op({.name = "min", .meta = reduce_meta, .vjp = extremum_vjp, .attrs = reduce, .spmd = reduce_spmd,
           .domain = TestDomain{-2, 2, NAN, NAN, false, false, false, 0, 10},
           .doc = "min over `axes` (NaN wins); an empty axis is refused by the meta rule"});
   for (const char* name : {"argmax", "argmin"}) {
     add_op({.name = name, .meta = arg_meta, .differentiable = false,
             .attrs = {attr("axis", AttrKind::int_, "the searched axis, in [0, rank)"), keepdim},
+            .spmd = arg_reduce_spmd,
             .doc = "i64 index of the first extreme value along `axis`; NaN counts as the extreme"});
   }
   add_op({.name = "mean", .kind = OpKind::composite, .meta = mean_meta, .decompose = mean_decompose, .attrs = reduce,
