@@ -5,6 +5,7 @@
 #include <list>
 
 #include "oar/autograd.h"
+#include "oar/dist_tensor.h"
 #include "oar/error.h"
 #include "oar/ir/compiled_function.h"
 #include "oar/ir/pass.h"
@@ -129,6 +130,9 @@ std::vector<Tensor> Tracer::apply(const OpDef& op, std::span<const Tensor> input
     throw Error(ErrorCode::invalid_argument, op.name + ": expected " + std::to_string(op.num_inputs) +
                                                  " inputs but got " + std::to_string(inputs.size()));
   }
+  // Distributed tensors (H1): the dispatch runs the op on their local
+  // pieces through this tracer (Note [Distributed dispatch]).
+  if (dist::any_dist(inputs)) return dist::dispatch(op, inputs, attrs, nullptr);
   // Autograd inside a trace (oar::grad of a symbolic input, as a PINN
   // loss does) records the operations, and like eager mode differentiates a
   // composite op without a VJP rule through its decomposition. Captured

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "dist/dist_internal.h"
 #include "oar/autograd.h"
 #include "oar/builder.h"
 #include "oar/ops.h"
@@ -222,6 +223,41 @@ class EndOfPassCallbacks {
 
 Tensor accumulate(const Tensor& sum, const Tensor& g) { return sum.defined() ? add(sum, g) : g; }
 
+// Note [Gradients of distributed tensors]
+// Every distributed value is a global value whatever its placements, so the
+// ops' VJPs are right unchanged (Note [Distributed dispatch]). The engine
+// only decides placements where the tape meets something else: the seed of
+// backward() on a distributed output is ones placed like the output, a
+// Partial() dim made Replicate() (ones summed over ranks would be the mesh
+// size); a gradient arriving at a distributed leaf is resharded to the
+// leaf's placements (Partial -> Replicate is data parallel's all-reduce,
+// Partial -> Shard a reduce-scatter), so .grad sits where the parameter
+// does; a distributed gradient of a dense input (a dense tensor counts as
+// Replicate() in an op with distributed inputs) is made whole and dense.
+Tensor seed_ones(const Tensor& out) {
+  if (!dist::is_dist(out)) return ones_like(out.detach());
+  DistAttr attr = dist::dist_attr(out);
+  for (auto& p : attr.placements) {
+    if (p.is_partial()) p = Placement::Replicate();
+  }
+  Tensor local = dist::local_value(out);
+  Shape shape = dist::local_shape(out.shape(), attr, dist::global_rank());
+  return dist::make_dist(ones(shape, out.dtype(), local.device()), attr, out.shape());
+}
+
+Tensor placed_for(const Tensor& input, Tensor g, bool leaf) {
+  bool in_dist = dist::is_dist(input), g_dist = dist::is_dist(g);
+  if (!in_dist && !g_dist) return g;
+  if (!in_dist) return dist::unshard(g);
+  const DistAttr& want = dist::dist_attr(input);
+  if (!g_dist) {
+    g = dist::make_dist(g, {want.mesh, std::vector<Placement>(want.placements.size(), Placement::Replicate())},
+                        g.shape());
+  }
+  if (leaf && !(dist::dist_attr(g) == want)) g = dist::reshard(g, want.mesh, want.placements);
+  return g;
+}
+
 Tensor apply_hooks(const std::vector<std::function<Tensor(const Tensor&)>>& hooks, Tensor g) {
   for (const auto& hook : hooks) {
     Tensor replaced = hook(g);
@@ -311,7 +347,7 @@ void Backward::seed(const std::vector<Tensor>& outputs, const std::vector<Tensor
                                                    " does not require grad (no input of the ops that made it "
                                                    "requires grad, or it was computed under no_grad)");
     }
-    Tensor g = i < grad_outputs.size() && grad_outputs[i].defined() ? grad_outputs[i] : ones_like(out.detach());
+    Tensor g = i < grad_outputs.size() && grad_outputs[i].defined() ? grad_outputs[i] : seed_ones(out);
     OAR_CHECK_ARG(g.shape() == out.shape(), "grad: grad_outputs[" + std::to_string(i) + "] has shape " +
                                             shape_str(g.shape()) + " but the output has shape " + shape_str(out.shape()));
     if (meta->grad_fn) {
@@ -425,6 +461,7 @@ void Backward::pass_on(const Node& node, size_t i, Tensor g) {
                                          shape_str(node.inputs[i].shape()));
   }
   if (g.dtype() != node.inputs[i].dtype()) g = cast(g, node.inputs[i].dtype());
+  g = placed_for(node.inputs[i], std::move(g), !node.next_node[i]);  // Note [Gradients of distributed tensors]
   if (node.next_node[i]) {
     Slot s{node.next_node[i].get(), node.next_index[i]};
     slot_grads_[s] = accumulate(slot_grads_[s], g);

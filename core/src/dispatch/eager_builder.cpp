@@ -58,6 +58,8 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
     throw Error(ErrorCode::invalid_argument, op.name + ": expected " + std::to_string(op.num_inputs) +
                                                  " inputs but got " + std::to_string(inputs.size()));
   }
+  // ---- distributed tensors (H1): Note [Distributed dispatch] in core/src/dist/dispatch.cpp.
+  if (dist::any_dist(inputs)) return dist::dispatch(op, inputs, attrs, device);
   DepthGuard depth;
   std::vector<TensorMeta>& in_meta = t_meta_buffers[t_depth - 1];
   in_meta.resize(inputs.size());

@@ -35,5 +35,7 @@ void bind_distributed(py::module_& m);
 void bind_stores(py::module_& dist);
 /// `_C.distributed.detect_env` and the C++ process-group API (distributed_env.cpp).
 void bind_dist_env(py::module_& dist);
+/// `_C.dist`: distributed tensors of semi-auto parallel (dist_tensor.cpp).
+void bind_dist_tensor(py::module_& m);
 
 }  // namespace oar_py

@@ -112,4 +112,5 @@ PYBIND11_MODULE(_C, m) {
   oar_py::bind_safetensors(m);
   oar_py::bind_dlpack(m);
   oar_py::bind_distributed(m);
+  oar_py::bind_dist_tensor(m);
 }

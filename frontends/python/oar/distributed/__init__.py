@@ -22,6 +22,8 @@ from .data_parallel import DataParallel  # noqa: E402,F401 - also oar.DataParall
 from . import fleet  # noqa: E402,F401
 
 # --- semi-auto parallel (auto_parallel/): H1 block: mesh, placements, shard_tensor, reshard ---
+from .auto_parallel import (ProcessMesh, ReduceType, Placement, Shard, Replicate, Partial,  # noqa: E402,F401
+                            shard_tensor, dtensor_from_fn, dtensor_from_local, reshard, unshard_dtensor)
 
 # --- semi-auto parallel: H3 block: shard_layer, shard_optimizer, shard_dataloader ---
 
