@@ -26,6 +26,8 @@ from .auto_parallel import (ProcessMesh, ReduceType, Placement, Shard, Replicate
                             shard_tensor, dtensor_from_fn, dtensor_from_local, reshard, unshard_dtensor)
 
 # --- semi-auto parallel: H3 block: shard_layer, shard_optimizer, shard_dataloader ---
+from .auto_parallel.sharding import (shard_layer, shard_optimizer, shard_dataloader, ShardDataloader,  # noqa: E402,F401
+                                     ShardingStage1, ShardingStage2, ShardingStage3)
 
 # --- semi-auto parallel: H6 block: to_static, DistModel, Strategy ---
 from .auto_parallel.static_mode import to_static, DistModel  # noqa: E402,F401
