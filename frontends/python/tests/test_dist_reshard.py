@@ -165,3 +165,24 @@ def test_gradient_of_a_reshard_equals_dense():
             np.testing.assert_allclose(r["loss"], (value * weight).sum(), rtol=1e-6)
             np.testing.assert_array_equal(r["grad"], weight)  # d sum(y * w) / dx = w, whatever the placements
             assert r["placements"] == repr([make(p) for p in src]), (src, dst)
+
+
+# ---- bad input: a sentence on every rank, before any collective ----
+
+def bad_reshard_body(rank, world, which):
+    mesh = dist.ProcessMesh([0, 1], dim_names=["x"])
+    x = dist.shard_tensor(full([4, 2]), mesh, [dist.Shard(0)])
+    if which == "dim":
+        dist.reshard(x, mesh, [dist.Shard(2)])
+    elif which == "count":
+        dist.reshard(x, mesh, [dist.Shard(0), dist.Replicate()])
+    else:
+        dist.reshard(x, dist.ProcessMesh([0, 5]), [dist.Replicate()])
+
+
+def test_bad_reshard_errors_on_every_rank():
+    for which, words in [("dim", ["reshard", "[Shard(2)]", "2 dims"]),
+                         ("count", ["reshard", "2 placements", "1 dims"]),
+                         ("mesh", ["reshard", "names process 5", "2 processes"])]:
+        for e in run_ranks(bad_reshard_body, world=2, args=(which,), expect_error=True):
+            assert all(w in e for w in words), (which, e)
