@@ -378,7 +378,9 @@ std::vector<Tensor> send_host(std::span<const Tensor> in, const Attrs& given) {
   EagerScope eager;
   Tensor x = contiguous(in[0]);
   if (x.numel() > 0) group_communicator(pair)->send(x, peer);
-  return {in[0]};
+  auto token = std::make_shared<TensorImpl>(in[0].impl());  // x's data, a handle of its own (no autograd)
+  token->autograd = nullptr;
+  return {Tensor(std::move(token))};
 }
 
 std::vector<Tensor> recv_host(std::span<const Tensor>, const Attrs& given) {
