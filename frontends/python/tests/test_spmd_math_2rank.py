@@ -112,10 +112,21 @@ CASES = {
     "layer_norm_2d": ([X328, arr([2, 8], 19), arr([2, 8], 20)], lambda x, w, b: F.layer_norm(x, [2, 8], w, b),
                       lambda x, w, b: np_layer_norm(x, w, b, 1)),
     "rms_norm": ([X238, W8], lambda x, w: F.rms_norm(x, [8], w), lambda x, w: np_rms_norm(x, w)),
+    # Without gradients the fused ops run their own rule and kernel (with
+    # gradients wanted they differentiate their decomposition).
+    "layer_norm_no_grad": ([X238, W8, BIAS8], lambda x, w, b: F.layer_norm(x, [8], w, b),
+                           lambda x, w, b: np_layer_norm(x, w, b, 2)),
+    "rms_norm_no_grad": ([X238, W8], lambda x, w: F.rms_norm(x, [8], w), lambda x, w: np_rms_norm(x, w)),
+    "gelu_no_grad": ([A46], F.gelu, np_gelu),
+    "var_cols": ([A46], lambda x: oar.var(x, axis=1), lambda x: x.var(1, ddof=1)),
+    "linear": ([A46, B68, arr([8], 21)], F.linear, lambda x, w, b: x @ w + b),
+    "logical_and": ([COND, arr([4, 6], 22) > 0], oar.logical_and, np.logical_and),
 }
-NO_GRAD = {"greater_than", "equal_broadcast", "argmax_cols", "argmin_rows", "cast_i32", "zeros_like", "full_like"}
+NO_GRAD = {"greater_than", "equal_broadcast", "argmax_cols", "argmin_rows", "cast_i32", "zeros_like", "full_like",
+           "layer_norm_no_grad", "rms_norm_no_grad", "gelu_no_grad", "logical_and"}
 # Gradients exact only up to f32 sums in another order.
-LOOSE = {"prod_rows", "layer_norm", "layer_norm_2d", "rms_norm", "pow"}
+LOOSE = {"prod_rows", "layer_norm", "layer_norm_2d", "rms_norm", "pow", "layer_norm_no_grad", "rms_norm_no_grad",
+         "var_cols"}
 
 
 def choices(a):
@@ -223,6 +234,93 @@ def all_cases_body(rank, world):
     out["dropout"] = dropout_body(mesh)
     out["partial_extremum"] = partial_extremum_body(rank, mesh)
     return out
+
+
+# On a 2x2 mesh (4 ranks) the dispatcher asks each rule once per mesh dim;
+# these check that the per-dim answers compose (data x tensor parallel, a
+# dim split over both mesh dims, Partial along one mesh dim only).
+MESH2D_PLACEMENTS = [("R", "R"), ("S0", "R"), ("R", "S1"), ("S0", "S1"), ("S1", "S0"), ("S0", "S0"), ("P", "R"),
+                     ("S0", "P")]
+MESH2D_CASES = {
+    "matmul": ([A46, B68], lambda a, b: oar.matmul(a, b), lambda a, b: a @ b),
+    "matmul_uneven_rows": ([A56, B68], lambda a, b: oar.matmul(a, b), lambda a, b: a @ b),
+    "add": ([A46, B46], oar.add, np.add),
+    "multiply_bias_row": ([A56, B6], oar.multiply, np.multiply),
+    "sum_rows": ([A46], lambda x: oar.sum(x, axis=0), lambda x: x.sum(0)),
+    "max_cols": ([A46], lambda x: oar.max(x, axis=1), lambda x: x.max(1)),
+    "softmax": ([A46], lambda x: F.softmax(x, axis=1), lambda x: np_softmax(x, 1)),
+    "layer_norm": ([X238, W8, BIAS8], lambda x, w, b: F.layer_norm(x, [8], w, b),
+                   lambda x, w, b: np_layer_norm(x, w, b, 2)),
+}
+
+
+def mesh2d_combinations(name):
+    inputs = MESH2D_CASES[name][0]
+    per_input = [[p for p in MESH2D_PLACEMENTS if all(c == "R" or c == "P" or int(c[1:]) < a.ndim for c in p)]
+                 for a in inputs]
+    if len(inputs) == 3:  # layer_norm: weight and bias replicated or sharded along the second mesh dim
+        per_input = [per_input[0], [("R", "R"), ("R", "S0")], [("R", "R")]]
+    return list(itertools.product(*per_input))
+
+
+def mesh2d_body(rank, world):
+    mesh = dist.ProcessMesh([[0, 1], [2, 3]], dim_names=["dp", "mp"])
+    out = {}
+    for name, (inputs, fn, _) in MESH2D_CASES.items():
+        out[(name, "dense")] = run_case(name, fn, [oar.to_tensor(a, stop_gradient=False) for a in inputs])
+        for combo in mesh2d_combinations(name):
+            try:
+                ts = [dist.shard_tensor(a, mesh, [placement(c) for c in cs], stop_gradient=False)
+                      for a, cs in zip(inputs, combo)]
+                out[(name, combo)] = run_case(name, fn, ts)
+            except Exception:  # noqa: BLE001
+                out[(name, combo)] = traceback.format_exc()
+    oar.seed(99)
+    x_np = arr([6, 8], 31)
+    out["dropout_dense"] = F.dropout(oar.to_tensor(x_np), p=0.3).numpy()
+    for combo in [("S0", "S1"), ("S1", "S0"), ("S0", "S0"), ("P", "S1")]:
+        try:
+            oar.seed(99)
+            x = dist.shard_tensor(x_np, mesh, [placement(c) for c in combo])
+            out[("dropout", combo)] = dist.unshard_dtensor(F.dropout(x, p=0.3)).numpy()
+        except Exception:  # noqa: BLE001
+            out[("dropout", combo)] = traceback.format_exc()
+    return out
+
+
+@pytest.fixture(scope="module")
+def results_2d():
+    return run_ranks(mesh2d_body, world=4, timeout=240)
+
+
+@pytest.mark.parametrize("name", list(MESH2D_CASES))
+def test_2x2_mesh_sharded_equals_dense(results_2d, name):
+    inputs, _, reference = MESH2D_CASES[name]
+    tol = 1e-4 if name == "layer_norm" else 1e-5
+    failures = []
+    for rank, r in enumerate(results_2d):
+        dense_y, dense_g = r[(name, "dense")]
+        assert all(close(y, np.asarray(e), 1e-5) for y, e in zip(dense_y, as_list(reference(*inputs)))), name
+        for combo in mesh2d_combinations(name):
+            got = r[(name, combo)]
+            if isinstance(got, str):
+                failures.append(f"rank {rank} {combo}: raised\n{got}")
+                continue
+            ys, gs = got
+            if not all(close(y, d, tol) for y, d in zip(ys, dense_y)):
+                failures.append(f"rank {rank} {combo}: result differs")
+            for i, (g, d) in enumerate(zip(gs, dense_g)):
+                if not close(g, d, tol):
+                    failures.append(f"rank {rank} {combo}: gradient of input {i} differs")
+    assert not failures, f"{name}: {len(failures)} failures\n" + "\n".join(failures[:12])
+
+
+def test_2x2_mesh_dropout_draws_the_dense_mask(results_2d):
+    for rank, r in enumerate(results_2d):
+        for combo in [("S0", "S1"), ("S1", "S0"), ("S0", "S0"), ("P", "S1")]:
+            got = r[("dropout", combo)]
+            assert not isinstance(got, str), f"rank {rank} {combo}: raised\n{got}"
+            np.testing.assert_array_equal(got, r["dropout_dense"], err_msg=f"rank {rank} {combo}")
 
 
 @pytest.fixture(scope="module")
