@@ -145,3 +145,17 @@ TEST_CASE("one process: shard_tensor, dtensor_from_local, R -> S, a dispatched o
   CHECK(l.shape() == Shape{2});
   CHECK(dist::unshard(l).to_vector<float>() == std::vector<float>{1, 2});
 }
+
+TEST_CASE("dispatch: two meshes in one op name the op, both tensors and both meshes") {
+  Tensor x = Tensor::from_vector(std::vector<float>{1, 2}, {2});
+  Tensor a = dist::shard_tensor(x, ProcessMesh::from_ids({0}, "x"), {Placement::Shard(0)});
+  Tensor b = dist::shard_tensor(x, ProcessMesh({1, 1}, {0}, {"x", "y"}), {Placement::Replicate(), Placement::Replicate()});
+  std::string e = error_of([&] { oar::add(a, b); });
+  CHECK(contains(e, "add: add's input 0 (shape [2], placements [Shard(0)]) is on ProcessMesh(shape=[1]"));
+  CHECK(contains(e, "add's input 1 (shape [2], placements [Replicate(), Replicate()]) is on ProcessMesh(shape=[1, 1]"));
+  CHECK(contains(e, "reshard one of them first"));
+  // A dense input counts as Replicate() on the op's mesh.
+  Tensor c = oar::add(a, x);
+  CHECK(dist::dist_attr(c).mesh == ProcessMesh::from_ids({0}, "x"));
+  CHECK(dist::unshard(c).to_vector<float>() == std::vector<float>{2, 4});
+}

@@ -189,7 +189,7 @@ std::vector<Tensor> dispatch(const OpDef& op, std::span<const Tensor> inputs, co
       Attrs local_attrs = attrs;
       if (op.localize) {
         Attrs full = with_defaults(op, attrs);
-        LocalizeArgs args{op, full, local_in_meta, local_out_meta, out_meta, out_offsets, in_offsets};
+        LocalizeArgs args{op, full, local_in_meta, local_out_meta, out_meta, out_offsets, in_offsets, in_meta};
         local_attrs = op.localize(args);
       }
       local_out = current_builder().apply(op, local_in, local_attrs, device);

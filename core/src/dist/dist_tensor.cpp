@@ -389,11 +389,20 @@ Tensor reshard(const Tensor& t, const ProcessMesh& mesh, std::vector<Placement> 
   std::array<Tensor, 1> in{t};
   std::array<Tensor, 1> outs{out};
   // Note [Distributed dispatch]: the VJP of a reshard is the reshard of the
-  // gradient back to the input's placements.
+  // gradient back to the input's placements, except along a mesh dim where
+  // the input was Partial: every piece's gradient is the whole gradient, so
+  // the gradient stays as it is placed there (a P -> R reshard's gradient
+  // stays Replicate() instead of being cut back to a Partial()).
   record_custom("reshard", in, outs, [from](const VjpContext& ctx) -> std::vector<Tensor> {
     const Tensor& g = ctx.grads[0];
     if (!g.defined()) return {Tensor()};
-    return {reshard(g, from.mesh, from.placements)};
+    std::vector<Placement> back = from.placements;
+    if (is_dist(g) && dist_attr(g).mesh == from.mesh) {
+      for (size_t m = 0; m < back.size(); ++m) {
+        if (back[m].is_partial()) back[m] = dist_attr(g).placements[m];
+      }
+    }
+    return {reshard(g, from.mesh, back)};
   });
   return outs[0];
 }

@@ -154,7 +154,9 @@ def dense_mlp():
     tw2 = oar.to_tensor(w2, stop_gradient=False)
     y, loss = mlp(oar.to_tensor(x), tw1, tw2)
     loss.backward()
-    return y.numpy(), float(loss), tw1.grad.numpy(), tw2.grad.numpy()
+    out = y.numpy(), float(loss), tw1.grad.numpy(), tw2.grad.numpy()
+    oar.optimizer.Adam(learning_rate=0.1, parameters=[tw1, tw2]).step()
+    return out + (tw1.numpy(), tw2.numpy())
 
 
 def megatron_body(rank, world, dp):
@@ -173,14 +175,20 @@ def megatron_body(rank, world, dp):
     loss.backward()
     out.update(y=y, loss=loss, g1=tw1.grad, g2=tw2.grad, g1_placements=repr(tw1.grad.placements),
                g2_placements=repr(tw2.grad.placements), g1_local=tw1.grad._local_value())
+    # An optimizer step on distributed parameters keeps them placed.
+    oar.optimizer.Adam(learning_rate=0.1, parameters=[tw1, tw2]).step()
+    out.update(w1=tw1, w2=tw2, w1_placements=repr(tw1.placements))
     return out
 
 
 @pytest.mark.parametrize("dp", [False, True], ids=["megatron", "data_parallel"])
 def test_mlp_equals_dense(dp):
-    y, loss, g1, g2 = dense_mlp()
+    y, loss, g1, g2, w1, w2 = dense_mlp()
     results = run_ranks(megatron_body, world=2, args=(dp,))
     for rank, r in enumerate(results):
+        np.testing.assert_allclose(r["w1"], w1, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(r["w2"], w2, rtol=1e-5, atol=1e-6)
+        assert r["w1_placements"] == ("[Replicate()]" if dp else "[Shard(dim=1)]")
         np.testing.assert_allclose(r["y"], y, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(r["loss"], loss, rtol=1e-5)
         np.testing.assert_allclose(r["g1"], g1, rtol=1e-5, atol=1e-6)
@@ -193,6 +201,31 @@ def test_mlp_equals_dense(dp):
             assert r["y_placements"] == "[Partial(reduce_type=SUM)]"  # row-parallel matmul
             assert r["g1_placements"] == "[Shard(dim=1)]" and r["g2_placements"] == "[Shard(dim=0)]"
             np.testing.assert_allclose(r["g1_local"], g1[:, 4 * rank:4 * rank + 4], rtol=1e-5, atol=1e-6)
+
+
+def dp_tp_body(rank, world):
+    x, w1, w2 = mlp_data()
+    mesh = dist.ProcessMesh([[0, 1], [2, 3]], dim_names=["dp", "mp"])
+    tx = dist.shard_tensor(x, mesh, [dist.Shard(0), dist.Replicate()])
+    tw1 = dist.shard_tensor(oar.to_tensor(w1, stop_gradient=False), mesh, [dist.Replicate(), dist.Shard(1)])
+    tw2 = dist.shard_tensor(oar.to_tensor(w2, stop_gradient=False), mesh, [dist.Replicate(), dist.Shard(0)])
+    y, loss = mlp(tx, tw1, tw2)
+    loss.backward()
+    return {"y": y, "loss": loss, "g1": tw1.grad, "g2": tw2.grad, "y_placements": repr(y.placements),
+            "g2_placements": repr(tw2.grad.placements), "g2_local": tw2.grad._local_value()}
+
+
+def test_mlp_on_a_2x2_mesh_dp_times_tp():
+    y, loss, g1, g2, _, _ = dense_mlp()
+    for rank, r in enumerate(run_ranks(dp_tp_body, world=4)):
+        np.testing.assert_allclose(r["y"], y, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(r["loss"], loss, rtol=1e-5)
+        np.testing.assert_allclose(r["g1"], g1, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(r["g2"], g2, rtol=1e-5, atol=1e-6)
+        assert r["y_placements"] == "[Shard(dim=0), Partial(reduce_type=SUM)]"
+        assert r["g2_placements"] == "[Replicate(), Shard(dim=0)]"
+        mp = rank % 2
+        np.testing.assert_allclose(r["g2_local"], g2[4 * mp:4 * mp + 4], rtol=1e-5, atol=1e-6)
 
 
 def two_meshes_body(rank, world):
