@@ -44,8 +44,8 @@ def test_sdpa_variant_matches_plain_attention():
 
 
 # ---- strategies vs one process ----
-def _curve(rank, world, strategy, steps, dropout=0.0):
-    return tiny_gpt.strategy_curve(strategy, steps, tiny_gpt.GPTConfig(dropout=dropout))
+def _curve(rank, world, strategy, steps, dropout=0.0, sdpa=False):
+    return tiny_gpt.strategy_curve(strategy, steps, tiny_gpt.GPTConfig(dropout=dropout, sdpa=sdpa))
 
 
 @pytest.mark.parametrize("strategy", ["dp", "tp", "sp", "stage1", "stage2", "stage3"])
@@ -53,6 +53,30 @@ def test_strategy_two_ranks(strategy, dense_curve):
     curves = run_ranks(_curve, world=2, args=(strategy, STEPS), timeout=180)
     for curve in curves:
         np.testing.assert_allclose(curve, dense_curve, rtol=RTOL, atol=ATOL, err_msg=strategy)
+
+
+def _stage3_by_rules(rank, world, steps):
+    """Stage 3 without the layers (Paddle's signature): the sharded
+    parameters go into their ops as they are and the rules reshard them."""
+    model = tiny_gpt.TinyGPT()
+    mesh = dist.ProcessMesh([0, 1], dim_names=["dp"])
+    dist.shard_layer(model, mesh)
+    opt = dist.shard_optimizer(tiny_gpt.make_optimizer(model), dist.ShardingStage3("dp", mesh))
+    curve = tiny_gpt.train(model, opt, tiny_gpt.batches(steps),
+                           lambda t: dist.shard_tensor(t, mesh, [dist.Shard(0)]))
+    return {"curve": curve, "placements": repr(model.blocks[0].mlp.fc1.weight.placements)}
+
+
+def test_stage3_without_layers_uses_the_rules(dense_curve):
+    for r in run_ranks(_stage3_by_rules, world=2, args=(STEPS,), timeout=180):
+        assert r["placements"] == "[Shard(dim=0)]"
+        np.testing.assert_allclose(r["curve"], dense_curve, rtol=RTOL, atol=ATOL)
+
+
+def test_tensor_parallel_through_sdpa(dense_curve):
+    """scaled_dot_product_attention has no rule: its decomposition runs on the head-sharded q, k, v."""
+    for curve in run_ranks(_curve, world=2, args=("tp", STEPS, 0.0, True), timeout=180):
+        np.testing.assert_allclose(curve, dense_curve, rtol=RTOL, atol=ATOL)
 
 
 def test_sequence_parallel_with_dropout(dense_curve_dropout):
@@ -213,3 +237,35 @@ def _bad_stage_dim(rank, world):
 def test_sharding_stage_on_a_missing_mesh_dim_is_an_error():
     for err in run_ranks(_bad_stage_dim, world=2, expect_error=True):
         assert "ShardingStage1" in err and "'mp'" in err and "['dp']" in err
+
+
+def _layer_hooks(rank, world):
+    mesh = dist.ProcessMesh([0, 1], dim_names=["x"])
+    layer = oar.nn.Linear(3, 2)
+    layer.weight.set_value(np.arange(6, dtype=np.float32).reshape(3, 2))
+
+    def input_fn(inputs, mesh):
+        return dist.shard_tensor(inputs[0], mesh, [dist.Shard(0)])
+
+    def output_fn(outputs, mesh):
+        return dist.unshard_dtensor(outputs)
+
+    dist.shard_layer(layer, mesh, input_fn=input_fn, output_fn=output_fn)
+    y = layer(oar.to_tensor(np.ones((4, 3), np.float32)))
+    return {"dense_out": not y.is_dist(), "y": y, "weight": repr(layer.weight.placements),
+            "is_param": type(layer.weight).__name__, "n": len(layer.parameters())}
+
+
+def test_shard_layer_input_and_output_fn():
+    for r in run_ranks(_layer_hooks, world=2):
+        assert r["dense_out"] and r["weight"] == "[Replicate()]" and r["is_param"] == "Parameter" and r["n"] == 2
+        np.testing.assert_allclose(r["y"], np.tile([[6.0, 9.0]], (4, 1)))  # ones @ [[0,1],[2,3],[4,5]]
+
+
+def test_bad_arguments_are_sentences():
+    with pytest.raises(ValueError, match="shard_layer: `process_mesh` must be a dist.ProcessMesh"):
+        dist.shard_layer(oar.nn.Linear(2, 2), [0, 1])
+    with pytest.raises(ValueError, match="shard_optimizer: shard_fn must be"):
+        dist.shard_optimizer(oar.optimizer.SGD(parameters=oar.nn.Linear(2, 2).parameters()), lambda *a: None)
+    with pytest.raises(ValueError, match="shard_dataloader: `meshes`"):
+        dist.shard_dataloader([], [])
