@@ -70,6 +70,14 @@ except BaseException as e:  # noqa: BLE001 - reported to the parent
 with open(out_file, "wb") as f:
     pickle.dump(status, f)
 sys.stdout.flush()
+if status[0] == "ok":
+    # Rank 0 serves the job's store: no rank leaves while another may still
+    # build a communicator (a failed rank skips this; the parent then kills
+    # the waiting ones after its grace period, their results saved).
+    try:
+        dist.barrier()
+    except BaseException:  # noqa: BLE001 - the result is already written
+        pass
 os._exit(0 if status[0] == "ok" else 1)
 """
 
