@@ -2,8 +2,12 @@
 // programs (Note [Index values] in op_util.h).
 #include <array>
 #include <cstdint>
+#include <exception>
 
+#include "dist/dist_internal.h"
+#include "oar/autograd.h"
 #include "oar/dist_tensor.h"
+#include "oar/ops.h"
 #include "ops/op_util.h"
 
 namespace oar {
@@ -49,6 +53,43 @@ std::vector<TensorMeta> check_index_meta(const OpDef& op, std::span<const Tensor
 // values pass through), rather than not at all.
 std::vector<Tensor> check_index_decompose(std::span<const Tensor> in, const Attrs&) { return {in[0]}; }
 
+// A distributed index: each rank checks its piece (the values are global
+// indices wherever the piece lies). When the pieces differ (a sharded or
+// partial index) only some ranks may find a bad value, and the others
+// would wait for them in the op's next collective, so the ranks all-reduce
+// whether any found one (one int64) and every rank raises: the finder its
+// sentence, the others one naming the op and the placements.
+Tensor check_distributed_index(const IndexCheck& check, const Tensor& index) {
+  const DistAttr& attr = dist::dist_attr(index);
+  if (!attr.mesh.contains(dist::global_rank())) return index;  // no piece, no check
+  std::exception_ptr found;
+  try {
+    check_index_values(check, dist::local_value(index));
+  } catch (const Error&) {
+    found = std::current_exception();
+  }
+  std::vector<Placement> flags(attr.placements.size(), Placement::Replicate());
+  bool differ = false;
+  for (size_t m = 0; m < flags.size(); ++m) {
+    if (attr.placements[m].is_replicate()) continue;
+    flags[m] = Placement::Partial(ReduceKind::max);
+    differ = true;
+  }
+  if (differ) {
+    NoGrad no_grad;
+    Tensor flag = full({1}, found ? 1.0 : 0.0, DType::i64, dist::local_value(index).device());
+    Tensor any = dist::unshard(dist::dtensor_from_local(flag, attr.mesh, flags, Shape{1}));
+    if (!found && any.to_vector<int64_t>()[0] != 0) {
+      throw Error(ErrorCode::invalid_argument,
+                  check.op + ": another rank's piece of the " + check.what + " tensor " + shape_str(index.shape()) +
+                      " (" + attr.str() + ") holds an out-of-range " + check.what + "; expected 0 <= " + check.what +
+                      " < " + std::to_string(check.size) + " (" + check.size_is + ")");
+    }
+  }
+  if (found) std::rethrow_exception(found);
+  return index;
+}
+
 }  // namespace
 
 OAR_REGISTER_OPS(index_values) {
@@ -64,13 +105,8 @@ OAR_REGISTER_OPS(index_values) {
 
 Tensor check_index_values(const IndexCheck& check, const Tensor& index) {
   if (!index.defined()) return index;
-  // A distributed index: each rank checks its piece (the values are global
-  // indices wherever the piece lies); a symbolic piece gets the op.
   const bool symbolic = dist::is_dist(index) ? dist::local_value(index).is_symbolic() : index.is_symbolic();
-  if (dist::is_dist(index) && !symbolic) {
-    check_index_values(check, dist::local_value(index));
-    return index;
-  }
+  if (dist::is_dist(index) && !symbolic) return check_distributed_index(check, index);
   if (symbolic) {  // a trace: the check runs with the program
     if (index.dtype() != DType::i32 && index.dtype() != DType::i64) return index;
     std::array<Tensor, 1> in{index};

@@ -261,3 +261,18 @@ def test_vocab_parallel_embedding_and_loss_on_a_2x2_mesh():
         np.testing.assert_allclose(r["loss"], r["dense_loss"], rtol=1e-5)
         np.testing.assert_allclose(r["grad"], r["dense_grad"], rtol=1e-5, atol=1e-6)
         assert r["grad_placements"] == "[Replicate(), Shard(dim=0)]"
+
+
+# ---- bad input: an out-of-range id in one rank's piece ----
+
+def bad_id_body(rank, world):
+    mesh = dist.ProcessMesh([0, 1], dim_names=["x"])
+    bad = np.array([[1, 2], [3, 9]], dtype=np.int64)  # 9 >= 8 rows, in rank 1's row of ids
+    ids_ = dist.shard_tensor(bad, mesh, [dist.Shard(0)])
+    F.embedding(ids_, dist.shard_tensor(TABLE, mesh, [dist.Replicate()]))
+
+
+def test_an_id_out_of_range_in_one_piece_errors_on_every_rank():
+    errors = run_ranks(bad_id_body, world=2, expect_error=True, timeout=60)
+    assert "embedding: id 9 at position [0, 1]" in errors[1] and "out of range" in errors[1], errors[1]
+    assert "embedding: another rank's piece of the id tensor [2, 2]" in errors[0] and "[Shard(0)]" in errors[0], errors[0]
