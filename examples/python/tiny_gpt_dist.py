@@ -8,7 +8,8 @@ runs itself under `python -m oar.distributed.launch` with the ranks the
 strategy needs (2; 4 for dp_tp). Strategies: dp (batch Shard(0)), tp
 (Megatron column/row by placements), sp (tp + sequence parallel around
 layer_norm/dropout), stage1/stage2/stage3 (sharded optimizer state /
-+ gradients / + parameters over 2 data-parallel ranks), dp_tp (a 2x2 mesh).
++ gradients / + parameters over 2 data-parallel ranks), dp_tp (a 2x2 mesh);
+--sharding stage1..3 adds a sharded optimizer to dp or dp_tp.
 """
 import argparse
 import os
@@ -26,9 +27,13 @@ def main():
     ap.add_argument("--strategy", choices=tiny_gpt.STRATEGIES, default="tp")
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--sharding", choices=("stage1", "stage2", "stage3"), default=None,
+                    help="also shard the optimizer along the dp mesh dim (dp or dp_tp)")
     ap.add_argument("--dropout", type=float, default=0.0)
     ap.add_argument("--sdpa", action="store_true", help="attention through scaled_dot_product_attention")
     args = ap.parse_args()
+    if args.sharding and args.strategy not in ("dp", "dp_tp"):
+        ap.error(f"--sharding needs a dp mesh dim (--strategy dp or dp_tp), not {args.strategy}")
     world = tiny_gpt.world_of(args.strategy)
     if "WORLD_SIZE" not in os.environ and "PADDLE_TRAINERS_NUM" not in os.environ:
         cmd = [sys.executable, "-m", "oar.distributed.launch", "--nproc_per_node", str(world),
@@ -38,16 +43,17 @@ def main():
     import oar.distributed as dist
     dist.init_parallel_env()
     cfg = tiny_gpt.GPTConfig(dropout=args.dropout, sdpa=args.sdpa)
-    curve = tiny_gpt.strategy_curve(args.strategy, args.steps, cfg, args.batch)
+    curve = tiny_gpt.strategy_curve(args.strategy, args.steps, cfg, args.batch, sharding=args.sharding)
     if dist.get_rank() != 0:
         return
     dense = tiny_gpt.single_process_curve(args.steps, cfg, args.batch)
-    print(f"tiny GPT, {args.steps} AdamW steps, strategy {args.strategy} on {world} ranks vs one process")
-    print(f"{'step':>4}  {'one process':>12}  {args.strategy:>12}  {'|diff|':>9}")
+    name = args.strategy + (f" + {args.sharding}" if args.sharding else "")
+    print(f"tiny GPT, {args.steps} AdamW steps, strategy {name} on {world} ranks vs one process")
+    print(f"{'step':>4}  {'one process':>12}  {name:>14}  {'|diff|':>9}")
     worst = 0.0
     for i, (a, b) in enumerate(zip(dense, curve)):
         worst = max(worst, abs(a - b))
-        print(f"{i:>4}  {a:12.6f}  {b:12.6f}  {abs(a - b):9.2e}")
+        print(f"{i:>4}  {a:12.6f}  {b:14.6f}  {abs(a - b):9.2e}")
     print(f"largest difference {worst:.2e} (loss {dense[0]:.4f} -> {dense[-1]:.4f})")
 
 

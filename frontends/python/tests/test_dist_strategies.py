@@ -121,6 +121,23 @@ def test_strategies_really_split_the_work():
     assert sp["blocks.0.drop"] == "[Shard(dim=1)]"
 
 
+def _dp_tp_stage3(rank, world, steps):
+    model = tiny_gpt.TinyGPT()
+    opt, place_batch = tiny_gpt.setup_strategy(model, "dp_tp", sharding="stage3")
+    curve = tiny_gpt.train(model, opt, tiny_gpt.batches(steps), place_batch)
+    return {"curve": curve, "q": repr(model.blocks[0].attn.q_proj.weight.placements),
+            "fc2": repr(model.blocks[0].mlp.fc2.weight.placements),
+            "q_local": list(model.blocks[0].attn.q_proj.weight._local_value().shape)}
+
+
+def test_dp_x_tp_with_sharding_stage3(dense_curve):
+    """ZeRO-3 along "dp" on top of TP along "mp": a column weight is split both ways."""
+    for r in run_ranks(_dp_tp_stage3, world=4, args=(2,), timeout=300):
+        assert r["q"] == "[Shard(dim=0), Shard(dim=1)]" and r["q_local"] == [64, 64]
+        assert r["fc2"] == "[Shard(dim=1), Shard(dim=0)]"  # dim 0 taken by mp: dp takes dim 1
+        np.testing.assert_allclose(r["curve"], dense_curve[:2], rtol=RTOL, atol=ATOL)
+
+
 # ---- the pieces, by hand ----
 def _placements_after_setup(rank, world, strategy):
     model = tiny_gpt.TinyGPT()

@@ -239,9 +239,10 @@ def tp_shard_fn(mp_axis):
     return shard_fn
 
 
-def setup_strategy(model, strategy, lr=3e-3):
-    """Places `model` for `strategy` (one of STRATEGIES) on this rank's mesh;
-    returns (optimizer, place_batch) for train()."""
+def setup_strategy(model, strategy, lr=3e-3, sharding=None):
+    """Places `model` for `strategy` (one of STRATEGIES) on this rank's mesh,
+    with the optimizer sharded along "dp" by `sharding` ("stage1".."stage3")
+    if given; returns (optimizer, place_batch) for train()."""
     import oar.distributed as dist
     if strategy == "dp_tp":
         mesh = dist.ProcessMesh([[0, 1], [2, 3]], dim_names=["dp", "mp"])
@@ -261,8 +262,9 @@ def setup_strategy(model, strategy, lr=3e-3):
         model.placements.update({"embed": (mesh, seq), "attn_in": (mesh, rep), "attn_out": (mesh, seq),
                                  "mlp_in": (mesh, rep), "mlp_out": (mesh, seq), "head_in": (mesh, rep)})
     opt = make_optimizer(model, lr)
-    if strategy.startswith("stage"):
-        stage = {"stage1": dist.ShardingStage1, "stage2": dist.ShardingStage2, "stage3": dist.ShardingStage3}[strategy]
+    if sharding or strategy.startswith("stage"):
+        stage = {"stage1": dist.ShardingStage1, "stage2": dist.ShardingStage2,
+                 "stage3": dist.ShardingStage3}[sharding or strategy]
         opt = dist.shard_optimizer(opt, stage("dp", mesh), layers=model)
     if strategy in ("tp", "sp"):
         batch_placements = [dist.Replicate()]
@@ -273,11 +275,11 @@ def setup_strategy(model, strategy, lr=3e-3):
     return opt, lambda t: dist.shard_tensor(t, mesh, batch_placements)
 
 
-def strategy_curve(strategy, steps=5, cfg=None, batch=4, lr=3e-3):
+def strategy_curve(strategy, steps=5, cfg=None, batch=4, lr=3e-3, sharding=None):
     """This rank's loss curve of `strategy` (run on every rank of its mesh)."""
     cfg = cfg or GPTConfig()
     model = TinyGPT(cfg)
-    opt, place_batch = setup_strategy(model, strategy, lr)
+    opt, place_batch = setup_strategy(model, strategy, lr, sharding)
     return train(model, opt, batches(steps, batch, cfg), place_batch)
 
 
