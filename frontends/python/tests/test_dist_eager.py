@@ -86,6 +86,13 @@ def pieces_body(rank, world):
            "repr": repr(rows)}
     # R -> S is a local slice, needing no other rank.
     out["resharded"] = dist.reshard(rep, mesh, [dist.Shard(1)])._local_value()
+    out["from_fn"] = dist.dtensor_from_fn(oar.ones, mesh, [dist.Shard(0)], [3, 2])._local_value()
+    param = dist.shard_tensor(oar.create_parameter([4, 2], "float32"), mesh, [dist.Shard(0)])
+    whole = dist.unshard_dtensor(param)
+    out["param"] = (type(param).__name__, param.stop_gradient, type(whole).__name__, whole.is_dist(), whole.shape)
+    out["partial_item"] = float(dist.shard_tensor(oar.to_tensor([2.5]), mesh, [dist.Partial()]).sum())
+    uneven = dist.dtensor_from_local(oar.to_tensor(full([3 - rank, 2])), mesh, [dist.Shard(0)], global_shape=[5, 2])
+    out["uneven"] = (uneven.shape, uneven)
     return out
 
 
@@ -103,6 +110,11 @@ def test_pieces_on_two_ranks():
         assert r["w_leaf"] == (True, False)
         assert r["local_shape"] == [4, 3]
         assert "shape=[5, 4], local_shape=[%d, 4]" % (3 if rank == 0 else 2) in r["repr"]
+        np.testing.assert_array_equal(r["from_fn"], np.ones((2 if rank == 0 else 1, 2)))
+        assert r["param"] == ("Parameter", False, "Parameter", False, [4, 2])
+        assert r["partial_item"] == 2.5  # numpy()/item() of a Partial value: the sum of the pieces
+        assert r["uneven"][0] == [5, 2]
+        np.testing.assert_array_equal(r["uneven"][1], np.concatenate([full([3, 2]), full([2, 2])]))
 
 
 def bad_placement_body(rank, world):
