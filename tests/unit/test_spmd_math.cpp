@@ -159,34 +159,37 @@ TEST_CASE("broadcasting binary ops: Partial stays Partial where the op is linear
   CHECK(rule("add", same, {P, P}) == "P(sum) P(sum) -> P(sum)");
   CHECK(rule("sub", same, {P, P}) == "P(sum) P(sum) -> P(sum)");
   CHECK(rule("add", same, {Pavg, Pavg}) == "P(avg) P(avg) -> P(avg)");
-  // P + R would count b once per rank: reduce_scatter a (12) beats all_reduce (24).
-  CHECK(rule("add", same, {P, R}) == "S(0) S(0) -> S(0)");
-  CHECK(rule("add", same, {R, P}) == "S(0) S(0) -> S(0)");
-  CHECK(rule("add", same, {P, S(1)}) == "S(1) S(1) -> S(1)");
-  CHECK(rule("add", same, {P, Pmax}) == "S(0) S(0) -> S(0)");
-  // With a 0-D scalar there is no dim to scatter to: all_reduce.
+  // P + R would count b once per rank: a is all_reduced (Paddle's choice; no operand is
+  // sharded to reduce_scatter to, Note [Elementwise SPMD rules]).
+  CHECK(rule("add", same, {P, R}) == "R R -> R");
+  CHECK(rule("add", same, {R, P}) == "R R -> R");
   CHECK(rule("add", {{}, {}}, {P, R}) == "R R -> R");
+  CHECK(rule("add", same, {P, Pmax}) == "R R -> R");
+  // Beside an operand sharded already, reduce_scatter the Partial one (12) rather than
+  // all_reduce it (24) and gather the other (12).
+  CHECK(rule("add", same, {P, S(1)}) == "S(1) S(1) -> S(1)");
   // mul: one P operand times replicated ones.
   CHECK(rule("mul", same, {P, R}) == "P(sum) R -> P(sum)");
   CHECK(rule("mul", same, {R, P}) == "R P(sum) -> P(sum)");
   CHECK(rule("mul", {{4, 3}, {}}, {P, R}) == "P(sum) R -> P(sum)");
-  // P * P: all_reduce one side (24) ties reduce_scatter both (24): keeping a Partial wins.
+  // P * P: all_reduce one side (24); no operand is sharded to scatter to.
   CHECK(rule("mul", same, {P, P}) == "P(sum) R -> P(sum)");
-  // P * S: keeping a Partial needs b gathered (12), sharding needs a reduce_scattered (12): a tie, and
-  // the Partial way is listed first.
+  // P * S: keeping a Partial needs b gathered (12), sharding needs a reduce_scattered (12): a tie,
+  // and the Partial way is listed first.
   CHECK(rule("mul", same, {P, S(0)}) == "P(sum) R -> P(sum)");
   // div: only the dividend may be partial.
   CHECK(rule("div", same, {P, R}) == "P(sum) R -> P(sum)");
-  CHECK(rule("div", same, {R, P}) == "S(0) S(0) -> S(0)");
+  CHECK(rule("div", same, {R, P}) == "R R -> R");
   // maximum of P(max) (or minimum of P(min)) with replicated or equally partial operands.
   CHECK(rule("maximum", same, {Pmax, R}) == "P(max) R -> P(max)");
   CHECK(rule("maximum", same, {Pmax, Pmax}) == "P(max) P(max) -> P(max)");
   CHECK(rule("minimum", same, {R, Pmin}) == "R P(min) -> P(min)");
-  CHECK(rule("maximum", same, {Pmin, R}) == "S(0) S(0) -> S(0)");
-  CHECK(rule("maximum", same, {P, R}) == "S(0) S(0) -> S(0)");
+  CHECK(rule("maximum", same, {Pmin, R}) == "R R -> R");
+  CHECK(rule("maximum", same, {P, R}) == "R R -> R");
   // pow and the comparisons are not linear.
-  CHECK(rule("pow", same, {P, R}) == "S(0) S(0) -> S(0)");
-  CHECK(rule("equal", same, {P, P}) == "S(0) S(0) -> S(0)");
+  CHECK(rule("pow", same, {P, R}) == "R R -> R");
+  CHECK(rule("equal", same, {P, P}) == "R R -> R");
+  CHECK(rule("pow", same, {S(0), P}) == "S(0) S(0) -> S(0)");
 }
 
 TEST_CASE("elementwise unary ops keep a sharding; neg, copy and float casts keep a Partial") {

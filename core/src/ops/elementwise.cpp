@@ -143,7 +143,10 @@ Grads copy_vjp(const VjpContext& c) { return {G(c)}; }
 //  - mul: one P(sum|avg) operand times replicated ones stays Partial;
 //  - div: a P(sum|avg) dividend over a replicated divisor stays Partial;
 //  - maximum (minimum): operands P(max) (P(min)) or replicated give P(max).
-// Anything else (P + R: a + b would count b once per rank) reduces it.
+// Anything else (P + R: a + b would count b once per rank) reduces it: to
+// Replicate (all_reduce, as Paddle: the row-parallel matmul + bias of
+// Megatron), or by a reduce_scatter to the sharding of an operand that is
+// sharded already (P + S(d) -> S(d)).
 using spmd_util::Candidate;
 
 enum class PartialAlgebra : uint8_t { none, additive, scaling, dividend, max, min };
@@ -185,12 +188,14 @@ SpmdResult broadcast_rule(const SpmdArgs& args, PartialAlgebra algebra) {
   add_partial_candidates(args, algebra, candidates);
   for (size_t o = 0; o < out.size(); ++o) {
     Candidate c{{}, {Placement::Shard(static_cast<int64_t>(o))}};
-    bool any = false;
+    bool any = false, scatters = false, sharded_already = false;
     for (size_t i = 0; i < n; ++i) {
       c.inputs.push_back(spmd_util::input_for_output_shard(args.inputs[i].shape, out, static_cast<int64_t>(o)));
       any = any || c.inputs.back().is_shard();
+      scatters = scatters || (args.placements[i].is_partial() && c.inputs.back().is_shard());
+      sharded_already = sharded_already || (c.inputs.back().is_shard() && args.placements[i] == c.inputs.back());
     }
-    if (any) candidates.push_back(std::move(c));
+    if (any && (!scatters || sharded_already)) candidates.push_back(std::move(c));
   }
   candidates.push_back({spmd_util::replicated(n), {Placement::Replicate()}});
   return spmd_util::cheapest(args, candidates);
