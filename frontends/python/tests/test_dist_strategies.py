@@ -244,6 +244,46 @@ def test_shard_dataloader_shards_the_batch_dim():
             assert b["placements"] == "[Replicate(), Shard(dim=0)]"
 
 
+def _loader_dict_and_splitted(rank, world):
+    xs = np.arange(16, dtype=np.float32).reshape(8, 2)
+
+    class Pairs(oar.io.Dataset):
+        def __len__(self):
+            return 8
+
+        def __getitem__(self, i):
+            return {"x": xs[i], "i": np.int64(i)}
+
+    mesh = dist.ProcessMesh([0, 1], dim_names=["dp"])
+    by_key = dist.shard_dataloader(oar.io.DataLoader(Pairs(), batch_size=4), mesh, input_keys=["x"], shard_dims=0)
+    first = next(iter(by_key))
+    local = oar.io.DataLoader(oar.io.TensorDataset([oar.to_tensor(xs[4 * rank:4 * rank + 4])]), batch_size=2)
+    splitted = dist.shard_dataloader(local, mesh, shard_dims="dp", is_dataset_splitted=True)
+    (y,) = next(iter(splitted))
+    return {"x": first["x"]._local_value(), "i_dist": first["i"].is_dist(), "y_shape": list(y.shape),
+            "y": dist.unshard_dtensor(y)}
+
+
+def test_shard_dataloader_dict_batches_and_a_splitted_dataset():
+    xs = np.arange(16, dtype=np.float32).reshape(8, 2)
+    for rank, r in enumerate(run_ranks(_loader_dict_and_splitted, world=2)):
+        np.testing.assert_array_equal(r["x"], xs[2 * rank:2 * rank + 2])
+        assert r["i_dist"] is False  # not in input_keys: left as the loader gave it
+        assert r["y_shape"] == [4, 2]  # each rank's 2 rows are a piece of a global 4
+        np.testing.assert_array_equal(r["y"], xs[[0, 1, 4, 5]])
+
+
+def _bad_loader_dim(rank, world):
+    mesh = dist.ProcessMesh([0, 1], dim_names=["dp"])
+    loader = oar.io.DataLoader(oar.io.TensorDataset([oar.to_tensor(np.zeros((4, 2), np.float32))]), batch_size=2)
+    next(iter(dist.shard_dataloader(loader, mesh, shard_dims="mp")))
+
+
+def test_shard_dataloader_on_a_missing_mesh_dim_is_an_error():
+    for err in run_ranks(_bad_loader_dim, world=2, expect_error=True):
+        assert "shard_dataloader" in err and "'mp'" in err and "['dp']" in err
+
+
 def _bad_stage_dim(rank, world):
     mesh = dist.ProcessMesh([0, 1], dim_names=["dp"])
     model = dist.shard_layer(oar.nn.Linear(4, 4), mesh)
