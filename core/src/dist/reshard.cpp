@@ -185,6 +185,10 @@ Tensor run_step(const ReshardStep& step, const Tensor& x, const Shape& global, c
   const int64_t parts = mesh.shape()[m];
   const int64_t coord = mesh.coordinate(rank)[m];
   std::vector<int64_t> group = ints_of(mesh.group_along(rank, step.mesh_dim));
+  // Pads, slices and the plan read these sizes: a trace with them dynamic is
+  // fixed to the example's (Note [Dynamic dims] in oar/ir/trace.h).
+  if (step.dim >= 0) current_builder().note_size_read(x, step.dim);
+  if (step.to_dim >= 0) current_builder().note_size_read(x, step.to_dim);
   Placements next = cur;
   Tensor out;
   switch (step.kind) {
@@ -263,6 +267,7 @@ Tensor reshard_across_meshes(const Tensor& local, const Shape& global, const Dis
     const int source = sources[i % sources.size()];
     std::vector<int64_t> pair = {std::min(source, target), std::max(source, target)};
     if (rank == source) {
+      for (int64_t d = 0; d < full.dim(); ++d) current_builder().note_size_read(full, d);  // the receiver's shape
       collective("c_send", full, {{"ranks", pair}, {"peer", int64_t{target}}});
     } else if (rank == target) {
       Attrs attrs{{"ranks", pair},
