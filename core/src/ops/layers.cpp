@@ -200,11 +200,11 @@ std::vector<TensorMeta> attention_meta(const OpDef& op, std::span<const TensorMe
 // scaled_dot_product_attention has no SPMD rule: in dist mode the
 // dispatcher runs this decomposition, whose parts carry the placements
 // through (transpose moves the shard, matmul and softmax keep a sharded
-// batch or head dim, a sharded query sequence stays sharded through
-// softmax over the keys), and contracting a sharded head_dim or keys'
-// sequence gives the Partial sums the reduction rules then combine, so
-// every placement gives the dense result and its gradient (no fused
-// kernel exists whose local run a rule would buy).
+// batch or head dim), and a sharded sequence or head_dim goes the way
+// matmul's and softmax's rules take it (contractions give Partial sums,
+// softmax gathers a sharded key axis), so every placement gives the dense
+// result and its gradient (no fused kernel exists whose local run a rule
+// would buy).
 std::vector<Tensor> attention_decompose(std::span<const Tensor> in, const Attrs& attrs) {
   const std::vector<int64_t> heads_first{0, 2, 1, 3};
   Tensor q = transpose(in[0], heads_first), k = transpose(in[1], heads_first), v = transpose(in[2], heads_first);

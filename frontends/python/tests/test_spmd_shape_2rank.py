@@ -121,6 +121,7 @@ PLACED = {
     ("embedding", ("S1", "S0")): [PS], ("embedding_uneven_vocab", ("R", "S0")): [PS],
     ("cross_entropy", ("S0", "S0")): [PS], ("cross_entropy", ("S1", "R")): [PS],
     ("attention", ("S0", "S0", "S0")): [S0], ("attention", ("S2", "S2", "S2")): [S2],
+    ("attention_causal", ("S2", "S2", "S2")): [S2], ("softmax_with_cross_entropy", ("S1", "S0")): [S0],
 }
 
 
