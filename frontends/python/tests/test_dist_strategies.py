@@ -73,6 +73,18 @@ def test_stage3_without_layers_uses_the_rules(dense_curve):
         np.testing.assert_allclose(r["curve"], dense_curve, rtol=RTOL, atol=ATOL)
 
 
+def _uneven_curve(rank, world, strategy, steps, batch, seq):
+    return tiny_gpt.strategy_curve(strategy, steps, tiny_gpt.GPTConfig(seq=seq), batch=batch)
+
+
+@pytest.mark.parametrize("strategy, batch, seq", [("dp", 3, 16), ("sp", 4, 15)])
+def test_uneven_shards(strategy, batch, seq):
+    """A batch of 3 over 2 ranks (chunks 2 and 1); a sequence of 15 (8 and 7)."""
+    want = tiny_gpt.single_process_curve(2, tiny_gpt.GPTConfig(seq=seq), batch=batch)
+    for curve in run_ranks(_uneven_curve, world=2, args=(strategy, 2, batch, seq), timeout=180):
+        np.testing.assert_allclose(curve, want, rtol=RTOL, atol=ATOL)
+
+
 def test_tensor_parallel_through_sdpa(dense_curve):
     """scaled_dot_product_attention has no rule: its decomposition runs on the head-sharded q, k, v."""
     for curve in run_ranks(_curve, world=2, args=("tp", STEPS, 0.0, True), timeout=180):
