@@ -96,6 +96,14 @@ CASES = {
                   lambda q, k, v: np_attention(q, k, v)),
     "attention_causal": ([Q, K, V], lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
                          lambda q, k, v: np_attention(q, k, v, causal=True)),
+    "diagonal": ([X46], lambda x: oar.diagonal(x, 1), lambda x: np.diagonal(x, 1)),
+    "tile": ([arr([2, 3], 22)], lambda x: oar.tile(x, [2, 1]), lambda x: np.tile(x, [2, 1])),
+    "unbind": ([arr([2, 3], 23)], lambda x: oar.unbind(x, 1), lambda x: [x[:, i] for i in range(3)]),
+    "one_hot_weighted": ([IDS, arr([2, 3, 8], 24)], lambda i, x: oar.multiply(F.one_hot(i, 8), x),
+                         lambda i, x: np.eye(8, dtype=np.float32)[i] * x),
+    "take_along_axis": ([LOGITS, LABEL[:, None]], lambda x, i: oar.take_along_axis(x, i, 1),
+                        lambda x, i: np.take_along_axis(x, i, 1)),
+    "nll_loss": ([LOGITS, LABEL], lambda x, y: F.nll_loss(x, y), lambda x, y: -x[np.arange(4), y].mean()),
 }
 # Attention's three inputs take one placement together (6^3 combinations
 # would be slow); a few mixed ones besides.
