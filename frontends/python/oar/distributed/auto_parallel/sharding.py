@@ -198,7 +198,9 @@ class ShardingStage3(_ShardingStageBase):
 class _ShardOptimizer:
     """The optimizer seen through a sharding stage (Note [Sharded optimizer]).
     Anything else (clear_grad, get_lr, set_lr, state_dict...) is the inner
-    optimizer's."""
+    optimizer's. gradient_accumulation_steps is kept for Paddle's signature
+    (its static-mode gradient merge); in eager mode the caller's loop
+    accumulates, as backward() adds into .grad."""
 
     def __init__(self, optimizer, shard_fn=None, gradient_accumulation_steps=1):
         if optimizer is None:
@@ -219,8 +221,8 @@ class _ShardOptimizer:
             self._distribute_dense(params, shard_fn._mesh)
         for p in params:
             if not p.is_dist():
-                raise ValueError(f"shard_optimizer: parameter {getattr(p, 'name', None)} of shape {list(p.shape)} is not "
-                                 "distributed; place the layer with dist.shard_layer or give the stage a mesh")
+                raise ValueError(f"shard_optimizer: parameter {getattr(p, 'name', None)} of shape {list(p.shape)} "
+                                 "is not distributed; place the layer with dist.shard_layer or give the stage a mesh")
         if shard_fn.stage >= 1:
             for p in params:
                 shard_fn._mesh_axis(p.process_mesh)  # the stage's mesh dim exists on every parameter's mesh
