@@ -47,11 +47,14 @@
 // Shapes are static (the dense program is traced per input shape).
 #include "oar/ir/dist_partition.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <unordered_map>
 
 #include "oar/autograd.h"
 #include "oar/builder.h"
 #include "oar/error.h"
+#include "oar/ir/pass.h"
 #include "oar/ir/trace.h"
 #include "oar/ir/verifier.h"
 
@@ -79,6 +82,53 @@ Tensor local_leaf(Tracer& tracer, Program& local_program, const Value* dense, co
                           : local_program.add_input(dense->name(), local_type);
   Tensor piece = tracer.symbolic(v, local);
   return attr ? dist::make_dist(piece, *attr, global) : piece;
+}
+
+// Note [Joining meshes]: with pipeline stages the dense program's ops
+// read values of two meshes: the first op of a stage reads the previous
+// stage's output (unless the forward resharded it), and the backward of a
+// stage reads the next stage's gradient. Such an op runs on the mesh of a
+// distributed LEAF among its inputs (a parameter: a forward op runs on its
+// parameters' stage), else on the EARLIEST stage among its inputs' meshes
+// (stages are numbered by the order their meshes first appear among the
+// leaves, which is the forward's order): a backward op runs where the
+// forward values it differentiates live, so gradients flow back stage by
+// stage. The other inputs move there whole (Replicate(); between meshes a
+// send/recv). Every rank replays the same ops, so all emit the same
+// transfers in the same order and none waits on a later one.
+void join_meshes(std::vector<Tensor>& operands, const std::vector<bool>& is_leaf,
+                 std::vector<ProcessMesh>& stages) {
+  auto stage_of = [&](const ProcessMesh& mesh) {
+    for (size_t s = 0; s < stages.size(); ++s) {
+      if (stages[s] == mesh) return s;
+    }
+    stages.push_back(mesh);
+    return stages.size() - 1;
+  };
+  const ProcessMesh* first = nullptr;
+  const ProcessMesh* target = nullptr;
+  size_t best = SIZE_MAX;
+  bool mixed = false, by_leaf = false;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    if (!dist::is_dist(operands[i])) continue;
+    const ProcessMesh& mesh = dist::dist_attr(operands[i]).mesh;
+    if (first && !(mesh == *first)) mixed = true;
+    if (!first) first = &mesh;
+    if (by_leaf) continue;
+    if (is_leaf[i]) {  // a parameter decides
+      target = &mesh;
+      by_leaf = true;
+      continue;
+    }
+    const size_t s = stage_of(mesh);
+    if (s < best) best = s, target = &mesh;
+  }
+  if (!mixed || !target) return;
+  const ProcessMesh mesh = *target;
+  for (auto& t : operands) {
+    if (!dist::is_dist(t) || dist::dist_attr(t).mesh == mesh) continue;
+    t = dist::reshard(t, mesh, std::vector<oar::Placement>(mesh.ndim(), oar::Placement::Replicate()));
+  }
 }
 
 }  // namespace
@@ -109,24 +159,66 @@ Partition partition(const Program& dense, const PartitionSpec& spec, const Devic
     env[v] = local_leaf(tracer, local, v, attr, spec.rank, true);
   }
   for (const Value* v : dense.constants()) env[v] = dense.constant_value(v).to(device);
+  std::unordered_map<const Value*, DistAttr> marks;
+  for (const auto& [index, attr] : spec.marks) {
+    OAR_CHECK_ARG(index < dense.outputs().size(), "dist.to_static: mark " + std::to_string(index) +
+                                                      " names no output of the program");
+    marks.emplace(dense.outputs()[index].value, attr);
+  }
+  std::vector<ProcessMesh> stages;  // Note [Joining meshes]
+  for (const Value* v : dense.parameters()) {
+    const Tensor& t = env.at(v);
+    if (dist::is_dist(t) && std::find(stages.begin(), stages.end(), dist::dist_attr(t).mesh) == stages.end())
+      stages.push_back(dist::dist_attr(t).mesh);
+  }
+  std::vector<bool> operand_is_leaf;
 
   NoGrad no_grad;  // the dense program holds its backward already
   {
     BuilderScope scope(tracer);
+    for (const auto& [value, attr] : marks) {  // a mark on an input or parameter
+      auto it = env.find(value);
+      if (it == env.end()) continue;
+      Tensor& t = it->second;
+      if (!dist::is_dist(t)) {
+        t = dist::make_dist(t, {attr.mesh, std::vector<oar::Placement>(attr.mesh.ndim(), oar::Placement::Replicate())},
+                            t.shape());
+      }
+      if (!(dist::dist_attr(t) == attr)) t = dist::reshard(t, attr.mesh, attr.placements);
+    }
     std::vector<Tensor> operands;
     for (const auto& op : dense.block().ops()) {
       OAR_CHECK_ARG(op->num_regions() == 0, "dist.to_static: " + op->name() +
                                                 " has regions (control flow), which the partition does not "
                                                 "support");
       operands.clear();
-      for (const Value* v : op->operands()) operands.push_back(env.at(v));
+      operand_is_leaf.clear();
+      for (const Value* v : op->operands()) {
+        operands.push_back(env.at(v));
+        operand_is_leaf.push_back(v->kind() == ValueKind::parameter);
+      }
+      if (spec.join_meshes) join_meshes(operands, operand_is_leaf, stages);
       std::vector<Tensor> results = current_builder().apply(op->def(), operands, op->attrs(), &device);
       OAR_CHECK_ARG(results.size() == op->results().size(),
                     "dist.to_static: " + op->name() + " gave " + std::to_string(results.size()) +
                         " results while partitioned, expected " + std::to_string(op->results().size()));
-      for (size_t r = 0; r < results.size(); ++r) env[op->result(r)] = results[r];
+      for (size_t r = 0; r < results.size(); ++r) {
+        const Value* v = op->result(r);
+        auto mark = marks.find(v);
+        if (mark != marks.end()) {  // dist.reshard in the forward
+          Tensor& t = results[r];
+          if (!dist::is_dist(t)) {
+            DistAttr replicated{mark->second.mesh,
+                                std::vector<oar::Placement>(mark->second.mesh.ndim(), oar::Placement::Replicate())};
+            t = dist::make_dist(t, replicated, t.shape());
+          }
+          if (!(dist::dist_attr(t) == mark->second)) t = dist::reshard(t, mark->second.mesh, mark->second.placements);
+        }
+        env[v] = results[r];
+      }
     }
     for (size_t i = 0; i < dense.outputs().size(); ++i) {
+      if (spec.marks.count(i)) continue;
       const NamedValue& out = dense.outputs()[i];
       Tensor t = env.at(out.value);
       std::optional<DistAttr> want = spec.outputs.empty() ? std::nullopt : spec.outputs[i];
@@ -149,6 +241,12 @@ Partition partition(const Program& dense, const PartitionSpec& spec, const Devic
     }
   }
   verify(local);
+  // Dispatch may emit a piece twice (a decomposition's parts); the
+  // collectives are side effects, never merged or dropped.
+  PassManager cleanup;
+  cleanup.add(make_cse_pass());
+  cleanup.add(make_dce_pass());
+  cleanup.run(local);
   return result;
 }
 

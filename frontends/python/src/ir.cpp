@@ -399,8 +399,11 @@ void bind_ir(py::module_& parent) {
       "dist_partition",
       [](const ir::Program& dense, int rank, const std::vector<std::optional<DistAttrTuple>>& inputs,
          const std::map<std::string, DistAttrTuple>& parameters,
-         const std::vector<std::optional<DistAttrTuple>>& outputs, const std::optional<std::string>& device) {
+         const std::vector<std::optional<DistAttrTuple>>& outputs, const std::optional<std::string>& device,
+         const std::map<size_t, DistAttrTuple>& marks, bool join_meshes) {
         ir::PartitionSpec spec;
+        for (const auto& [index, a] : marks) spec.marks.emplace(index, dist_attr_of(a));
+        spec.join_meshes = join_meshes;
         spec.rank = rank;
         spec.inputs = dist_attrs_of(inputs);
         for (const auto& [name, a] : parameters) spec.parameters.emplace(name, dist_attr_of(a));
@@ -412,7 +415,8 @@ void bind_ir(py::module_& parent) {
         return py::make_tuple(std::make_shared<ir::Program>(std::move(part.program)), attrs, part.output_shapes);
       },
       py::arg("program"), py::arg("rank"), py::arg("inputs"), py::arg("parameters"), py::arg("outputs"),
-      py::arg("device") = py::none(),
+      py::arg("device") = py::none(), py::arg("marks") = std::map<size_t, DistAttrTuple>{},
+      py::arg("join_meshes") = false,
       "Rank `rank`'s program of a dense program (Note [Distributed programs]): (Program, output placements, "
       "output global shapes).");
 }

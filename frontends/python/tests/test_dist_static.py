@@ -162,6 +162,104 @@ def test_tensor_parallel_mlp_trains_in_static_mode_as_eager_and_dense():
         assert "c_all_reduce" in r["program"], r["program"]
 
 
+# ---- data parallel, predict mode, printing, bad input ----
+
+def _mlp_dp(rank, world):
+    import contextlib
+    import io
+    mesh = dist.ProcessMesh([0, 1], dim_names=["dp"])
+    layer = _Mlp()
+    layer.w1 = dist.shard_tensor(layer.w1, mesh, [dist.Replicate()])
+    layer.w2 = dist.shard_tensor(layer.w2, mesh, [dist.Replicate()])
+    opt = oar.optimizer.SGD(learning_rate=0.1, parameters=layer.parameters())
+    model = dist.to_static(layer, None, oar.nn.MSELoss(), opt, print_program=True)
+    printed = io.StringIO()
+    losses = []
+    with contextlib.redirect_stderr(printed):
+        for x, y in zip(*_mlp_data()):
+            losses.append(float(model(oar.to_tensor(x), oar.to_tensor(y))))
+    model.predict()
+    x = oar.to_tensor(_mlp_data()[0][0])
+    out = model(x)
+    return {"losses": losses, "w1": layer.w1._local_value().numpy(), "printed": printed.getvalue(),
+            "out_placements": repr(out.placements), "out": dist.unshard_dtensor(out).numpy(),
+            "out_local_shape": list(out._local_value().shape)}
+
+
+def test_data_parallel_trains_in_static_mode_as_dense_and_predicts():
+    dense_losses, w1, w2 = _mlp_dense()
+    for r in run_ranks(_mlp_dp, world=2):
+        np.testing.assert_allclose(r["losses"], dense_losses, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(r["w1"], w1, rtol=1e-5, atol=1e-6)  # every rank holds the whole weight
+        # The batch is split over "dp" (each rank's program reads 2 of the 4
+        # rows) and the gradients' partial sums are all-reduced.
+        dense, local = r["printed"].split("// dist.to_static: program of rank")[:2]
+        assert "input %x0: f32[4, 6]" in dense and "c_all_reduce" not in dense
+        assert "input %x0: f32[2, 6]" in local and "c_all_reduce" in local
+        # predict: the outputs stay split by rows, and equal the dense layer's.
+        x = oar.to_tensor(_mlp_data()[0][0])
+        dense_layer = _Mlp()
+        dense_layer.w1.set_value(w1)
+        dense_layer.w2.set_value(w2)
+        np.testing.assert_allclose(r["out"], dense_layer(x).numpy(), rtol=1e-5, atol=1e-6)
+        assert r["out_placements"] == "[Shard(dim=0)]" and r["out_local_shape"] == [2, 3]
+
+
+def _two_meshes(rank, world):
+    layer = _Mlp()
+    layer.w1 = dist.shard_tensor(layer.w1, dist.ProcessMesh([0, 1], dim_names=["mp"]), [dist.Shard(1)])
+    model = dist.to_static(layer, None, oar.nn.MSELoss())
+    x = dist.shard_tensor(oar.ones([4, 6]), dist.ProcessMesh([1, 0], dim_names=["mp"]), [dist.Replicate()])
+    model(x, oar.ones([4, 3]))
+
+
+def test_inputs_on_another_mesh_are_an_error_on_every_rank():
+    errors = run_ranks(_two_meshes, world=2, expect_error=True)
+    for e in errors:
+        assert "matmul" in e and "mesh" in e, e
+
+
+# ---- pipeline parallel: stage 0 on mesh [0], stage 1 on mesh [1] ----
+
+def _mlp_pp(rank, world, schedule, steps):
+    mesh0 = dist.ProcessMesh([0], dim_names=["pp"])
+    mesh1 = dist.ProcessMesh([1], dim_names=["pp"])
+
+    class Staged(_Mlp):
+        def forward(self, x):
+            h = oar.nn.functional.relu(oar.matmul(x, self.w1))
+            h = dist.reshard(h, mesh1, [dist.Replicate()])  # stage 0 -> stage 1
+            return oar.matmul(h, self.w2)
+
+    layer = Staged()
+    layer.w1 = dist.shard_tensor(layer.w1, mesh0, [dist.Replicate()])
+    layer.w2 = dist.shard_tensor(layer.w2, mesh1, [dist.Replicate()])
+    opt = oar.optimizer.SGD(learning_rate=0.1, parameters=layer.parameters())
+    strategy = dist.Strategy({"pipeline": {"enable": True, "schedule_mode": schedule, "accumulate_steps": steps}})
+    model = dist.to_static(layer, None, oar.nn.MSELoss(), opt, strategy)
+    losses = [float(model(oar.to_tensor(x), oar.to_tensor(y))) for x, y in zip(*_mlp_data())]
+    mine = layer.w1 if rank == 0 else layer.w2
+    # The last transfer is stage 1's loss to stage 0: wait until it has
+    # arrived before this process exits (an exit may drop unread bytes).
+    dist.barrier()
+    return {"losses": losses, "w": mine._local_value().numpy(), "program": model.dist_main_program()}
+
+
+@pytest.mark.parametrize("schedule,steps", [("FThenB", 2), ("1F1B", 4)])
+def test_pipeline_parallel_in_static_mode_equals_one_process(schedule, steps):
+    dense_losses, w1, w2 = _mlp_dense()
+    r0, r1 = run_ranks(_mlp_pp, world=2, args=(schedule, steps))
+    for r in (r0, r1):  # every rank reports the whole loss
+        np.testing.assert_allclose(r["losses"], dense_losses, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(r0["w"], w1, rtol=1e-5, atol=1e-6)  # each stage holds and updates its own weight
+    np.testing.assert_allclose(r1["w"], w2, rtol=1e-5, atol=1e-6)
+    # Stage 0 sends activations and receives their gradients; stage 1 the reverse.
+    assert "c_send" in r0["program"] and "c_recv" in r0["program"], r0["program"]
+    assert "c_recv" in r1["program"] and "c_send" in r1["program"], r1["program"]
+    rows = 4 // steps  # each micro-batch's program reads batch / accumulate_steps rows
+    assert f"input %x0: f32[{rows}, 6]" in r0["program"]
+
+
 # ---- one process: the API's errors ----
 
 def test_to_static_refuses_what_it_cannot_run():
@@ -174,6 +272,8 @@ def test_to_static_refuses_what_it_cannot_run():
         dist.to_static(layer, None, oar.nn.MSELoss())(oar.ones([4, 6]))
     with pytest.raises(TypeError, match="strategy must be a dist.Strategy"):
         dist.to_static(layer, None, None, strategy={"pipeline": {}})
+    with pytest.raises(ValueError, match="schedule_mode must be 'FThenB' or '1F1B'"):
+        dist.to_static(layer, None, None, strategy=dist.Strategy({"pipeline": {"enable": True, "schedule_mode": "VPP"}}))
 
 
 def test_strategy_sections_and_unknown_options():

@@ -31,12 +31,22 @@ struct PartitionSpec {
   /// One per dense output: the placement the local program returns it in
   /// (resharded at the end; nullopt: as the rules leave it).
   std::vector<std::optional<DistAttr>> outputs;
+  /// Dense outputs that are not results but marks (dist.reshard in the
+  /// traced forward, by output index): the value is resharded to the given
+  /// placement as soon as it is computed, and the output is dropped.
+  std::map<size_t, DistAttr> marks;
+  /// When an op's distributed inputs lie on different meshes (pipeline
+  /// stages, and their backward): move the later-defined ones to the mesh
+  /// of the input defined first (leaves first), Replicate(), instead of the
+  /// dispatcher's error.
+  bool join_meshes = false;
 };
 
 /// The per-rank program and how its outputs are placed.
 struct Partition {
   Program program;  ///< inputs, parameters (same names) and outputs are local pieces
-  /// One per output: its placement (nullopt: a dense value).
+  /// One per output of the local program (the dense outputs less the marks):
+  /// its placement (nullopt: a dense value).
   std::vector<std::optional<DistAttr>> outputs;
   /// The global shape of each output.
   std::vector<Shape> output_shapes;

@@ -16,6 +16,15 @@ core/ir/passes/dist_partition.cpp):
      for. The loss comes back Replicate(), gradients in their parameter's
      placements.
 
+Pipeline parallel (strategy.pipeline.enable): the stages' parameters live
+on different meshes and the forward moves activations with dist.reshard
+(recorded as marks in the dense trace, Note [Joining meshes] for the
+backward); the batch runs as micro-batches (accumulate_steps, or rows of
+micro_batch_size) whose mean loss and gradients feed one optimizer step.
+Each micro-batch's per-rank program holds its forward and backward, so the
+ranks run them in that order: both schedule modes ("FThenB", "1F1B") give
+one process's numbers, and neither overlaps stages across micro-batches yet.
+
 Each mode and input signature builds once; later calls run the cached
 program with the executor. In train mode the optimizer then steps on the
 distributed parameters (eager distributed ops on the local pieces; every
@@ -35,7 +44,7 @@ from ...creation import zeros
 from ...framework import Tensor
 from ...static import InputSpec
 from .api import _ensure_env
-from .placement import Replicate, Shard
+from .placement import Shard, to_core
 from .process_mesh import ProcessMesh
 from .strategy import Strategy
 
@@ -77,10 +86,15 @@ class DistModel:
         self._loss = loss
         self._optimizer = optimizer
         self._strategy = strategy or Strategy()
-        if self._strategy.pipeline.enable:
-            raise NotImplementedError("dist.to_static: strategy.pipeline.enable (pipeline parallel in static "
-                                      "mode) is not implemented yet; place the stages with dist.reshard in eager "
-                                      "mode")
+        pipe = self._strategy.pipeline
+        if pipe.enable:
+            if pipe.schedule_mode not in ("FThenB", "1F1B"):
+                raise ValueError(f"dist.to_static: strategy.pipeline.schedule_mode must be 'FThenB' or '1F1B', got "
+                                 f"{pipe.schedule_mode!r}")
+            for name in ("accumulate_steps", "micro_batch_size"):
+                v = getattr(pipe, name)
+                if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                    raise ValueError(f"dist.to_static: strategy.pipeline.{name} must be a positive int, got {v!r}")
         self._print = bool(print_program or self._strategy.print_program)
         self._programs = {}  # (mode, input signature) -> _Built
         self._latest = None
@@ -174,12 +188,50 @@ class DistModel:
             raise ValueError(f"DistModel: in {self._mode} mode the call takes the inputs and then the label; got "
                              f"{len(feeds)} tensor(s)")
         _ensure_env()
+        if self._strategy.pipeline.enable and self._mode != "predict":
+            return self._run_micro_batches(feeds)
+        built = self._program_for(feeds)
+        if self._mode == "predict":
+            return built.run(self, feeds)
+        loss, grads = built.run(self, feeds)
+        if self._mode == "train":
+            built.step(self, grads)
+        return loss
+
+    def _program_for(self, feeds):
         key = (self._mode, tuple((tuple(f.shape), str(f.dtype), _attr_key(f)) for f in feeds))
         built = self._programs.get(key)
         if built is None:
             built = self._programs[key] = self._build(self._mode, feeds)
         self._latest = dict(self._latest or {}, **{self._mode: built})
-        return built.run(self, feeds)
+        return built
+
+    def _run_micro_batches(self, feeds):
+        """Pipeline parallel: the batch in micro-batches (accumulate_steps of
+        them, else of micro_batch_size rows), each through the per-rank
+        program (its stages exchange activations and gradients by
+        send/recv); the loss and the gradients are the micro-batches' mean,
+        which is the whole batch's (mean losses of equal micro-batches),
+        then one optimizer step."""
+        pipe = self._strategy.pipeline
+        batch = feeds[0].shape[0] if len(feeds[0].shape) else 0
+        k = pipe.accumulate_steps if pipe.accumulate_steps > 1 else max(1, batch // pipe.micro_batch_size)
+        for i, f in enumerate(feeds):
+            if _C.dist.is_dist(f) or not len(f.shape) or f.shape[0] % k:
+                raise ValueError(f"DistModel: pipeline parallel splits each input into {k} micro-batches along "
+                                 f"dim 0, but input {i} has shape {list(f.shape)}"
+                                 + (" and is distributed" if _C.dist.is_dist(f) else ""))
+        step = feeds[0].shape[0] // k
+        losses, total = [], None
+        for m in range(k):
+            micro = [f[m * step:(m + 1) * step] for f in feeds]
+            built = self._program_for(micro)
+            loss, grads = built.run(self, micro)
+            losses.append(loss)
+            total = grads if total is None else [a + b for a, b in zip(total, grads)]
+        if self._mode == "train":
+            built.step(self, [g * (1.0 / k) for g in total])
+        return np.asarray(np.mean(np.stack(losses), axis=0), dtype=losses[0].dtype)
 
     # ---- building ----
     def _mesh(self):
@@ -205,6 +257,8 @@ class DistModel:
         if _C.dist.is_dist(feed):
             mesh, placements = _C.dist.dist_attr(feed)
             return (mesh, placements)
+        if self._strategy.pipeline.enable:
+            return None  # the whole batch on every rank; each stage's ops read it where they run
         names = mesh_core[2]
         placements = [_REPLICATE] * len(names)
         for d, name in enumerate(names):
@@ -236,22 +290,36 @@ class DistModel:
                     if t is not None:
                         slots.append((store, k, t, prefix + ("." if prefix else "") + k))
         by_id = {id(t): stand_ins[name] for name, t in state}
+        marks = []  # (symbolic tensor, placement): dist.reshard calls of the forward
+        import oar.distributed as dist_module
+        real_reshard = dist_module.reshard
+
+        def mark(t, mesh, placements):
+            if _C.dist.is_dist(t):
+                return real_reshard(t, mesh, placements)
+            marks.append((t, (mesh._core(), to_core(placements, "reshard"))))
+            return t
 
         def traced(inputs):
             for store, k, t, _ in slots:
                 store[k] = by_id[id(t)]
+            dist_module.reshard = mark
             try:
                 outs = layer(*inputs[:n_inputs])
                 if mode != "predict":
                     outs = loss_fn(outs, *inputs[n_inputs:])
             finally:
+                dist_module.reshard = real_reshard
                 for store, k, t, _ in slots:
                     store[k] = t
             if isinstance(outs, Tensor):
                 self._structure = "tensor"
-                return [outs]
-            self._structure = type(outs).__name__
-            return list(outs)
+                outs = [outs]
+            else:
+                self._structure = type(outs).__name__
+                outs = list(outs)
+            self._n_outs = len(outs)
+            return outs + [t for t, _ in marks]
 
         specs = [InputSpec(list(f.shape), f.dtype, f"x{i}" if i < n_inputs else f"label{i - n_inputs}")._to_ir()
                  for i, f in enumerate(feeds)]
@@ -259,23 +327,29 @@ class DistModel:
             trace = _C.ir.trace(traced, specs, stand_ins, device)
         dense = trace.program
         _C.ir.default_pipeline(dense, device)
-        if mode != "predict" and len(dense.output_names) != 1:
-            raise ValueError(f"dist.to_static: the loss gave {len(dense.output_names)} values; expected one scalar")
+        if mode != "predict" and self._n_outs != 1:
+            raise ValueError(f"dist.to_static: the loss gave {self._n_outs} values; expected one scalar")
         grads = []
         if mode == "train":
             wrt = [n for n in trainable if n in dense.parameter_names]
             grads = _C.ir.append_backward(dense, 0, wrt)
             _C.ir.default_pipeline(dense, device)
         replicated = (mesh_core, [_REPLICATE] * len(mesh_core[2]))
+        pipeline = self._strategy.pipeline.enable
+        if pipeline:  # the loss goes to every rank of every stage
+            ids = sorted({i for a in param_attrs.values() for i in a[0][1]})
+            everyone = (([len(ids)], ids, ["pp"]), [_REPLICATE])
         n_outs = len(dense.output_names)
         out_attrs = [None] * n_outs
         if mode != "predict":
-            out_attrs[0] = replicated  # every rank returns the whole loss
+            out_attrs[0] = everyone if pipeline else replicated  # every rank returns the whole loss
         for i, name in enumerate(grads):
             out_attrs[n_outs - len(grads) + i] = param_attrs.get(name, replicated)
+        mark_attrs = {self._n_outs + i: attr for i, (_, attr) in enumerate(marks)}
         in_attrs = [self._input_attr(f, mesh_core) for f in feeds]
         rank = _C.dist._global_rank()
-        local, local_attrs, shapes = _C.ir.dist_partition(dense, rank, in_attrs, param_attrs, out_attrs, device)
+        local, local_attrs, shapes = _C.ir.dist_partition(dense, rank, in_attrs, param_attrs, out_attrs, device,
+                                                          mark_attrs, pipeline)
         built = _Built(mode, dense, local, in_attrs, local_attrs, shapes, grads, self._structure, device)
         if self._print or _log_info():
             print(f"// dist.to_static: dense program ({mode})\n{built.dense_text}\n"
@@ -295,12 +369,15 @@ class _Built:
         self.executor = _C.ir.Executor(local, device)
 
     def run(self, model, feeds):
+        """Predict: the outputs; train and eval: (the loss, the gradients' local pieces)."""
         locals_ = []
-        for f, (mesh, placements) in zip(feeds, self.in_attrs):
+        for f, attr in zip(feeds, self.in_attrs):
             if _C.dist.is_dist(f):
                 locals_.append(_C.dist.local_value(f))
+            elif attr is None:
+                locals_.append(f)
             else:  # every rank has the whole batch: keep this rank's piece (a local slice)
-                locals_.append(_C.dist.local_value(_C.dist.shard_tensor(f, mesh, placements)))
+                locals_.append(_C.dist.local_value(_C.dist.shard_tensor(f, attr[0], attr[1])))
         state = dict(model._state())
         params = {}
         for name in self.parameter_names:
@@ -314,13 +391,11 @@ class _Built:
             if self.structure == "tensor":
                 return wrapped[0]
             return tuple(wrapped) if self.structure == "tuple" else wrapped
-        loss = np.asarray(outs[0].numpy())
-        if self.mode == "train":
-            self._step(model, state, outs[len(outs) - len(self.grads):])
-        return loss
+        return np.asarray(outs[0].numpy()), outs[len(outs) - len(self.grads):]
 
-    def _step(self, model, state, grads):
+    def step(self, model, grads):
         """optimizer.step() on the distributed parameters with the program's gradients."""
+        state = dict(model._state())
         with no_grad():
             for name, g, attr, shape in zip(self.grads, grads, self.out_attrs[-len(self.grads):],
                                             self.out_shapes[-len(self.grads):]):
