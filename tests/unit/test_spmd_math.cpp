@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "oar/dist_tensor.h"
 #include "oar/ops.h"
 #include "oar/spmd.h"
 #include "test_util.h"
@@ -54,6 +55,56 @@ std::string rule(const char* op, const std::vector<Shape>& shapes, const std::ve
   oar::SpmdResult r = def.spmd(oar::SpmdArgs{def, metas, placements, full, ranks});
   CHECK(r.inputs.size() == shapes.size());
   return list(r.inputs) + " -> " + list(r.outputs);
+}
+
+// This rank's local shape of a tensor of `shape` placed as `p` along a
+// mesh dim of `ranks` ranks.
+Shape local_shape(Shape shape, const Placement& p, int64_t ranks, int64_t rank) {
+  if (p.is_shard()) shape[static_cast<size_t>(p.dim)] = oar::dist::shard_length(shape[p.dim], ranks, rank);
+  return shape;
+}
+
+// Runs `op`'s rule for every combination of R, S(d) (each d) and P(sum) of
+// its inputs, and checks on every rank that the pieces the rule asks for
+// give, through the op's own meta rule, exactly the piece its output
+// placement says: what the dispatcher checks after a local kernel ran.
+// Returns how many combinations it checked.
+int check_local_shapes_line_up(const char* op, const std::vector<Shape>& shapes, const Attrs& attrs = {},
+                               int64_t ranks = 2, std::vector<DType> dtypes = {}) {
+  const oar::OpDef& def = oar::OpRegistry::instance().get(op);
+  std::vector<oar::TensorMeta> metas;
+  for (size_t i = 0; i < shapes.size(); ++i) metas.push_back({i < dtypes.size() ? dtypes[i] : DType::f32, shapes[i]});
+  Attrs full = oar::with_defaults(def, attrs);
+  const Shape out = oar::infer_meta(def, metas, full)[0].shape;
+  std::vector<std::vector<Placement>> choices;
+  for (const Shape& s : shapes) {
+    std::vector<Placement> c{R, P};
+    for (size_t d = 0; d < s.size(); ++d) c.push_back(S(static_cast<int64_t>(d)));
+    choices.push_back(c);
+  }
+  std::vector<size_t> pick(shapes.size(), 0);
+  int count = 0;
+  while (true) {
+    std::vector<Placement> given;
+    for (size_t i = 0; i < shapes.size(); ++i) given.push_back(choices[i][pick[i]]);
+    oar::SpmdResult r = def.spmd(oar::SpmdArgs{def, metas, given, full, ranks});
+    INFO(op << " given " << list(given) << " -> " << list(r.inputs) << " -> " << list(r.outputs));
+    REQUIRE(r.inputs.size() == shapes.size());
+    REQUIRE(r.outputs.size() == 1);
+    for (int64_t rank = 0; rank < ranks; ++rank) {
+      std::vector<oar::TensorMeta> local = metas;
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        if (r.inputs[i].is_shard()) REQUIRE(r.inputs[i].dim < static_cast<int64_t>(shapes[i].size()));
+        local[i].shape = local_shape(shapes[i], r.inputs[i], ranks, rank);
+      }
+      CHECK(oar::infer_meta(def, local, full)[0].shape == local_shape(out, r.outputs[0], ranks, rank));
+    }
+    ++count;
+    size_t i = 0;
+    while (i < pick.size() && ++pick[i] == choices[i].size()) pick[i++] = 0;
+    if (i == pick.size()) break;
+  }
+  return count;
 }
 
 Attrs transposes(bool a, bool b) { return Attrs{{"transpose_a", a}, {"transpose_b", b}}; }
@@ -335,6 +386,36 @@ TEST_CASE("a uniform_like piece with global_shape and global_offset draws the de
     CHECK(oar_test::error_of([&] { oar::apply1(def, tail, bad).to_vector<float>(); }).find("uniform_like") !=
           std::string::npos);
   }
+}
+
+TEST_CASE("every placement combination gives pieces whose local result is the output's piece") {
+  // Uneven sizes (5 and 3 over 2 ranks; 3 over 4 leaves a rank empty) and broadcast dims.
+  for (const char* op : {"add", "mul", "div", "maximum", "pow", "less"}) {
+    CHECK(check_local_shapes_line_up(op, {{5, 3}, {5, 3}}) == 16);
+    CHECK(check_local_shapes_line_up(op, {{5, 3}, {3}}) == 12);
+    CHECK(check_local_shapes_line_up(op, {{5, 1}, {1, 3}}) == 16);
+    CHECK(check_local_shapes_line_up(op, {{2, 5, 3}, {5, 1}}, {}, 4) == 20);
+  }
+  CHECK(check_local_shapes_line_up("where", {{5, 3}, {1, 3}, {5, 1}}, {}, 2, {DType::boolean}) == 64);
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      Shape a = ta ? Shape{6, 5} : Shape{5, 6}, b = tb ? Shape{3, 6} : Shape{6, 3};
+      CHECK(check_local_shapes_line_up("matmul", {a, b}, transposes(ta, tb)) == 16);
+      CHECK(check_local_shapes_line_up("matmul", {{2, a[0], a[1]}, {1, b[0], b[1]}}, transposes(ta, tb), 4) == 25);
+      CHECK(check_local_shapes_line_up("matmul", {{3, a[0], a[1]}, b}, transposes(ta, tb)) == 20);
+    }
+  }
+  for (const char* op : {"sum", "max", "prod"}) {
+    for (bool keepdim : {false, true}) {
+      CHECK(check_local_shapes_line_up(op, {{5, 3, 2}}, axes({1}, keepdim)) == 5);
+      CHECK(check_local_shapes_line_up(op, {{5, 3, 2}}, axes({0, 2}, keepdim), 4) == 5);
+    }
+  }
+  CHECK(check_local_shapes_line_up("argmax", {{5, 3}}, Attrs{{"axis", int64_t{0}}, {"keepdim", false}}) == 4);
+  CHECK(check_local_shapes_line_up("softmax", {{5, 3}}, Attrs{{"axis", int64_t{1}}}) == 4);
+  CHECK(check_local_shapes_line_up("layer_norm", {{5, 3, 2}, {2}, {2}}, Attrs{{"begin_axis", int64_t{2}}}) == 5 * 3 * 3);
+  CHECK(check_local_shapes_line_up("rms_norm", {{5, 3, 2}, {3, 2}}, Attrs{{"begin_axis", int64_t{1}}}) == 5 * 4);
+  CHECK(check_local_shapes_line_up("full_like", {{5, 3}}, Attrs{{"value", 0.0}, {"dtype", int64_t{0}}}) == 4);
 }
 
 TEST_CASE("ops with a decomposition whose parts have rules get no rule of their own") {
