@@ -349,6 +349,8 @@ TEST_CASE("reshard between two meshes (send/recv), and a rank outside both") {
       {{3, 2}, {line({2, 3}), {R}}, {line({0, 1}), {S(0)}}},
       {{3, 2}, {line({0}), {R}}, {line({1, 2}), {P()}}},          // rank 3 in neither mesh
       {{2, 3}, {line({0, 1}), {S(1)}}, {line({1, 2}), {S(0)}}},  // overlapping meshes
+      // The same ranks as a 2x2 and as a line: no transfer, a gather and a local cut.
+      {{4, 4}, {ProcessMesh({2, 2}, {0, 1, 2, 3}), {S(0), S(1)}}, {line({3, 2, 1, 0}), {S(1)}}},
   };
   check_ranks(run_ranks(4, [&](int rank, int) { return run_cases(cases, rank); }));
 }
