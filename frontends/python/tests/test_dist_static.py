@@ -205,6 +205,36 @@ def test_data_parallel_trains_in_static_mode_as_dense_and_predicts():
         assert r["out_placements"] == "[Shard(dim=0)]" and r["out_local_shape"] == [2, 3]
 
 
+def _dp_sharded_adamw(rank, world):
+    mesh = dist.ProcessMesh([0, 1], dim_names=["dp"])
+    layer = _Mlp()
+    layer.w1 = dist.shard_tensor(layer.w1, mesh, [dist.Replicate()])
+    layer.w2 = dist.shard_tensor(layer.w2, mesh, [dist.Replicate()])
+    opt = dist.shard_optimizer(oar.optimizer.AdamW(learning_rate=0.05, parameters=layer.parameters()),
+                               dist.ShardingStage1(mesh=mesh))
+    xs, ys = _mlp_data()
+    loader = oar.io.DataLoader(_Pairs(xs.reshape(-1, 6), ys.reshape(-1, 3)), batch_size=4)
+    model = dist.to_static(layer, loader, oar.nn.MSELoss(), opt)
+    losses = [float(model(x, y)) for x, y in model.dist_loader()]  # batches split over "dp"
+    return {"losses": losses, "w1": dist.unshard_dtensor(layer.w1).numpy(), "program": model.dist_main_program()}
+
+
+def test_sharded_loader_and_sharding_stage1_optimizer_in_static_mode():
+    layer = _Mlp()
+    opt = oar.optimizer.AdamW(learning_rate=0.05, parameters=layer.parameters())
+    dense = []
+    for x, y in zip(*_mlp_data()):
+        loss = oar.nn.MSELoss()(layer(oar.to_tensor(x)), oar.to_tensor(y))
+        loss.backward()
+        opt.step()
+        opt.clear_grad()
+        dense.append(float(loss.numpy()))
+    for r in run_ranks(_dp_sharded_adamw, world=2):
+        np.testing.assert_allclose(r["losses"], dense, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(r["w1"], layer.w1.numpy(), rtol=1e-5, atol=1e-6)
+        assert "input %x0: f32[2, 6]" in r["program"] and r["program"].count("c_all_reduce") == 3, r["program"]
+
+
 def _two_meshes(rank, world):
     layer = _Mlp()
     layer.w1 = dist.shard_tensor(layer.w1, dist.ProcessMesh([0, 1], dim_names=["mp"]), [dist.Shard(1)])

@@ -149,11 +149,14 @@ class DistModel:
     @property
     def dist_loader(self):
         """The loader's batches as distributed tensors (dist.shard_dataloader
-        over the loader, on the parameters' mesh)."""
+        over the loader, on the parameters' mesh: split along its data dim
+        "dp" / "data" / "batch" if it has one, else replicated)."""
         from .sharding import ShardDataloader, shard_dataloader
         if self._loader is None or isinstance(self._loader, ShardDataloader):
             return self._loader
-        return shard_dataloader(self._loader, meshes=[self._mesh()])
+        mesh = self._mesh()
+        data_dims = [n for n in mesh.dim_names if n in _DATA_DIMS]
+        return shard_dataloader(self._loader, meshes=[mesh], shard_dims=data_dims[0] if data_dims else None)
 
     def dense_program(self, mode=None):
         """The text of the dense program (global shapes) last built for `mode` (default: the current mode)."""
