@@ -5,7 +5,6 @@
 // only) shard_tensor, reshard R -> S, the dispatch of an op and its
 // gradient. Two and four ranks: frontends/python/tests/test_dist_eager.py.
 #include "oar/dist_tensor.h"
-
 #include "oar/ops.h"
 #include "test_util.h"
 
@@ -19,7 +18,9 @@ namespace dist = oar::dist;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 ProcessMesh mesh_2x2() { return ProcessMesh({2, 2}, {4, 5, 6, 7}, {"dp", "mp"}); }
 
@@ -35,7 +36,8 @@ TEST_CASE("ProcessMesh: coordinates, groups and names") {
   CHECK(m.group_along(6, 0) == std::vector<int>{4, 6});  // along dp: same mp coordinate
   CHECK(m.group_along(6, 1) == std::vector<int>{6, 7});
   CHECK(m.dim_of("mp") == 1);
-  CHECK(contains(error_of([&] { m.dim_of("pp"); }), "no dim named 'pp'; the mesh's dims are [dp, mp]"));
+  CHECK(contains(error_of([&] { m.dim_of("pp"); }),
+                 "no dim named 'pp'; the mesh's dims are [dp, mp]"));
   CHECK(contains(error_of([&] { m.coordinate(0); }), "rank 0 is not in ProcessMesh(shape=[2, 2]"));
   CHECK(m.contains(5));
   CHECK(!m.contains(3));
@@ -47,10 +49,16 @@ TEST_CASE("ProcessMesh: coordinates, groups and names") {
 }
 
 TEST_CASE("ProcessMesh: bad shapes, ids and names are sentences") {
-  CHECK(contains(error_of([] { ProcessMesh({2, 2}, {0, 1, 2}); }), "holds 4 processes but 3 process ids"));
+  CHECK(contains(error_of([] {
+                   ProcessMesh({2, 2}, {0, 1, 2});
+                 }),
+                 "holds 4 processes but 3 process ids"));
   CHECK(contains(error_of([] { ProcessMesh({2}, {1, 1}); }), "process id 1 appears twice"));
   CHECK(contains(error_of([] { ProcessMesh({2}, {0, -1}); }), "process id -1 is negative"));
-  CHECK(contains(error_of([] { ProcessMesh({2}, {0, 1}, {"x", "y"}); }), "has 1 dims but 2 dim_names"));
+  CHECK(contains(error_of([] {
+                   ProcessMesh({2}, {0, 1}, {"x", "y"});
+                 }),
+                 "has 1 dims but 2 dim_names"));
   CHECK(contains(error_of([] { ProcessMesh({1, 2}, {0, 1}, {"x", "x"}); }), "repeat a name"));
 }
 
@@ -67,7 +75,8 @@ TEST_CASE("ProcessMesh: get_mesh_with_dim transposes and indexes as Paddle") {
   CHECK(row.process_ids() == std::vector<int>{3, 4, 5});
   ProcessMesh one = ProcessMesh::from_ids({0, 1}, "x").get_mesh_with_dim("x", 1);
   CHECK(one.process_ids() == std::vector<int>{1});  // a 1-d mesh of one process
-  CHECK(contains(error_of([&] { m.get_mesh_with_dim("x", 2); }), "index 2 is out of range for dim 'x' of size 2"));
+  CHECK(contains(error_of([&] { m.get_mesh_with_dim("x", 2); }),
+                 "index 2 is out of range for dim 'x' of size 2"));
 }
 
 TEST_CASE("shard math: torch.chunk's ceil chunks, uneven and empty") {
@@ -108,15 +117,23 @@ TEST_CASE("local_shape on a 2-d mesh, one dim split over both mesh dims, outside
 
 TEST_CASE("check_placements names the API, the placements and what is wrong") {
   ProcessMesh m = mesh_2x2();
-  std::string e = error_of([&] { dist::check_placements("shard_tensor of x", m, {Placement::Shard(0)}, 2); });
+  std::string e =
+      error_of([&] { dist::check_placements("shard_tensor of x", m, {Placement::Shard(0)}, 2); });
   CHECK(contains(e, "shard_tensor of x: placements [Shard(0)] give 1 placements but the mesh"));
   CHECK(contains(e, "has 2 dims"));
-  e = error_of([&] { dist::check_placements("matmul's input 1", m, {Placement::Shard(2), Placement::Replicate()}, 2); });
-  CHECK(contains(e, "matmul's input 1: placements [Shard(2), Replicate()] shard dim 2 but the tensor has 2 dims"));
-  CHECK(error_of([&] { dist::check_placements("ok", m, {Placement::Partial(), Placement::Shard(1)}, 2); }).empty());
+  e = error_of([&] {
+    dist::check_placements("matmul's input 1", m, {Placement::Shard(2), Placement::Replicate()}, 2);
+  });
+  CHECK(contains(e,
+                 "matmul's input 1: placements [Shard(2), Replicate()] shard dim 2 but the tensor "
+                 "has 2 dims"));
+  CHECK(error_of([&] {
+          dist::check_placements("ok", m, {Placement::Partial(), Placement::Shard(1)}, 2);
+        }).empty());
 }
 
-TEST_CASE("one process: shard_tensor, dtensor_from_local, R -> S, a dispatched op and its gradient") {
+TEST_CASE(
+    "one process: shard_tensor, dtensor_from_local, R -> S, a dispatched op and its gradient") {
   ProcessMesh m = ProcessMesh::from_ids({0}, "x");
   Tensor x = Tensor::from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3}).set_requires_grad();
   Tensor d = dist::shard_tensor(x, m, {Placement::Shard(1)});
@@ -125,7 +142,9 @@ TEST_CASE("one process: shard_tensor, dtensor_from_local, R -> S, a dispatched o
   CHECK(d.is_leaf());
   CHECK(d.requires_grad());
   CHECK(dist::local_value(d).to_vector<float>() == std::vector<float>{1, 2, 3, 4, 5, 6});
-  CHECK(contains(error_of([&] { dist::shard_tensor(x, ProcessMesh::from_ids({0, 1}), {Placement::Shard(0)}); }),
+  CHECK(contains(error_of([&] {
+                   dist::shard_tensor(x, ProcessMesh::from_ids({0, 1}), {Placement::Shard(0)});
+                 }),
                  "names process 1 but the job has 1 process"));
   // A dispatched op: the global shape, a distributed output, one node.
   Tensor y = oar::multiply(d, d);
@@ -139,9 +158,11 @@ TEST_CASE("one process: shard_tensor, dtensor_from_local, R -> S, a dispatched o
   CHECK(dist::dist_attr(g) == dist::dist_attr(d));  // resharded to the leaf's placements
   CHECK(dist::local_value(g).to_vector<float>() == std::vector<float>{2, 4, 6, 8, 10, 12});
   CHECK(!x.grad().defined());  // d is a new leaf
-  Tensor r = dist::reshard(dist::shard_tensor(x.detach(), m, {Placement::Replicate()}), m, {Placement::Shard(0)});
+  Tensor r = dist::reshard(dist::shard_tensor(x.detach(), m, {Placement::Replicate()}), m,
+                           {Placement::Shard(0)});
   CHECK(dist::dist_attr(r).placements == std::vector<Placement>{Placement::Shard(0)});
-  Tensor l = dist::dtensor_from_local(Tensor::from_vector(std::vector<float>{1, 2}, {2}), m, {Placement::Shard(0)});
+  Tensor l = dist::dtensor_from_local(Tensor::from_vector(std::vector<float>{1, 2}, {2}), m,
+                                      {Placement::Shard(0)});
   CHECK(l.shape() == Shape{2});
   CHECK(dist::unshard(l).to_vector<float>() == std::vector<float>{1, 2});
 }
@@ -149,10 +170,14 @@ TEST_CASE("one process: shard_tensor, dtensor_from_local, R -> S, a dispatched o
 TEST_CASE("dispatch: two meshes in one op name the op, both tensors and both meshes") {
   Tensor x = Tensor::from_vector(std::vector<float>{1, 2}, {2});
   Tensor a = dist::shard_tensor(x, ProcessMesh::from_ids({0}, "x"), {Placement::Shard(0)});
-  Tensor b = dist::shard_tensor(x, ProcessMesh({1, 1}, {0}, {"x", "y"}), {Placement::Replicate(), Placement::Replicate()});
+  Tensor b = dist::shard_tensor(x, ProcessMesh({1, 1}, {0}, {"x", "y"}),
+                                {Placement::Replicate(), Placement::Replicate()});
   std::string e = error_of([&] { oar::add(a, b); });
-  CHECK(contains(e, "add: add's input 0 (shape [2], placements [Shard(0)]) is on ProcessMesh(shape=[1]"));
-  CHECK(contains(e, "add's input 1 (shape [2], placements [Replicate(), Replicate()]) is on ProcessMesh(shape=[1, 1]"));
+  CHECK(contains(
+      e, "add: add's input 0 (shape [2], placements [Shard(0)]) is on ProcessMesh(shape=[1]"));
+  CHECK(contains(e,
+                 "add's input 1 (shape [2], placements [Replicate(), Replicate()]) is on "
+                 "ProcessMesh(shape=[1, 1]"));
   CHECK(contains(e, "reshard one of them first"));
   // A dense input counts as Replicate() on the op's mesh.
   Tensor c = oar::add(a, x);

@@ -72,10 +72,11 @@ const ProcessMesh& op_mesh(const OpDef& op, std::span<const Tensor> inputs) {
       mesh = &m;
       first = i;
     } else if (!(m == *mesh)) {
-      throw Error(ErrorCode::invalid_argument,
-                  op.name + ": " + describe_input(op, first, inputs[first]) + " is on " + mesh->str() + " but " +
-                      describe_input(op, i, inputs[i]) + " is on " + m.str() +
-                      "; an op's distributed inputs must share one mesh (reshard one of them first)");
+      throw Error(
+          ErrorCode::invalid_argument,
+          op.name + ": " + describe_input(op, first, inputs[first]) + " is on " + mesh->str() +
+              " but " + describe_input(op, i, inputs[i]) + " is on " + m.str() +
+              "; an op's distributed inputs must share one mesh (reshard one of them first)");
     }
   }
   return *mesh;
@@ -102,13 +103,15 @@ struct Plan {
 
 // Runs the rule once per mesh dim; returns false when the op has no rule.
 bool plan_of(const OpDef& op, const ProcessMesh& mesh, std::span<const TensorMeta> in_meta,
-             const std::vector<DistAttr>& in_attr, size_t num_outputs, const Attrs& attrs, Plan& plan) {
+             const std::vector<DistAttr>& in_attr, size_t num_outputs, const Attrs& attrs,
+             Plan& plan) {
   plan.inputs.assign(in_attr.size(), DistAttr{mesh, {}});
   plan.outputs.assign(num_outputs, DistAttr{mesh, {}});
   Attrs full = with_defaults(op, attrs);
   for (int m = 0; m < mesh.ndim(); ++m) {
     std::vector<Placement> along(in_attr.size());
-    for (size_t i = 0; i < in_attr.size(); ++i) along[i] = in_attr[i].placements[static_cast<size_t>(m)];
+    for (size_t i = 0; i < in_attr.size(); ++i)
+      along[i] = in_attr[i].placements[static_cast<size_t>(m)];
     SpmdArgs args{op, in_meta, along, full, mesh.shape()[static_cast<size_t>(m)]};
     SpmdResult r;
     if (op.spmd) {
@@ -118,10 +121,11 @@ bool plan_of(const OpDef& op, const ProcessMesh& mesh, std::span<const TensorMet
       r.outputs.assign(num_outputs, Placement::Replicate());
     }
     if (r.inputs.size() != in_attr.size() || r.outputs.size() != num_outputs) {
-      throw Error(ErrorCode::internal, op.name + ": its SPMD rule answered " + std::to_string(r.inputs.size()) +
-                                           " input and " + std::to_string(r.outputs.size()) +
-                                           " output placements for an op with " + std::to_string(in_attr.size()) +
-                                           " inputs and " + std::to_string(num_outputs) + " outputs");
+      throw Error(ErrorCode::internal,
+                  op.name + ": its SPMD rule answered " + std::to_string(r.inputs.size()) +
+                      " input and " + std::to_string(r.outputs.size()) +
+                      " output placements for an op with " + std::to_string(in_attr.size()) +
+                      " inputs and " + std::to_string(num_outputs) + " outputs");
     }
     for (size_t i = 0; i < in_attr.size(); ++i) plan.inputs[i].placements.push_back(r.inputs[i]);
     for (size_t o = 0; o < num_outputs; ++o) plan.outputs[o].placements.push_back(r.outputs[o]);
@@ -131,7 +135,8 @@ bool plan_of(const OpDef& op, const ProcessMesh& mesh, std::span<const TensorMet
 
 }  // namespace
 
-Tensor local_as(const Tensor& local, const Shape& global_shape, const DistAttr& from, const DistAttr& to) {
+Tensor local_as(const Tensor& local, const Shape& global_shape, const DistAttr& from,
+                const DistAttr& to) {
   if (from == to) return local;
   if (from.mesh == to.mesh) {  // a placement along a mesh dim of one rank changes nothing
     bool same = true;
@@ -140,7 +145,8 @@ Tensor local_as(const Tensor& local, const Shape& global_shape, const DistAttr& 
     }
     if (same) return local;
   }
-  if (from.mesh == to.mesh && all_replicated(from.placements)) return replicated_piece(local, to, global_rank());
+  if (from.mesh == to.mesh && all_replicated(from.placements))
+    return replicated_piece(local, to, global_rank());
   return reshard_local(local, global_shape, from, to);
 }
 
@@ -153,16 +159,19 @@ std::vector<Tensor> dispatch(const OpDef& op, std::span<const Tensor> inputs, co
     OAR_CHECK_ARG(inputs[i].defined(), op.name + ": input " + std::to_string(i) + " is undefined");
     in_meta[i] = {inputs[i].dtype(), inputs[i].shape()};
     in_attr.push_back(attr_of(inputs[i], mesh));
-    check_placements(describe_input(op, i, inputs[i]), mesh, in_attr[i].placements, inputs[i].dim());
+    check_placements(describe_input(op, i, inputs[i]), mesh, in_attr[i].placements,
+                     inputs[i].dim());
   }
   std::vector<TensorMeta> out_meta = infer_meta(op, in_meta, attrs);
 
   // A composite without a rule, or without a VJP when gradients are wanted,
   // runs its parts (each through this dispatch).
-  if (op.decompose && (!op.spmd || (!op.vjp && needs_recording(inputs)))) return op.decompose(inputs, attrs);
+  if (op.decompose && (!op.spmd || (!op.vjp && needs_recording(inputs))))
+    return op.decompose(inputs, attrs);
   Plan plan;
   if (!plan_of(op, mesh, in_meta, in_attr, out_meta.size(), attrs, plan)) {
-    log_message(OAR_LOG_DEBUG, "dist: " + op.name + " has no SPMD rule; its inputs are replicated on " + mesh.str());
+    log_message(OAR_LOG_DEBUG, "dist: " + op.name +
+                                   " has no SPMD rule; its inputs are replicated on " + mesh.str());
   }
 
   int rank = global_rank();
@@ -189,18 +198,21 @@ std::vector<Tensor> dispatch(const OpDef& op, std::span<const Tensor> inputs, co
       Attrs local_attrs = attrs;
       if (op.localize) {
         Attrs full = with_defaults(op, attrs);
-        LocalizeArgs args{op, full, local_in_meta, local_out_meta, out_meta, out_offsets, in_offsets, in_meta};
+        LocalizeArgs args{op,       full,        local_in_meta, local_out_meta,
+                          out_meta, out_offsets, in_offsets,    in_meta};
         local_attrs = op.localize(args);
       }
       local_out = current_builder().apply(op, local_in, local_attrs, device);
       for (size_t o = 0; o < local_out.size() && o < local_out_meta.size(); ++o) {
         if (local_out[o].shape() != local_out_meta[o].shape) {
           throw Error(ErrorCode::internal,
-                      op.name + ": output " + std::to_string(o) + " of the local kernel has shape " +
-                          shape_str(local_out[o].shape()) + " but its placements " + plan.outputs[o].str() +
-                          " give this rank (" + std::to_string(rank) + ") a piece of shape " +
-                          shape_str(local_out_meta[o].shape) + " of the global " + shape_str(out_meta[o].shape) +
-                          " (the SPMD rule or localize of " + op.name + " is wrong)");
+                      op.name + ": output " + std::to_string(o) +
+                          " of the local kernel has shape " + shape_str(local_out[o].shape()) +
+                          " but its placements " + plan.outputs[o].str() + " give this rank (" +
+                          std::to_string(rank) + ") a piece of shape " +
+                          shape_str(local_out_meta[o].shape) + " of the global " +
+                          shape_str(out_meta[o].shape) + " (the SPMD rule or localize of " +
+                          op.name + " is wrong)");
         }
       }
     } else {

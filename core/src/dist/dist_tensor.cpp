@@ -39,31 +39,38 @@ std::string placements_str(const std::vector<Placement>& ps) {
 
 // ---- ProcessMesh ----
 
-ProcessMesh::ProcessMesh(std::vector<int64_t> shape, std::vector<int> process_ids, std::vector<std::string> dim_names)
-    : shape_(std::move(shape)), process_ids_(std::move(process_ids)), dim_names_(std::move(dim_names)) {
+ProcessMesh::ProcessMesh(std::vector<int64_t> shape, std::vector<int> process_ids,
+                         std::vector<std::string> dim_names)
+    : shape_(std::move(shape)),
+      process_ids_(std::move(process_ids)),
+      dim_names_(std::move(dim_names)) {
   int64_t count = 1;
   for (int64_t s : shape_) {
-    OAR_CHECK_ARG(s > 0, "ProcessMesh: shape " + shape_str(shape_) + " has a dim that is not positive");
+    OAR_CHECK_ARG(s > 0,
+                  "ProcessMesh: shape " + shape_str(shape_) + " has a dim that is not positive");
     count *= s;
   }
   OAR_CHECK_ARG(count == static_cast<int64_t>(process_ids_.size()),
-                "ProcessMesh: shape " + shape_str(shape_) + " holds " + std::to_string(count) + " processes but " +
-                    std::to_string(process_ids_.size()) + " process ids were given (" + ints_str(process_ids_) + ")");
+                "ProcessMesh: shape " + shape_str(shape_) + " holds " + std::to_string(count) +
+                    " processes but " + std::to_string(process_ids_.size()) +
+                    " process ids were given (" + ints_str(process_ids_) + ")");
   std::set<int> seen;
   for (int id : process_ids_) {
     OAR_CHECK_ARG(id >= 0, "ProcessMesh: process id " + std::to_string(id) + " is negative");
-    OAR_CHECK_ARG(seen.insert(id).second,
-                  "ProcessMesh: process id " + std::to_string(id) + " appears twice in " + ints_str(process_ids_));
+    OAR_CHECK_ARG(seen.insert(id).second, "ProcessMesh: process id " + std::to_string(id) +
+                                              " appears twice in " + ints_str(process_ids_));
   }
   if (dim_names_.empty()) {
     for (size_t i = 0; i < shape_.size(); ++i) dim_names_.push_back("d" + std::to_string(i));
   }
-  OAR_CHECK_ARG(dim_names_.size() == shape_.size(), "ProcessMesh: shape " + shape_str(shape_) + " has " +
-                                                        std::to_string(shape_.size()) + " dims but " +
-                                                        std::to_string(dim_names_.size()) + " dim_names were given " +
-                                                        names_str(dim_names_));
+  OAR_CHECK_ARG(dim_names_.size() == shape_.size(),
+                "ProcessMesh: shape " + shape_str(shape_) + " has " +
+                    std::to_string(shape_.size()) + " dims but " +
+                    std::to_string(dim_names_.size()) + " dim_names were given " +
+                    names_str(dim_names_));
   std::set<std::string> names(dim_names_.begin(), dim_names_.end());
-  OAR_CHECK_ARG(names.size() == dim_names_.size(), "ProcessMesh: dim_names " + names_str(dim_names_) + " repeat a name");
+  OAR_CHECK_ARG(names.size() == dim_names_.size(),
+                "ProcessMesh: dim_names " + names_str(dim_names_) + " repeat a name");
 }
 
 ProcessMesh ProcessMesh::from_ids(std::vector<int> process_ids, std::string dim_name) {
@@ -75,8 +82,8 @@ int ProcessMesh::dim_of(std::string_view name) const {
   for (size_t i = 0; i < dim_names_.size(); ++i) {
     if (dim_names_[i] == name) return static_cast<int>(i);
   }
-  throw Error(ErrorCode::invalid_argument, "ProcessMesh: no dim named '" + std::string(name) + "'; the mesh's dims are " +
-                                               names_str(dim_names_));
+  throw Error(ErrorCode::invalid_argument, "ProcessMesh: no dim named '" + std::string(name) +
+                                               "'; the mesh's dims are " + names_str(dim_names_));
 }
 
 bool ProcessMesh::contains(int rank) const {
@@ -85,7 +92,8 @@ bool ProcessMesh::contains(int rank) const {
 
 std::vector<int64_t> ProcessMesh::coordinate(int rank) const {
   auto it = std::find(process_ids_.begin(), process_ids_.end(), rank);
-  OAR_CHECK_ARG(it != process_ids_.end(), "ProcessMesh: rank " + std::to_string(rank) + " is not in " + str());
+  OAR_CHECK_ARG(it != process_ids_.end(),
+                "ProcessMesh: rank " + std::to_string(rank) + " is not in " + str());
   auto flat = static_cast<int64_t>(it - process_ids_.begin());
   std::vector<int64_t> coord(shape_.size());
   for (size_t d = shape_.size(); d-- > 0;) {
@@ -104,8 +112,9 @@ int64_t flat_index(const Shape& shape, const std::vector<int64_t>& coord) {
 }  // namespace
 
 std::vector<int> ProcessMesh::group_along(int rank, int mesh_dim) const {
-  OAR_CHECK_ARG(mesh_dim >= 0 && mesh_dim < ndim(), "ProcessMesh: mesh dim " + std::to_string(mesh_dim) +
-                                                        " is out of range for " + str());
+  OAR_CHECK_ARG(
+      mesh_dim >= 0 && mesh_dim < ndim(),
+      "ProcessMesh: mesh dim " + std::to_string(mesh_dim) + " is out of range for " + str());
   std::vector<int64_t> coord = coordinate(rank);
   std::vector<int> group;
   for (int64_t i = 0; i < shape_[static_cast<size_t>(mesh_dim)]; ++i) {
@@ -141,12 +150,14 @@ ProcessMesh ProcessMesh::get_mesh_with_dim(std::string_view dim_name, int64_t in
   }
   if (index < 0) return ProcessMesh(shape, ids, names);
   OAR_CHECK_ARG(index < shape[0], "ProcessMesh.get_mesh_with_dim: index " + std::to_string(index) +
-                                      " is out of range for dim '" + std::string(dim_name) + "' of size " +
-                                      std::to_string(shape[0]) + " in " + str());
+                                      " is out of range for dim '" + std::string(dim_name) +
+                                      "' of size " + std::to_string(shape[0]) + " in " + str());
   int64_t inner = size() / shape[0];
   std::vector<int> sub(ids.begin() + index * inner, ids.begin() + (index + 1) * inner);
-  if (shape.size() == 1) return ProcessMesh({1}, sub, names);  // Paddle keeps a 1-d mesh of one process
-  return ProcessMesh(Shape(shape.begin() + 1, shape.end()), sub, std::vector<std::string>(names.begin() + 1, names.end()));
+  if (shape.size() == 1)
+    return ProcessMesh({1}, sub, names);  // Paddle keeps a 1-d mesh of one process
+  return ProcessMesh(Shape(shape.begin() + 1, shape.end()), sub,
+                     std::vector<std::string>(names.begin() + 1, names.end()));
 }
 
 bool ProcessMesh::operator==(const ProcessMesh& other) const {
@@ -159,7 +170,9 @@ std::string ProcessMesh::str() const {
          ", dim_names=" + names_str(dim_names_) + ")";
 }
 
-std::string DistAttr::str() const { return "mesh=" + mesh.str() + ", placements=" + placements_str(placements); }
+std::string DistAttr::str() const {
+  return "mesh=" + mesh.str() + ", placements=" + placements_str(placements);
+}
 
 namespace dist {
 
@@ -172,10 +185,12 @@ int64_t shard_begin(int64_t size, int64_t parts, int64_t index) {
 
 int64_t shard_length(int64_t size, int64_t parts, int64_t index) {
   int64_t chunk = parts > 0 ? (size + parts - 1) / parts : size;
-  return std::max<int64_t>(0, std::min(size, (index + 1) * chunk) - shard_begin(size, parts, index));
+  return std::max<int64_t>(0,
+                           std::min(size, (index + 1) * chunk) - shard_begin(size, parts, index));
 }
 
-std::vector<int64_t> local_begin(const Shape& global, const DistAttr& attr, int rank, Shape* local) {
+std::vector<int64_t> local_begin(const Shape& global, const DistAttr& attr, int rank,
+                                 Shape* local) {
   Shape shape = global;
   std::vector<int64_t> begin(global.size(), 0);
   if (!attr.mesh.contains(rank)) {
@@ -201,18 +216,20 @@ Shape local_shape(const Shape& global, const DistAttr& attr, int rank) {
   return local;
 }
 
-void check_placements(const std::string& what, const ProcessMesh& mesh, const std::vector<Placement>& placements,
-                      int64_t tensor_rank) {
+void check_placements(const std::string& what, const ProcessMesh& mesh,
+                      const std::vector<Placement>& placements, int64_t tensor_rank) {
   if (static_cast<int>(placements.size()) != mesh.ndim()) {
-    throw Error(ErrorCode::invalid_argument,
-                what + ": placements " + placements_str(placements) + " give " + std::to_string(placements.size()) +
-                    " placements but the mesh " + mesh.str() + " has " + std::to_string(mesh.ndim()) +
-                    " dims; give one placement per mesh dim");
+    throw Error(ErrorCode::invalid_argument, what + ": placements " + placements_str(placements) +
+                                                 " give " + std::to_string(placements.size()) +
+                                                 " placements but the mesh " + mesh.str() +
+                                                 " has " + std::to_string(mesh.ndim()) +
+                                                 " dims; give one placement per mesh dim");
   }
   for (const Placement& p : placements) {
     if (p.is_shard() && (p.dim < 0 || p.dim >= tensor_rank)) {
-      throw Error(ErrorCode::invalid_argument, what + ": placements " + placements_str(placements) + " shard dim " +
-                                                   std::to_string(p.dim) + " but the tensor has " +
+      throw Error(ErrorCode::invalid_argument, what + ": placements " + placements_str(placements) +
+                                                   " shard dim " + std::to_string(p.dim) +
+                                                   " but the tensor has " +
                                                    std::to_string(tensor_rank) + " dims");
     }
   }
@@ -223,10 +240,11 @@ void check_mesh_exists(const std::string& what, const ProcessMesh& mesh) {
   if (world < 0) world = distributed::get_world_size();
   for (int id : mesh.process_ids()) {
     if (id >= world) {
-      throw Error(ErrorCode::invalid_argument, what + ": the mesh " + mesh.str() + " names process " +
-                                                   std::to_string(id) + " but the job has " + std::to_string(world) +
-                                                   " process" + (world == 1 ? "" : "es") +
-                                                   " (call init_parallel_env under a launcher with enough ranks)");
+      throw Error(ErrorCode::invalid_argument,
+                  what + ": the mesh " + mesh.str() + " names process " + std::to_string(id) +
+                      " but the job has " + std::to_string(world) + " process" +
+                      (world == 1 ? "" : "es") +
+                      " (call init_parallel_env under a launcher with enough ranks)");
     }
   }
 }
@@ -241,7 +259,8 @@ int global_rank() {
 bool is_dist(const Tensor& t) { return t.defined() && t.impl().dist != nullptr; }
 
 const DistAttr& dist_attr(const Tensor& t) {
-  OAR_CHECK_ARG(is_dist(t), "dist_attr: the tensor of shape " + (t.defined() ? shape_str(t.shape()) : "?") +
+  OAR_CHECK_ARG(is_dist(t), "dist_attr: the tensor of shape " +
+                                (t.defined() ? shape_str(t.shape()) : "?") +
                                 " is not a distributed tensor (make one with shard_tensor)");
   return t.impl().dist->attr;
 }
@@ -258,7 +277,8 @@ Tensor make_dist(Tensor local, DistAttr attr, std::optional<Shape> global_shape)
   Shape global = global_shape.value_or(local.shape());
   if (!global_shape) {
     for (size_t m = 0; m < attr.placements.size(); ++m) {
-      if (attr.placements[m].is_shard()) global[static_cast<size_t>(attr.placements[m].dim)] *= attr.mesh.shape()[m];
+      if (attr.placements[m].is_shard())
+        global[static_cast<size_t>(attr.placements[m].dim)] *= attr.mesh.shape()[m];
     }
   }
   auto impl = std::make_shared<TensorImpl>();
@@ -296,7 +316,8 @@ Tensor replicated_piece(const Tensor& full, const DistAttr& attr, int rank) {
   std::vector<int64_t> coord = attr.mesh.coordinate(rank);
   for (size_t m = 0; m < attr.placements.size(); ++m) {
     const Placement& p = attr.placements[m];
-    if (p.is_partial() && p.reduce == ReduceKind::sum && coord[m] != 0) return zeros(local, full.dtype(), full.device());
+    if (p.is_partial() && p.reduce == ReduceKind::sum && coord[m] != 0)
+      return zeros(local, full.dtype(), full.device());
   }
   return owned_copy(piece);
 }
@@ -310,16 +331,17 @@ void keep_leaf_grad(Tensor& out, const Tensor& like) {
 
 }  // namespace
 
-Tensor shard_tensor(const Tensor& data, const ProcessMesh& mesh, std::vector<Placement> placements) {
+Tensor shard_tensor(const Tensor& data, const ProcessMesh& mesh,
+                    std::vector<Placement> placements) {
   OAR_CHECK_ARG(data.defined(), "shard_tensor: the data is undefined");
   std::string what = "shard_tensor of a tensor of shape " + shape_str(data.shape());
   check_placements(what, mesh, placements, data.dim());
   check_mesh_exists(what, mesh);
   DistAttr attr{mesh, std::move(placements)};
   if (is_dist(data)) {
-    OAR_CHECK_ARG(dist_attr(data).mesh == mesh,
-                  what + ": the tensor is already distributed on " + dist_attr(data).mesh.str() + ", not on " +
-                      mesh.str() + "; use reshard to move it");
+    OAR_CHECK_ARG(dist_attr(data).mesh == mesh, what + ": the tensor is already distributed on " +
+                                                    dist_attr(data).mesh.str() + ", not on " +
+                                                    mesh.str() + "; use reshard to move it");
     return reshard(data, mesh, attr.placements);
   }
   Tensor local;
@@ -342,8 +364,8 @@ Tensor shard_tensor(const Tensor& data, const ProcessMesh& mesh, std::vector<Pla
   return outs[0];
 }
 
-Tensor dtensor_from_local(const Tensor& local, const ProcessMesh& mesh, std::vector<Placement> placements,
-                          std::optional<Shape> global_shape) {
+Tensor dtensor_from_local(const Tensor& local, const ProcessMesh& mesh,
+                          std::vector<Placement> placements, std::optional<Shape> global_shape) {
   OAR_CHECK_ARG(local.defined(), "dtensor_from_local: the local tensor is undefined");
   OAR_CHECK_ARG(!is_dist(local), "dtensor_from_local: the tensor is already distributed");
   std::string what = "dtensor_from_local of a local tensor of shape " + shape_str(local.shape());
@@ -353,8 +375,9 @@ Tensor dtensor_from_local(const Tensor& local, const ProcessMesh& mesh, std::vec
   if (global_shape) {
     Shape expect = local_shape(*global_shape, attr, global_rank());
     OAR_CHECK_ARG(!mesh.contains(global_rank()) || expect == local.shape(),
-                  what + ": rank " + std::to_string(global_rank()) + " should hold a piece of shape " +
-                      shape_str(expect) + " of the global shape " + shape_str(*global_shape) + " placed as " +
+                  what + ": rank " + std::to_string(global_rank()) +
+                      " should hold a piece of shape " + shape_str(expect) +
+                      " of the global shape " + shape_str(*global_shape) + " placed as " +
                       attr.str());
   }
   Tensor out = make_dist(local, attr, global_shape);
@@ -365,17 +388,19 @@ Tensor dtensor_from_local(const Tensor& local, const ProcessMesh& mesh, std::vec
   std::array<Tensor, 1> in{local};
   std::array<Tensor, 1> outs{out};
   DistAttr saved = attr;
-  record_custom("dtensor_from_local", in, outs, [saved](const VjpContext& ctx) -> std::vector<Tensor> {
-    const Tensor& g = ctx.grads[0];
-    if (!g.defined()) return {Tensor()};
-    return {local_value(reshard(g, saved.mesh, saved.placements))};
-  });
+  record_custom("dtensor_from_local", in, outs,
+                [saved](const VjpContext& ctx) -> std::vector<Tensor> {
+                  const Tensor& g = ctx.grads[0];
+                  if (!g.defined()) return {Tensor()};
+                  return {local_value(reshard(g, saved.mesh, saved.placements))};
+                });
   return outs[0];
 }
 
 Tensor reshard(const Tensor& t, const ProcessMesh& mesh, std::vector<Placement> placements) {
   DistAttr from = dist_attr(t);
-  std::string what = "reshard of a tensor of shape " + shape_str(t.shape()) + " placed as " + from.str();
+  std::string what =
+      "reshard of a tensor of shape " + shape_str(t.shape()) + " placed as " + from.str();
   check_placements(what, mesh, placements, t.dim());
   check_mesh_exists(what, mesh);
   DistAttr to{mesh, std::move(placements)};
@@ -409,17 +434,19 @@ Tensor reshard(const Tensor& t, const ProcessMesh& mesh, std::vector<Placement> 
 
 Tensor unshard(const Tensor& t) {
   const DistAttr& attr = dist_attr(t);
-  Tensor full = reshard(t, attr.mesh, std::vector<Placement>(attr.placements.size(), Placement::Replicate()));
+  Tensor full =
+      reshard(t, attr.mesh, std::vector<Placement>(attr.placements.size(), Placement::Replicate()));
   Tensor local = local_value(full);
   if (!full.requires_grad() || !grad_enabled()) return local;
   std::array<Tensor, 1> in{full};
   std::array<Tensor, 1> outs{local.detach()};
   DistAttr replicated = dist_attr(full);
-  record_custom("unshard_dtensor", in, outs, [replicated](const VjpContext& ctx) -> std::vector<Tensor> {
-    const Tensor& g = ctx.grads[0];
-    if (!g.defined()) return {Tensor()};
-    return {make_dist(g, replicated, g.shape())};
-  });
+  record_custom("unshard_dtensor", in, outs,
+                [replicated](const VjpContext& ctx) -> std::vector<Tensor> {
+                  const Tensor& g = ctx.grads[0];
+                  if (!g.defined()) return {Tensor()};
+                  return {make_dist(g, replicated, g.shape())};
+                });
   return outs[0];
 }
 

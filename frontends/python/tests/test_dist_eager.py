@@ -128,6 +128,16 @@ def test_bad_placements_error_on_every_rank():
         assert "shard_tensor" in e and "[Shard(1)]" in e and "1 dims" in e, e
 
 
+def missing_process_body(rank, world):
+    mesh = dist.ProcessMesh([0, 1, 2], dim_names=["x"])
+    dist.shard_tensor(full([6]), mesh, [dist.Shard(0)])
+
+
+def test_a_mesh_naming_a_missing_process_errors_on_every_rank():
+    for e in run_ranks(missing_process_body, world=2, expect_error=True):
+        assert "shard_tensor" in e and "names process 2 but the job has 2 processes" in e, e
+
+
 def failing_body(rank, world):
     if rank == 1:
         raise RuntimeError("rank one fails on purpose")
