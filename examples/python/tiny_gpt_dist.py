@@ -31,6 +31,7 @@ def main():
                     help="also shard the optimizer along the dp mesh dim (dp or dp_tp)")
     ap.add_argument("--dropout", type=float, default=0.0)
     ap.add_argument("--sdpa", action="store_true", help="attention through scaled_dot_product_attention")
+    ap.add_argument("--static", action="store_true", help="through dist.to_static (one program per rank)")
     args = ap.parse_args()
     if args.sharding and args.strategy not in ("dp", "dp_tp"):
         ap.error(f"--sharding needs a dp mesh dim (--strategy dp or dp_tp), not {args.strategy}")
@@ -43,11 +44,12 @@ def main():
     import oar.distributed as dist
     dist.init_parallel_env()
     cfg = tiny_gpt.GPTConfig(dropout=args.dropout, sdpa=args.sdpa)
-    curve = tiny_gpt.strategy_curve(args.strategy, args.steps, cfg, args.batch, sharding=args.sharding)
+    curve = tiny_gpt.strategy_curve(args.strategy, args.steps, cfg, args.batch, sharding=args.sharding,
+                                    static=args.static)
     if dist.get_rank() != 0:
         return
     dense = tiny_gpt.single_process_curve(args.steps, cfg, args.batch)
-    name = args.strategy + (f" + {args.sharding}" if args.sharding else "")
+    name = args.strategy + (f" + {args.sharding}" if args.sharding else "") + (" static" if args.static else "")
     print(f"tiny GPT, {args.steps} AdamW steps, strategy {name} on {world} ranks vs one process")
     print(f"{'step':>4}  {'one process':>12}  {name:>14}  {'|diff|':>9}")
     worst = 0.0

@@ -1,7 +1,8 @@
 """The parallel strategies of issue 14 on the tiny GPT (tiny_gpt.py), each
 against the single-process loss curve (f32 tolerance): data parallel,
 Megatron tensor parallel by placements only, sequence parallel around
-layer_norm/dropout, sharding stages 1-3, DP x TP on a 2x2 mesh; plus the
+layer_norm/dropout, sharding stages 1-3, DP x TP on a 2x2 mesh, eager and
+(some) through dist.to_static; plus the
 pieces of oar.distributed.auto_parallel.sharding (shard_layer,
 shard_optimizer's placements, shard_dataloader) with values checked by hand.
 
@@ -89,6 +90,18 @@ def test_tensor_parallel_through_sdpa(dense_curve):
     """scaled_dot_product_attention has no rule: its decomposition runs on the head-sharded q, k, v."""
     for curve in run_ranks(_curve, world=2, args=("tp", STEPS, 0.0, True), timeout=180):
         np.testing.assert_allclose(curve, dense_curve, rtol=RTOL, atol=ATOL)
+
+
+def _static_curve(rank, world, strategy, steps):
+    return tiny_gpt.strategy_curve(strategy, steps, static=True)
+
+
+@pytest.mark.parametrize("strategy", ["dp", "tp", "sp", "stage3", "dp_tp"])
+def test_strategy_through_to_static(strategy, dense_curve):
+    """The same placements through dist.to_static: one program per rank."""
+    steps = 2 if strategy == "dp_tp" else 3
+    for curve in run_ranks(_static_curve, world=tiny_gpt.world_of(strategy), args=(strategy, steps), timeout=300):
+        np.testing.assert_allclose(curve, dense_curve[:steps], rtol=RTOL, atol=ATOL, err_msg=strategy)
 
 
 def test_sequence_parallel_with_dropout(dense_curve_dropout):

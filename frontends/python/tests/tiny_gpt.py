@@ -173,8 +173,11 @@ def batches(steps, batch=4, cfg=None, seed=1):
 
 
 def loss_value(loss):
-    """A Python float of a dense or distributed scalar loss."""
-    if hasattr(loss, "is_dist") and loss.is_dist():
+    """A Python float of a dense or distributed scalar loss (or of the
+    numpy value a DistModel returns)."""
+    if isinstance(loss, np.ndarray):
+        return float(loss)
+    if loss.is_dist():
         import oar.distributed as dist
         loss = dist.unshard_dtensor(loss)
     return float(loss.numpy())
@@ -275,12 +278,25 @@ def setup_strategy(model, strategy, lr=3e-3, sharding=None):
     return opt, lambda t: dist.shard_tensor(t, mesh, batch_placements)
 
 
-def strategy_curve(strategy, steps=5, cfg=None, batch=4, lr=3e-3, sharding=None):
-    """This rank's loss curve of `strategy` (run on every rank of its mesh)."""
+def strategy_curve(strategy, steps=5, cfg=None, batch=4, lr=3e-3, sharding=None, static=False):
+    """This rank's loss curve of `strategy` (run on every rank of its mesh),
+    eager or through dist.to_static (one program per rank)."""
     cfg = cfg or GPTConfig()
     model = TinyGPT(cfg)
     opt, place_batch = setup_strategy(model, strategy, lr, sharding)
+    if static:
+        return train_static(model, opt, batches(steps, batch, cfg), place_batch)
     return train(model, opt, batches(steps, batch, cfg), place_batch)
+
+
+def train_static(model, optimizer, data, place_batch, seed=2):
+    """train() through dist.to_static: the DistModel runs forward, backward
+    and the optimizer step per call and returns the loss."""
+    import oar.distributed as dist
+    oar.seed(seed)
+    dist_model = dist.to_static(model, None, loss_fn, optimizer)
+    dist_model.train()
+    return [loss_value(dist_model(place_batch(oar.to_tensor(t)), place_batch(oar.to_tensor(y)))) for t, y in data]
 
 
 if __name__ == "__main__":

@@ -271,8 +271,11 @@ class _ShardOptimizer:
             saved = {}
             for n in names:
                 p = sub._parameters[n]
+                want = self._gathered_placements.get(id(p))
+                if want is None or not _is_dist(p):
+                    continue  # a stand-in (dist.to_static traces with dense ones): its program places it
                 saved[n] = p
-                sub._parameters[n] = _api.reshard(p, p.process_mesh, self._gathered_placements[id(p)])
+                sub._parameters[n] = _api.reshard(p, p.process_mesh, want)
             sub.__dict__["_stage3_saved"] = saved
             return None
         return gather
