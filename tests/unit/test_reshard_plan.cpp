@@ -46,10 +46,11 @@ const Placement R = Placement::Replicate();
 Placement S(int64_t d) { return Placement::Shard(d); }
 Placement P(ReduceKind k = ReduceKind::sum) { return Placement::Partial(k); }
 
-std::string plan_str(const Shape& global, const std::vector<int64_t>& mesh, const std::vector<Placement>& from,
-                     const std::vector<Placement>& to) {
+std::string plan_str(const Shape& global, const std::vector<int64_t>& mesh,
+                     const std::vector<Placement>& from, const std::vector<Placement>& to) {
   std::string out;
-  for (const ReshardStep& s : oar::dist::plan_reshard(global, mesh, from, to)) out += (out.empty() ? "" : " ") + s.str();
+  for (const ReshardStep& s : oar::dist::plan_reshard(global, mesh, from, to))
+    out += (out.empty() ? "" : " ") + s.str();
   return out;
 }
 
@@ -59,16 +60,20 @@ TEST_CASE("plan_reshard: one mesh dim, every transition") {
   const Shape g{5, 4};
   CHECK(plan_str(g, {2}, {S(0)}, {R}) == "all_gather(mesh_dim=0, dim=0)");
   CHECK(plan_str(g, {2}, {P()}, {R}) == "all_reduce(mesh_dim=0, reduce=Partial(sum))");
-  CHECK(plan_str(g, {2}, {P(ReduceKind::max)}, {S(1)}) == "reduce_scatter(mesh_dim=0, dim=1, reduce=Partial(max))");
+  CHECK(plan_str(g, {2}, {P(ReduceKind::max)}, {S(1)}) ==
+        "reduce_scatter(mesh_dim=0, dim=1, reduce=Partial(max))");
   CHECK(plan_str(g, {2}, {R}, {S(1)}) == "slice(mesh_dim=0, dim=1)");
   CHECK(plan_str(g, {2}, {R}, {P()}) == "make_partial(mesh_dim=0, reduce=Partial(sum))");
   // S(i) -> S(j): all_to_all when both dims divide evenly, else gather + slice.
   CHECK(plan_str({4, 6}, {2}, {S(0)}, {S(1)}) == "all_to_all(mesh_dim=0, dim=0, to_dim=1)");
-  CHECK(plan_str(g, {2}, {S(0)}, {S(1)}) == "all_gather(mesh_dim=0, dim=0) slice(mesh_dim=0, dim=1)");
+  CHECK(plan_str(g, {2}, {S(0)}, {S(1)}) ==
+        "all_gather(mesh_dim=0, dim=0) slice(mesh_dim=0, dim=1)");
   // Partial kinds go through Replicate.
-  CHECK(plan_str(g, {2}, {P()}, {P(ReduceKind::max)}) ==
-        "all_reduce(mesh_dim=0, reduce=Partial(sum)) make_partial(mesh_dim=0, reduce=Partial(max))");
-  CHECK(plan_str(g, {2}, {S(0)}, {P()}) == "all_gather(mesh_dim=0, dim=0) make_partial(mesh_dim=0, reduce=Partial(sum))");
+  CHECK(
+      plan_str(g, {2}, {P()}, {P(ReduceKind::max)}) ==
+      "all_reduce(mesh_dim=0, reduce=Partial(sum)) make_partial(mesh_dim=0, reduce=Partial(max))");
+  CHECK(plan_str(g, {2}, {S(0)}, {P()}) ==
+        "all_gather(mesh_dim=0, dim=0) make_partial(mesh_dim=0, reduce=Partial(sum))");
   CHECK(plan_str(g, {2}, {S(1)}, {S(1)}).empty());
   CHECK(plan_str(g, {1}, {S(0)}, {P()}).empty());  // a mesh dim of one rank moves nothing
 }
@@ -85,12 +90,15 @@ TEST_CASE("plan_reshard: 2-d meshes go one mesh dim at a time, nested shards fro
   CHECK(plan_str(g, {2, 2}, {R, S(0)}, {S(0), S(0)}) ==
         "all_gather(mesh_dim=1, dim=0) slice(mesh_dim=0, dim=0) slice(mesh_dim=1, dim=0)");
   // Partial on one mesh dim, a shard on the other: reduce_scatter where the dim is free.
-  CHECK(plan_str(g, {2, 2}, {P(), S(0)}, {S(1), S(0)}) == "reduce_scatter(mesh_dim=0, dim=1, reduce=Partial(sum))");
+  CHECK(plan_str(g, {2, 2}, {P(), S(0)}, {S(1), S(0)}) ==
+        "reduce_scatter(mesh_dim=0, dim=1, reduce=Partial(sum))");
   CHECK(plan_str(g, {2, 2}, {P(), S(0)}, {S(0), R}) ==
-        "all_reduce(mesh_dim=0, reduce=Partial(sum)) all_gather(mesh_dim=1, dim=0) slice(mesh_dim=0, dim=0)");
+        "all_reduce(mesh_dim=0, reduce=Partial(sum)) all_gather(mesh_dim=1, dim=0) "
+        "slice(mesh_dim=0, dim=0)");
   // Both tensor dims are sharded by both mesh dims' placements: no all_to_all.
   CHECK(plan_str(g, {2, 2}, {S(0), S(1)}, {S(1), S(0)}) ==
-        "all_gather(mesh_dim=1, dim=1) all_gather(mesh_dim=0, dim=0) slice(mesh_dim=0, dim=1) slice(mesh_dim=1, dim=0)");
+        "all_gather(mesh_dim=1, dim=1) all_gather(mesh_dim=0, dim=0) slice(mesh_dim=0, dim=1) "
+        "slice(mesh_dim=1, dim=0)");
   CHECK_THROWS_WITH(plan_str(g, {2, 2}, {R}, {R, R}), doctest::Contains("the mesh has 2 dims"));
 }
 
@@ -102,9 +110,11 @@ using RankBody = std::function<std::string(int rank, int nranks)>;
 /// Runs `body` in `nranks` forked children meeting through a FileStore
 /// (set_collective_env); returns each rank's message ("did not finish"
 /// for a child killed at the deadline).
-std::vector<std::string> run_ranks(int nranks, const RankBody& body, std::chrono::seconds deadline = std::chrono::seconds(60)) {
-  fs::path dir = fs::temp_directory_path() / ("oar_reshard_" + std::to_string(::getpid()) + "_" +
-                                              std::to_string(Clock::now().time_since_epoch().count()));
+std::vector<std::string> run_ranks(int nranks, const RankBody& body,
+                                   std::chrono::seconds deadline = std::chrono::seconds(60)) {
+  fs::path dir =
+      fs::temp_directory_path() / ("oar_reshard_" + std::to_string(::getpid()) + "_" +
+                                   std::to_string(Clock::now().time_since_epoch().count()));
   fs::create_directories(dir);
   std::vector<pid_t> pids(static_cast<size_t>(nranks), -1);
   for (int rank = 0; rank < nranks; ++rank) {
@@ -123,7 +133,8 @@ std::vector<std::string> run_ranks(int nranks, const RankBody& body, std::chrono
       } catch (const std::exception& e) {
         message = std::string("threw: ") + e.what();
       }
-      std::ofstream((dir / ("rank" + std::to_string(rank))).string()) << (message.empty() ? "ok" : message);
+      std::ofstream((dir / ("rank" + std::to_string(rank))).string())
+          << (message.empty() ? "ok" : message);
       std::fflush(nullptr);
       ::_exit(0);  // no static destruction in a forked child
     }
@@ -176,7 +187,8 @@ std::string vec_str(const std::vector<float>& v) {
 // "" when `got` has `want`'s shape and values.
 std::string same(const Tensor& got, const Tensor& want, const std::string& what) {
   if (got.shape() != want.shape())
-    return what + ": shape " + oar::shape_str(got.shape()) + " but expected " + oar::shape_str(want.shape());
+    return what + ": shape " + oar::shape_str(got.shape()) + " but expected " +
+           oar::shape_str(want.shape());
   auto a = got.contiguous().to_vector<float>(), b = want.contiguous().to_vector<float>();
   if (a != b) return what + ": got " + vec_str(a) + " but expected " + vec_str(b);
   return "";
@@ -185,7 +197,9 @@ std::string same(const Tensor& got, const Tensor& want, const std::string& what)
 // ------------------------------------------------------------- host ops ---
 
 Tensor call(const char* name, std::vector<Tensor> in, oar::Attrs attrs) {
-  return oar::current_builder().apply(oar::OpRegistry::instance().get(name), in, attrs, nullptr).at(0);
+  return oar::current_builder()
+      .apply(oar::OpRegistry::instance().get(name), in, attrs, nullptr)
+      .at(0);
 }
 
 std::string host_ops_on_two_ranks(int rank, int) {
@@ -195,28 +209,36 @@ std::string host_ops_on_two_ranks(int rank, int) {
   auto first = [&](const std::string& q) {
     if (p.empty()) p = q;
   };
-  first(same(call("c_all_reduce", {x}, {{"ranks", ranks}}), Tensor::from_vector<float>({10, 12, 14, 16}, {2, 2}),
-             "c_all_reduce sum"));
-  first(same(call("c_all_reduce", {x}, {{"ranks", ranks}, {"reduce", int64_t{2}}}), iota({2, 2}, 10), "c_all_reduce max"));
+  first(same(call("c_all_reduce", {x}, {{"ranks", ranks}}),
+             Tensor::from_vector<float>({10, 12, 14, 16}, {2, 2}), "c_all_reduce sum"));
+  first(same(call("c_all_reduce", {x}, {{"ranks", ranks}, {"reduce", int64_t{2}}}),
+             iota({2, 2}, 10), "c_all_reduce max"));
   first(same(x, iota({2, 2}, static_cast<float>(10 * rank)), "c_all_reduce leaves its input"));
   first(same(call("c_all_gather", {x}, {{"ranks", ranks}, {"axis", int64_t{1}}}),
-             Tensor::from_vector<float>({0, 1, 10, 11, 2, 3, 12, 13}, {2, 4}), "c_all_gather axis 1"));
+             Tensor::from_vector<float>({0, 1, 10, 11, 2, 3, 12, 13}, {2, 4}),
+             "c_all_gather axis 1"));
   first(same(call("c_all_gather", {x}, {{"ranks", ranks}, {"axis", int64_t{0}}}),
-             Tensor::from_vector<float>({0, 1, 2, 3, 10, 11, 12, 13}, {4, 2}), "c_all_gather axis 0"));
+             Tensor::from_vector<float>({0, 1, 2, 3, 10, 11, 12, 13}, {4, 2}),
+             "c_all_gather axis 0"));
   // Sum [10 12; 14 16], rank r keeps column r.
   first(same(call("c_reduce_scatter", {x}, {{"ranks", ranks}, {"axis", int64_t{1}}}),
-             rank == 0 ? Tensor::from_vector<float>({10, 14}, {2, 1}) : Tensor::from_vector<float>({12, 16}, {2, 1}),
+             rank == 0 ? Tensor::from_vector<float>({10, 14}, {2, 1})
+                       : Tensor::from_vector<float>({12, 16}, {2, 1}),
              "c_reduce_scatter axis 1"));
   // Split columns, concatenate rows: rank 0 gets column 0 of both ranks.
-  first(same(call("c_all_to_all", {x}, {{"ranks", ranks}, {"split_axis", int64_t{1}}, {"concat_axis", int64_t{0}}}),
+  first(same(call("c_all_to_all", {x},
+                  {{"ranks", ranks}, {"split_axis", int64_t{1}}, {"concat_axis", int64_t{0}}}),
              rank == 0 ? Tensor::from_vector<float>({0, 2, 10, 12}, {4, 1})
                        : Tensor::from_vector<float>({1, 3, 11, 13}, {4, 1}),
              "c_all_to_all"));
-  first(same(call("c_broadcast", {x}, {{"ranks", ranks}, {"root", int64_t{1}}}), iota({2, 2}, 10), "c_broadcast"));
+  first(same(call("c_broadcast", {x}, {{"ranks", ranks}, {"root", int64_t{1}}}), iota({2, 2}, 10),
+             "c_broadcast"));
   if (rank == 0) {
     first(same(call("c_send", {x}, {{"ranks", ranks}, {"peer", int64_t{1}}}), x, "c_send's token"));
   } else {
-    oar::Attrs a{{"ranks", ranks}, {"peer", int64_t{0}}, {"shape", std::vector<int64_t>{2, 2}},
+    oar::Attrs a{{"ranks", ranks},
+                 {"peer", int64_t{0}},
+                 {"shape", std::vector<int64_t>{2, 2}},
                  {"dtype", static_cast<int64_t>(DType::f32)}};
     first(same(call("c_recv", {}, a), iota({2, 2}), "c_recv"));
   }
@@ -231,7 +253,9 @@ std::string host_ops_on_two_ranks(int rank, int) {
   return p;
 }
 
-TEST_CASE("collective host ops on two ranks (eager)") { check_ranks(run_ranks(2, host_ops_on_two_ranks)); }
+TEST_CASE("collective host ops on two ranks (eager)") {
+  check_ranks(run_ranks(2, host_ops_on_two_ranks));
+}
 
 // ---------------------------------------------------------- transitions ---
 
@@ -256,10 +280,18 @@ Tensor piece_of(const Tensor& full, const DistAttr& attr, int rank) {
     auto c = static_cast<double>(coord[m]);
     double n = static_cast<double>(attr.mesh.shape()[m]);
     switch (p.reduce) {
-      case ReduceKind::sum: x = c == 0 ? x - (n - 1) : oar::ones_like(x); break;
-      case ReduceKind::avg: x = x + (c - (n - 1) / 2); break;
-      case ReduceKind::max: x = c == 0 ? x : x - 1.0; break;
-      case ReduceKind::min: x = c == 0 ? x : x + 1.0; break;
+      case ReduceKind::sum:
+        x = c == 0 ? x - (n - 1) : oar::ones_like(x);
+        break;
+      case ReduceKind::avg:
+        x = x + (c - (n - 1) / 2);
+        break;
+      case ReduceKind::max:
+        x = c == 0 ? x : x - 1.0;
+        break;
+      case ReduceKind::min:
+        x = c == 0 ? x : x + 1.0;
+        break;
     }
   }
   return x;
@@ -280,7 +312,8 @@ Tensor expected_piece(const Tensor& full, const DistAttr& to, int rank) {
   Tensor x = oar::slice(full, axes, starts, ends).contiguous();
   std::vector<int64_t> coord = to.mesh.coordinate(rank);
   for (size_t m = 0; m < to.placements.size(); ++m) {
-    if (to.placements[m].is_partial() && to.placements[m].reduce == ReduceKind::sum && coord[m] != 0)
+    if (to.placements[m].is_partial() && to.placements[m].reduce == ReduceKind::sum &&
+        coord[m] != 0)
       x = oar::zeros_like(x);
   }
   return x;
@@ -294,7 +327,8 @@ struct Case {
 std::string run_cases(const std::vector<Case>& cases, int rank) {
   for (const Case& c : cases) {
     Tensor full = iota(c.shape, 1);
-    std::string what = "reshard " + c.from.str() + " -> " + c.to.str() + " of " + oar::shape_str(c.shape);
+    std::string what =
+        "reshard " + c.from.str() + " -> " + c.to.str() + " of " + oar::shape_str(c.shape);
     Tensor got = oar::dist::reshard_local(piece_of(full, c.from, rank), c.shape, c.from, c.to);
     // A Partial mesh dim kept from `from` keeps pieces of its own making:
     // they must still combine to the dense value.
@@ -305,7 +339,8 @@ std::string run_cases(const std::vector<Case>& cases, int rank) {
     if (kept_partial) {
       DistAttr dense{c.to.mesh, std::vector<Placement>(c.to.placements.size(), R)};
       if (Shape want = oar::dist::local_shape(c.shape, c.to, rank); got.shape() != want)
-        return what + ": shape " + oar::shape_str(got.shape()) + " but expected " + oar::shape_str(want);
+        return what + ": shape " + oar::shape_str(got.shape()) + " but expected " +
+               oar::shape_str(want);
       got = oar::dist::reshard_local(got, c.shape, c.to, dense);
       if (std::string p = same(got, full, what + ", combined"); !p.empty()) return p;
       continue;
@@ -332,14 +367,15 @@ TEST_CASE("every transition on two ranks, even and uneven (one rank's chunk empt
 TEST_CASE("transitions on a 2x2 mesh of four ranks, nested and uneven shards") {
   const ProcessMesh mesh({2, 2}, {0, 1, 2, 3}, {"dp", "mp"});
   const std::vector<std::vector<Placement>> all = {
-      {R, R},    {S(0), R},    {R, S(1)}, {S(0), S(1)}, {S(1), S(0)}, {S(0), S(0)},
+      {R, R},    {S(0), R},   {R, S(1)},   {S(0), S(1)}, {S(1), S(0)},           {S(0), S(0)},
       {R, S(0)}, {P(), S(0)}, {S(1), P()}, {P(), P()},   {P(ReduceKind::max), R}};
   std::vector<Case> cases;
   for (const Shape& shape : {Shape{4, 4}, Shape{3, 5}}) {
     for (const auto& from : all)
       for (const auto& to : all) cases.push_back({shape, {mesh, from}, {mesh, to}});
   }
-  check_ranks(run_ranks(4, [&](int rank, int) { return run_cases(cases, rank); }, std::chrono::seconds(120)));
+  check_ranks(run_ranks(
+      4, [&](int rank, int) { return run_cases(cases, rank); }, std::chrono::seconds(120)));
 }
 
 TEST_CASE("reshard between two meshes (send/recv), and a rank outside both") {
@@ -347,7 +383,7 @@ TEST_CASE("reshard between two meshes (send/recv), and a rank outside both") {
       {{4, 3}, {line({0, 1}), {S(0)}}, {line({2, 3}), {S(1)}}},
       {{5, 2}, {line({0, 1}), {P()}}, {line({2, 3}), {R}}},
       {{3, 2}, {line({2, 3}), {R}}, {line({0, 1}), {S(0)}}},
-      {{3, 2}, {line({0}), {R}}, {line({1, 2}), {P()}}},          // rank 3 in neither mesh
+      {{3, 2}, {line({0}), {R}}, {line({1, 2}), {P()}}},         // rank 3 in neither mesh
       {{2, 3}, {line({0, 1}), {S(1)}}, {line({1, 2}), {S(0)}}},  // overlapping meshes
       // The same ranks as a 2x2 and as a line: no transfer, a gather and a local cut.
       {{4, 4}, {ProcessMesh({2, 2}, {0, 1, 2, 3}), {S(0), S(1)}}, {line({3, 2, 1, 0}), {S(1)}}},
@@ -365,29 +401,34 @@ std::string traced_reshard(int rank, int) {
   Tensor full = iota(global, 1);
   Tensor piece = piece_of(full, from, rank);
   auto fn = [&](const std::vector<Tensor>& in) -> std::vector<Tensor> {
-    Tensor a = oar::dist::reshard_local(in[0], global, from, mid);  // gather + slice
-    Tensor b = oar::dist::reshard_local(a, global, mid, to);       // gather + zeros
+    Tensor a = oar::dist::reshard_local(in[0], global, from, mid);         // gather + slice
+    Tensor b = oar::dist::reshard_local(a, global, mid, to);               // gather + zeros
     Tensor unused = oar::dist::reshard_local(b, global, to, {mesh, {R}});  // dead, yet a collective
     (void)unused;
     return {oar::dist::reshard_local(b, global, to, {mesh, {S(1)}})};  // reduce_scatter
   };
   Tensor eager = fn({piece})[0];
-  if (std::string p = same(eager, expected_piece(full, {mesh, {S(1)}}, rank), "eager"); !p.empty()) return p;
+  if (std::string p = same(eager, expected_piece(full, {mesh, {S(1)}}, rank), "eager"); !p.empty())
+    return p;
   ir::Trace t = ir::trace(fn, {{piece.shape(), DType::f32, "x"}});
   ir::default_pipeline(oar::Device{"cpu", 0}).run(t.program);
   int collectives = 0;
   for (const auto& op : t.program.block().ops()) collectives += op->name().rfind("c_", 0) == 0;
-  if (collectives != 4) return "the optimized program has " + std::to_string(collectives) + " collectives, not 4";
+  if (collectives != 4)
+    return "the optimized program has " + std::to_string(collectives) + " collectives, not 4";
   std::vector<Tensor> in{piece};
   ir::Executor exec(t.program, oar::Device{"cpu", 0});
   if (std::string p = same(exec.run(in)[0], eager, "executor"); !p.empty()) return p;
   if (std::string p = same(exec.run(in)[0], eager, "executor, second run"); !p.empty()) return p;
-  if (std::string p = same(ir::interpret(t.program, in)[0], eager, "interpreter"); !p.empty()) return p;
+  if (std::string p = same(ir::interpret(t.program, in)[0], eager, "interpreter"); !p.empty())
+    return p;
   // The collectives survive the JSON form (verified on load) and run from it.
   ir::ParamMap constants;
-  for (const oar::ir::Value* v : t.program.constants()) constants[v->name()] = t.program.constant_value(v);
+  for (const oar::ir::Value* v : t.program.constants())
+    constants[v->name()] = t.program.constant_value(v);
   ir::Program loaded = ir::from_json(ir::to_json(t.program), constants);
-  return same(ir::Executor(loaded, oar::Device{"cpu", 0}).run(in)[0], eager, "executor of the loaded program");
+  return same(ir::Executor(loaded, oar::Device{"cpu", 0}).run(in)[0], eager,
+              "executor of the loaded program");
 }
 
 TEST_CASE("a traced reshard records its collectives; the executor and interpreter run them") {

@@ -16,7 +16,7 @@
 // VJP of a reshard is another reshard, recorded one level up by
 // dist::reshard), and they have effects that other ranks wait for, so the
 // passes treat them like random ops: never merged (CSE), folded or
-// removed as dead (Note [Effectful ops] in core/ir/passes/dce.cpp).
+// removed as dead (has_side_effects in core/ir/src/operation.cpp).
 //
 // Every host function runs its helper ops (copies, transposes, reshapes)
 // eagerly and without autograd, whatever builder is current.
@@ -116,7 +116,8 @@ std::shared_ptr<distributed::Communicator> group_communicator(const std::vector<
                 "distributed: a collective among ranks " + ranks_str(ranks) +
                     " needs the default group; call init_parallel_env() first");
   }
-  if (s.cache_store != store) {  // a new job (destroy_process_group, init again): old communicators are dead
+  if (s.cache_store !=
+      store) {  // a new job (destroy_process_group, init again): old communicators are dead
     s.cache.clear();
     s.cache_store = store;
   }
@@ -125,22 +126,25 @@ std::shared_ptr<distributed::Communicator> group_communicator(const std::vector<
   std::sort(sorted.begin(), sorted.end());
   for (size_t i = 0; i < sorted.size(); ++i) {
     OAR_CHECK_ARG(sorted[i] >= 0 && sorted[i] < world,
-                  "distributed: the group " + ranks_str(ranks) + " names rank " + std::to_string(sorted[i]) +
-                      ", outside the world of " + std::to_string(world) + " processes");
-    OAR_CHECK_ARG(i == 0 || sorted[i] != sorted[i - 1],
-                  "distributed: the group " + ranks_str(ranks) + " lists rank " + std::to_string(sorted[i]) + " twice");
+                  "distributed: the group " + ranks_str(ranks) + " names rank " +
+                      std::to_string(sorted[i]) + ", outside the world of " +
+                      std::to_string(world) + " processes");
+    OAR_CHECK_ARG(i == 0 || sorted[i] != sorted[i - 1], "distributed: the group " +
+                                                            ranks_str(ranks) + " lists rank " +
+                                                            std::to_string(sorted[i]) + " twice");
   }
   auto me = std::find(ranks.begin(), ranks.end(), rank);
-  OAR_CHECK_ARG(me != ranks.end(), "distributed: rank " + std::to_string(rank) + " is not in the group " +
-                                       ranks_str(ranks) + "; only its members run its collectives");
+  OAR_CHECK_ARG(me != ranks.end(), "distributed: rank " + std::to_string(rank) +
+                                       " is not in the group " + ranks_str(ranks) +
+                                       "; only its members run its collectives");
   std::string key = "oar/dist";
   for (int r : ranks) key += "/" + std::to_string(r);
   distributed::CommOptions opts;
   opts.name = "ranks " + ranks_str(ranks);
   opts.global_ranks = ranks;
   auto comm = std::make_shared<distributed::Communicator>(device, static_cast<int>(ranks.size()),
-                                                          static_cast<int>(me - ranks.begin()), *store, key,
-                                                          timeout_ms, opts);
+                                                          static_cast<int>(me - ranks.begin()),
+                                                          *store, key, timeout_ms, opts);
   s.cache.emplace(ranks, comm);
   return comm;
 }
@@ -149,7 +153,8 @@ namespace {
 
 std::vector<int> ranks_of(const OpDef& op, const Attrs& attrs) {
   const std::vector<int64_t>& given = attrs.get_ints("ranks");
-  OAR_CHECK_ARG(!given.empty(), op.name + ": attribute 'ranks' is empty; it lists the group's global ranks");
+  OAR_CHECK_ARG(!given.empty(),
+                op.name + ": attribute 'ranks' is empty; it lists the group's global ranks");
   return std::vector<int>(given.begin(), given.end());
 }
 
@@ -164,36 +169,44 @@ int64_t axis_of(const OpDef& op, const Attrs& attrs, const char* name, size_t ra
 
 int64_t divided(const OpDef& op, const char* what, int64_t size, int64_t parts) {
   OAR_CHECK_ARG(size % parts == 0, op.name + ": dim " + what + " has size " + std::to_string(size) +
-                                       ", not divisible by the group's " + std::to_string(parts) + " ranks");
+                                       ", not divisible by the group's " + std::to_string(parts) +
+                                       " ranks");
   return size / parts;
 }
 
 distributed::ReduceOp reduce_op(const OpDef& op, int64_t kind) {
   switch (static_cast<ReduceKind>(kind)) {
-    case ReduceKind::sum: return distributed::ReduceOp::sum;
-    case ReduceKind::avg: return distributed::ReduceOp::avg;
-    case ReduceKind::max: return distributed::ReduceOp::max;
-    case ReduceKind::min: return distributed::ReduceOp::min;
+    case ReduceKind::sum:
+      return distributed::ReduceOp::sum;
+    case ReduceKind::avg:
+      return distributed::ReduceOp::avg;
+    case ReduceKind::max:
+      return distributed::ReduceOp::max;
+    case ReduceKind::min:
+      return distributed::ReduceOp::min;
   }
-  throw Error(ErrorCode::invalid_argument,
-              op.name + ": reduce is " + std::to_string(kind) + "; expected 0 (sum), 1 (avg), 2 (max) or 3 (min)");
+  throw Error(ErrorCode::invalid_argument, op.name + ": reduce is " + std::to_string(kind) +
+                                               "; expected 0 (sum), 1 (avg), 2 (max) or 3 (min)");
 }
 
 // ---- meta rules ----
 
-std::vector<TensorMeta> same_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs& attrs) {
+std::vector<TensorMeta> same_meta(const OpDef& op, std::span<const TensorMeta> in,
+                                  const Attrs& attrs) {
   ranks_of(op, attrs);
   return {in[0]};
 }
 
-std::vector<TensorMeta> all_gather_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs& attrs) {
+std::vector<TensorMeta> all_gather_meta(const OpDef& op, std::span<const TensorMeta> in,
+                                        const Attrs& attrs) {
   TensorMeta out = in[0];
   int64_t axis = axis_of(op, attrs, "axis", out.shape.size());
   out.shape[static_cast<size_t>(axis)] *= static_cast<int64_t>(ranks_of(op, attrs).size());
   return {out};
 }
 
-std::vector<TensorMeta> reduce_scatter_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs& attrs) {
+std::vector<TensorMeta> reduce_scatter_meta(const OpDef& op, std::span<const TensorMeta> in,
+                                            const Attrs& attrs) {
   TensorMeta out = in[0];
   int64_t axis = axis_of(op, attrs, "axis", out.shape.size());
   int64_t& d = out.shape[static_cast<size_t>(axis)];
@@ -202,17 +215,20 @@ std::vector<TensorMeta> reduce_scatter_meta(const OpDef& op, std::span<const Ten
   return {out};
 }
 
-std::vector<TensorMeta> all_to_all_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs& attrs) {
+std::vector<TensorMeta> all_to_all_meta(const OpDef& op, std::span<const TensorMeta> in,
+                                        const Attrs& attrs) {
   TensorMeta out = in[0];
   int64_t split = axis_of(op, attrs, "split_axis", out.shape.size());
   int64_t concat = axis_of(op, attrs, "concat_axis", out.shape.size());
   auto n = static_cast<int64_t>(ranks_of(op, attrs).size());
-  out.shape[static_cast<size_t>(split)] = divided(op, "split_axis", out.shape[static_cast<size_t>(split)], n);
+  out.shape[static_cast<size_t>(split)] =
+      divided(op, "split_axis", out.shape[static_cast<size_t>(split)], n);
   out.shape[static_cast<size_t>(concat)] *= n;
   return {out};
 }
 
-std::vector<TensorMeta> broadcast_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs& attrs) {
+std::vector<TensorMeta> broadcast_meta(const OpDef& op, std::span<const TensorMeta> in,
+                                       const Attrs& attrs) {
   int64_t root = attrs.get_int("root");
   auto n = static_cast<int64_t>(ranks_of(op, attrs).size());
   OAR_CHECK_ARG(root >= 0 && root < n, op.name + ": root is " + std::to_string(root) +
@@ -220,7 +236,8 @@ std::vector<TensorMeta> broadcast_meta(const OpDef& op, std::span<const TensorMe
   return {in[0]};
 }
 
-std::vector<TensorMeta> recv_meta(const OpDef& op, std::span<const TensorMeta>, const Attrs& attrs) {
+std::vector<TensorMeta> recv_meta(const OpDef& op, std::span<const TensorMeta>,
+                                  const Attrs& attrs) {
   ranks_of(op, attrs);
   int64_t dtype = attrs.get_int("dtype");
   OAR_CHECK_ARG(dtype >= 0 && dtype <= static_cast<int64_t>(DType::c128),
@@ -318,9 +335,10 @@ std::vector<Tensor> reduce_scatter_host(std::span<const Tensor> in, const Attrs&
   if (ranks.size() == 1) return {fresh_copy(in[0])};
   auto n = static_cast<int64_t>(ranks.size());
   Shape out_shape = in[0].shape();
-  out_shape[static_cast<size_t>(axis)] = divided(op, "axis", out_shape[static_cast<size_t>(axis)], n);
+  out_shape[static_cast<size_t>(axis)] =
+      divided(op, "axis", out_shape[static_cast<size_t>(axis)], n);
   if (in[0].numel() == 0) return {zeros(out_shape, in[0].dtype(), in[0].device())};
-  Tensor blocks = blocks_first(in[0], axis, n);                  // [n, ..., c, ...]
+  Tensor blocks = blocks_first(in[0], axis, n);  // [n, ..., c, ...]
   Shape flat = {blocks.numel()};
   Tensor piece = group_communicator(ranks)->reduce_scatter(reshape(blocks, flat), reduce);
   return {contiguous(reshape(piece, out_shape))};
@@ -336,7 +354,8 @@ std::vector<Tensor> all_to_all_host(std::span<const Tensor> in, const Attrs& giv
   if (ranks.size() == 1) return {fresh_copy(in[0])};
   auto n = static_cast<int64_t>(ranks.size());
   Shape piece = in[0].shape();
-  piece[static_cast<size_t>(split)] = divided(op, "split_axis", piece[static_cast<size_t>(split)], n);
+  piece[static_cast<size_t>(split)] =
+      divided(op, "split_axis", piece[static_cast<size_t>(split)], n);
   Shape stacked_shape = piece;
   stacked_shape.insert(stacked_shape.begin(), n);
   if (in[0].numel() == 0) {
@@ -378,7 +397,8 @@ std::vector<Tensor> send_host(std::span<const Tensor> in, const Attrs& given) {
   EagerScope eager;
   Tensor x = contiguous(in[0]);
   if (x.numel() > 0) group_communicator(pair)->send(x, peer);
-  auto token = std::make_shared<TensorImpl>(in[0].impl());  // x's data, a handle of its own (no autograd)
+  auto token =
+      std::make_shared<TensorImpl>(in[0].impl());  // x's data, a handle of its own (no autograd)
   token->autograd = nullptr;
   return {Tensor(std::move(token))};
 }
@@ -401,17 +421,19 @@ std::vector<Tensor> run_host_op(const OpDef& op, std::span<const Tensor> inputs,
                                 std::span<const TensorMeta> out_meta) {
   std::vector<Tensor> outputs = op.host(inputs, attrs);
   if (outputs.size() != out_meta.size()) {
-    throw Error(ErrorCode::internal, op.name + ": the host function gave " + std::to_string(outputs.size()) +
-                                         " outputs but the meta rule describes " + std::to_string(out_meta.size()));
+    throw Error(ErrorCode::internal,
+                op.name + ": the host function gave " + std::to_string(outputs.size()) +
+                    " outputs but the meta rule describes " + std::to_string(out_meta.size()));
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& t = outputs[i];
     if (!t.defined() || t.dtype() != out_meta[i].dtype || t.shape() != out_meta[i].shape) {
       throw Error(ErrorCode::internal,
                   op.name + ": the host function gave output " + std::to_string(i) + " as " +
-                      (t.defined() ? std::string(dtype_name(t.dtype())) + " " + shape_str(t.shape()) : "undefined") +
-                      " but the meta rule says " + std::string(dtype_name(out_meta[i].dtype)) + " " +
-                      shape_str(out_meta[i].shape));
+                      (t.defined() ? std::string(dtype_name(t.dtype())) + " " + shape_str(t.shape())
+                                   : "undefined") +
+                      " but the meta rule says " + std::string(dtype_name(out_meta[i].dtype)) +
+                      " " + shape_str(out_meta[i].shape));
     }
   }
   return outputs;
@@ -419,30 +441,40 @@ std::vector<Tensor> run_host_op(const OpDef& op, std::span<const Tensor> inputs,
 
 OAR_REGISTER_OPS(collectives) {
   auto& registry = OpRegistry::instance();
-  const AttrSpec ranks = attr("ranks", AttrKind::ints, "the global ranks of the group, in group order");
+  const AttrSpec ranks =
+      attr("ranks", AttrKind::ints, "the global ranks of the group, in group order");
   const AttrSpec reduce = attr("reduce", int64_t{0}, "ReduceKind: 0 sum, 1 avg, 2 max, 3 min");
   auto collective = [&](OpDef def) {
     def.differentiable = false;
     registry.add(std::move(def));
   };
-  collective({.name = "c_all_reduce", .meta = same_meta, .attrs = {ranks, reduce}, .host = all_reduce_host,
+  collective({.name = "c_all_reduce",
+              .meta = same_meta,
+              .attrs = {ranks, reduce},
+              .host = all_reduce_host,
               .doc = "every rank gets the reduction of the group's tensors"});
-  collective({.name = "c_all_gather",
-              .meta = all_gather_meta,
-              .attrs = {ranks, attr("axis", AttrKind::int_, "the dim the pieces are concatenated along")},
-              .host = all_gather_host,
-              .doc = "the group's equal pieces concatenated along axis, in group order"});
-  collective({.name = "c_reduce_scatter",
-              .meta = reduce_scatter_meta,
-              .attrs = {ranks, attr("axis", AttrKind::int_, "the dim split into one block per rank"), reduce},
-              .host = reduce_scatter_host,
-              .doc = "the reduction of the group's tensors; rank i keeps block i along axis"});
-  collective({.name = "c_all_to_all",
-              .meta = all_to_all_meta,
-              .attrs = {ranks, attr("split_axis", AttrKind::int_, "the dim split into one block per rank"),
-                        attr("concat_axis", AttrKind::int_, "the dim the received blocks are concatenated along")},
-              .host = all_to_all_host,
-              .doc = "block j along split_axis goes to rank j; received blocks concatenate along concat_axis"});
+  collective(
+      {.name = "c_all_gather",
+       .meta = all_gather_meta,
+       .attrs = {ranks, attr("axis", AttrKind::int_, "the dim the pieces are concatenated along")},
+       .host = all_gather_host,
+       .doc = "the group's equal pieces concatenated along axis, in group order"});
+  collective(
+      {.name = "c_reduce_scatter",
+       .meta = reduce_scatter_meta,
+       .attrs = {ranks, attr("axis", AttrKind::int_, "the dim split into one block per rank"),
+                 reduce},
+       .host = reduce_scatter_host,
+       .doc = "the reduction of the group's tensors; rank i keeps block i along axis"});
+  collective(
+      {.name = "c_all_to_all",
+       .meta = all_to_all_meta,
+       .attrs = {ranks, attr("split_axis", AttrKind::int_, "the dim split into one block per rank"),
+                 attr("concat_axis", AttrKind::int_,
+                      "the dim the received blocks are concatenated along")},
+       .host = all_to_all_host,
+       .doc = "block j along split_axis goes to rank j; received blocks concatenate along "
+              "concat_axis"});
   collective({.name = "c_broadcast",
               .meta = broadcast_meta,
               .attrs = {ranks, attr("root", AttrKind::int_, "the sending rank's index in ranks")},

@@ -42,8 +42,10 @@
 namespace oar::dist {
 
 std::string ReshardStep::str() const {
-  const char* names[] = {"all_reduce", "reduce_scatter", "all_gather", "all_to_all", "slice", "make_partial"};
-  std::string out = std::string(names[static_cast<int>(kind)]) + "(mesh_dim=" + std::to_string(mesh_dim);
+  const char* names[] = {"all_reduce", "reduce_scatter", "all_gather",
+                         "all_to_all", "slice",          "make_partial"};
+  std::string out =
+      std::string(names[static_cast<int>(kind)]) + "(mesh_dim=" + std::to_string(mesh_dim);
   if (dim >= 0) out += ", dim=" + std::to_string(dim);
   if (kind == Kind::all_to_all) out += ", to_dim=" + std::to_string(to_dim);
   if (kind == Kind::all_reduce || kind == Kind::reduce_scatter || kind == Kind::make_partial)
@@ -82,10 +84,12 @@ std::vector<bool> kept_shards(const Placements& from, const Placements& to) {
 }  // namespace
 
 std::vector<ReshardStep> plan_reshard(const Shape& global, const std::vector<int64_t>& mesh_shape,
-                                      const std::vector<Placement>& from, const std::vector<Placement>& to) {
+                                      const std::vector<Placement>& from,
+                                      const std::vector<Placement>& to) {
   OAR_CHECK_ARG(from.size() == mesh_shape.size() && to.size() == mesh_shape.size(),
-                "reshard: the mesh has " + std::to_string(mesh_shape.size()) + " dims but the placements give " +
-                    std::to_string(from.size()) + " and " + std::to_string(to.size()));
+                "reshard: the mesh has " + std::to_string(mesh_shape.size()) +
+                    " dims but the placements give " + std::to_string(from.size()) + " and " +
+                    std::to_string(to.size()));
   using Kind = ReshardStep::Kind;
   std::vector<ReshardStep> steps;
   Placements cur = from;
@@ -97,7 +101,8 @@ std::vector<ReshardStep> plan_reshard(const Shape& global, const std::vector<int
   for (size_t m = 0; m < n; ++m) {
     if (!cur[m].is_partial() || cur[m] == to[m]) continue;
     const int mm = static_cast<int>(m);
-    if (to[m].is_shard() && !sharded_elsewhere(cur, m, to[m].dim) && !sharded_elsewhere(to, m, to[m].dim)) {
+    if (to[m].is_shard() && !sharded_elsewhere(cur, m, to[m].dim) &&
+        !sharded_elsewhere(to, m, to[m].dim)) {
       steps.push_back({Kind::reduce_scatter, mm, to[m].dim, -1, cur[m].reduce});
       cur[m] = to[m];
     } else {
@@ -110,10 +115,11 @@ std::vector<ReshardStep> plan_reshard(const Shape& global, const std::vector<int
   for (size_t m = 0; m < n; ++m) {
     if (!cur[m].is_shard() || !to[m].is_shard() || cur[m] == to[m]) continue;
     int64_t i = cur[m].dim, j = to[m].dim;
-    bool alone = !sharded_elsewhere(cur, m, i) && !sharded_elsewhere(cur, m, j) && !sharded_elsewhere(to, m, i) &&
-                 !sharded_elsewhere(to, m, j);
+    bool alone = !sharded_elsewhere(cur, m, i) && !sharded_elsewhere(cur, m, j) &&
+                 !sharded_elsewhere(to, m, i) && !sharded_elsewhere(to, m, j);
     int64_t parts = mesh_shape[m];
-    to_all[m] = alone && global[static_cast<size_t>(i)] % parts == 0 && global[static_cast<size_t>(j)] % parts == 0;
+    to_all[m] = alone && global[static_cast<size_t>(i)] % parts == 0 &&
+                global[static_cast<size_t>(j)] % parts == 0;
   }
   // 2. Shards undone, last mesh dim first.
   std::vector<bool> kept = kept_shards(cur, to);
@@ -143,8 +149,9 @@ std::vector<ReshardStep> plan_reshard(const Shape& global, const std::vector<int
     }
   }
   if (!(cur == to)) {
-    throw Error(ErrorCode::internal, "reshard: the plan from " + DistAttr{{}, from}.str() + " ends at " +
-                                         DistAttr{{}, cur}.str() + ", not at " + DistAttr{{}, to}.str());
+    throw Error(ErrorCode::internal, "reshard: the plan from " + DistAttr{{}, from}.str() +
+                                         " ends at " + DistAttr{{}, cur}.str() + ", not at " +
+                                         DistAttr{{}, to}.str());
   }
   return steps;
 }
@@ -178,8 +185,8 @@ Tensor trim_dim(const Tensor& x, int64_t d, int64_t size) {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Runs one step on this rank's piece `x`, placed as `cur` (updated).
-Tensor run_step(const ReshardStep& step, const Tensor& x, const Shape& global, const ProcessMesh& mesh,
-                Placements& cur, int rank) {
+Tensor run_step(const ReshardStep& step, const Tensor& x, const Shape& global,
+                const ProcessMesh& mesh, Placements& cur, int rank) {
   using Kind = ReshardStep::Kind;
   const auto m = static_cast<size_t>(step.mesh_dim);
   const int64_t parts = mesh.shape()[m];
@@ -193,14 +200,16 @@ Tensor run_step(const ReshardStep& step, const Tensor& x, const Shape& global, c
   Tensor out;
   switch (step.kind) {
     case Kind::all_reduce:
-      out = collective("c_all_reduce", x, {{"ranks", group}, {"reduce", static_cast<int64_t>(step.reduce)}});
+      out = collective("c_all_reduce", x,
+                       {{"ranks", group}, {"reduce", static_cast<int64_t>(step.reduce)}});
       next[m] = Placement::Replicate();
       break;
     case Kind::reduce_scatter: {
       const int64_t full = x.shape()[static_cast<size_t>(step.dim)];
       Tensor padded = pad_dim(x, step.dim, ceil_div(full, parts) * parts);
-      out = collective("c_reduce_scatter", padded,
-                       {{"ranks", group}, {"axis", step.dim}, {"reduce", static_cast<int64_t>(step.reduce)}});
+      out = collective(
+          "c_reduce_scatter", padded,
+          {{"ranks", group}, {"axis", step.dim}, {"reduce", static_cast<int64_t>(step.reduce)}});
       out = trim_dim(out, step.dim, shard_length(full, parts, coord));
       next[m] = Placement::Shard(step.dim);
       break;
@@ -210,11 +219,13 @@ Tensor run_step(const ReshardStep& step, const Tensor& x, const Shape& global, c
       // The size of dim d once gathered: the chunk of the earlier mesh dims.
       const int64_t whole = local_shape(global, {mesh, next}, rank)[static_cast<size_t>(step.dim)];
       Tensor padded = pad_dim(x, step.dim, ceil_div(whole, parts));
-      out = trim_dim(collective("c_all_gather", padded, {{"ranks", group}, {"axis", step.dim}}), step.dim, whole);
+      out = trim_dim(collective("c_all_gather", padded, {{"ranks", group}, {"axis", step.dim}}),
+                     step.dim, whole);
       break;
     }
     case Kind::all_to_all:
-      out = collective("c_all_to_all", x, {{"ranks", group}, {"split_axis", step.to_dim}, {"concat_axis", step.dim}});
+      out = collective("c_all_to_all", x,
+                       {{"ranks", group}, {"split_axis", step.to_dim}, {"concat_axis", step.dim}});
       next[m] = Placement::Shard(step.to_dim);
       break;
     case Kind::slice: {
@@ -241,8 +252,8 @@ Tensor owned(const Tensor& x) {
   return apply1(def_of("copy"), in);
 }
 
-Tensor reshard_same_mesh(const Tensor& local, const Shape& global, const ProcessMesh& mesh, const Placements& from,
-                         const Placements& to, int rank) {
+Tensor reshard_same_mesh(const Tensor& local, const Shape& global, const ProcessMesh& mesh,
+                         const Placements& from, const Placements& to, int rank) {
   Tensor x = local;
   Placements cur = from;
   for (const ReshardStep& step : plan_reshard(global, mesh.shape(), from, to)) {
@@ -251,14 +262,18 @@ Tensor reshard_same_mesh(const Tensor& local, const Shape& global, const Process
   return owned(x);
 }
 
-Placements replicated(const ProcessMesh& mesh) { return Placements(static_cast<size_t>(mesh.ndim())); }
+Placements replicated(const ProcessMesh& mesh) {
+  return Placements(static_cast<size_t>(mesh.ndim()));
+}
 
 // Note [Reshard plan], between meshes.
-Tensor reshard_across_meshes(const Tensor& local, const Shape& global, const DistAttr& from, const DistAttr& to,
-                             int rank) {
+Tensor reshard_across_meshes(const Tensor& local, const Shape& global, const DistAttr& from,
+                             const DistAttr& to, int rank) {
   const bool in_from = from.mesh.contains(rank), in_to = to.mesh.contains(rank);
   Tensor full;
-  if (in_from) full = reshard_same_mesh(local, global, from.mesh, from.placements, replicated(from.mesh), rank);
+  if (in_from)
+    full =
+        reshard_same_mesh(local, global, from.mesh, from.placements, replicated(from.mesh), rank);
   const std::vector<int>& sources = from.mesh.process_ids();
   const std::vector<int>& targets = to.mesh.process_ids();
   for (size_t i = 0; i < targets.size(); ++i) {
@@ -267,7 +282,8 @@ Tensor reshard_across_meshes(const Tensor& local, const Shape& global, const Dis
     const int source = sources[i % sources.size()];
     std::vector<int64_t> pair = {std::min(source, target), std::max(source, target)};
     if (rank == source) {
-      for (int64_t d = 0; d < full.dim(); ++d) current_builder().note_size_read(full, d);  // the receiver's shape
+      for (int64_t d = 0; d < full.dim(); ++d)
+        current_builder().note_size_read(full, d);  // the receiver's shape
       collective("c_send", full, {{"ranks", pair}, {"peer", int64_t{target}}});
     } else if (rank == target) {
       Attrs attrs{{"ranks", pair},
@@ -283,20 +299,23 @@ Tensor reshard_across_meshes(const Tensor& local, const Shape& global, const Dis
 
 }  // namespace
 
-Tensor reshard_local(const Tensor& local, const Shape& global_shape, const DistAttr& from, const DistAttr& to) {
+Tensor reshard_local(const Tensor& local, const Shape& global_shape, const DistAttr& from,
+                     const DistAttr& to) {
   const int rank = global_rank();
-  const std::string what = "reshard from " + from.str() + " to " + to.str() + " of a tensor of shape " +
-                           shape_str(global_shape);
+  const std::string what = "reshard from " + from.str() + " to " + to.str() +
+                           " of a tensor of shape " + shape_str(global_shape);
   check_placements(what, from.mesh, from.placements, static_cast<int64_t>(global_shape.size()));
   check_placements(what, to.mesh, to.placements, static_cast<int64_t>(global_shape.size()));
   if (from.mesh.contains(rank)) {
     Shape expect = local_shape(global_shape, from, rank);
-    OAR_CHECK_ARG(local.shape() == expect, what + ": rank " + std::to_string(rank) + " holds a piece of shape " +
-                                               shape_str(local.shape()) + " but its piece is " + shape_str(expect));
+    OAR_CHECK_ARG(local.shape() == expect,
+                  what + ": rank " + std::to_string(rank) + " holds a piece of shape " +
+                      shape_str(local.shape()) + " but its piece is " + shape_str(expect));
   }
   if (from == to) return local;
   if (!(from.mesh == to.mesh)) return reshard_across_meshes(local, global_shape, from, to, rank);
-  if (!from.mesh.contains(rank)) return zeros(local_shape(global_shape, to, rank), local.dtype(), local.device());
+  if (!from.mesh.contains(rank))
+    return zeros(local_shape(global_shape, to, rank), local.dtype(), local.device());
   return reshard_same_mesh(local, global_shape, from.mesh, from.placements, to.placements, rank);
 }
 
