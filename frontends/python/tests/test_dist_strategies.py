@@ -6,7 +6,7 @@ layer_norm/dropout, sharding stages 1-3, DP x TP on a 2x2 mesh, eager and
 pieces of oar.distributed.auto_parallel.sharding (shard_layer,
 shard_optimizer's placements, shard_dataloader) with values checked by hand.
 
-Ranks run through dist_harness.run_ranks (Gloo on cpu). Curves are 4 steps
+Ranks run through dist_harness.run_ranks (Gloo on cpu). Curves are 3 steps
 (the example examples/python/tiny_gpt_dist.py runs 50)."""
 import numpy as np
 import pytest
@@ -17,7 +17,7 @@ from dist_harness import run_ranks
 
 import tiny_gpt
 
-STEPS = 4
+STEPS = 3
 RTOL, ATOL = 2e-4, 2e-5
 
 
@@ -130,6 +130,13 @@ def _activation_placements(rank, world, strategy):
     loss.backward()
     seen["grad q_proj"] = repr(model.blocks[0].attn.q_proj.weight.grad.placements)
     seen["grad fc2"] = repr(model.blocks[0].mlp.fc2.weight.grad.placements)
+    named = dict(model.named_parameters())
+    for n in ("blocks.0.attn.q_proj.weight", "blocks.0.attn.q_proj.bias", "blocks.0.attn.proj.weight",
+              "blocks.0.attn.proj.bias", "blocks.1.mlp.fc1.weight", "blocks.1.mlp.fc2.weight", "wte.weight"):
+        seen["param " + n] = repr(named[n].placements)
+    seen["n_params"] = len(named)
+    seen["all_dist"] = all(p.is_dist() for p in named.values())
+    seen["local q"] = list(named["blocks.0.attn.q_proj.weight"]._local_value().shape)
     return seen
 
 
@@ -144,6 +151,13 @@ def test_strategies_really_split_the_work():
     assert dp["grad q_proj"] == "[Replicate()]"  # the Partial gradient all_reduced into the leaf
     assert sp["blocks.0.ln1"] == "[Shard(dim=1)]" and sp["blocks.0.ln2"] == "[Shard(dim=1)]"
     assert sp["blocks.0.drop"] == "[Shard(dim=1)]"
+    # TP's parameters, as tp_shard_fn placed them; shard_layer replicated the rest
+    assert tp["all_dist"] and tp["n_params"] == len(tiny_gpt.TinyGPT().parameters())
+    assert tp["param blocks.0.attn.q_proj.weight"] == "[Shard(dim=1)]" and tp["local q"] == [128, 64]
+    assert tp["param blocks.0.attn.q_proj.bias"] == "[Shard(dim=0)]"
+    assert tp["param blocks.0.attn.proj.weight"] == "[Shard(dim=0)]" and tp["param blocks.0.attn.proj.bias"] == "[Replicate()]"
+    assert tp["param blocks.1.mlp.fc1.weight"] == "[Shard(dim=1)]" and tp["param blocks.1.mlp.fc2.weight"] == "[Shard(dim=0)]"
+    assert tp["param wte.weight"] == "[Replicate()]"
 
 
 def _dp_tp_stage3(rank, world, steps):
@@ -164,33 +178,6 @@ def test_dp_x_tp_with_sharding_stage3(dense_curve):
 
 
 # ---- the pieces, by hand ----
-def _placements_after_setup(rank, world, strategy):
-    model = tiny_gpt.TinyGPT()
-    opt, _ = tiny_gpt.setup_strategy(model, strategy)
-    named = dict(model.named_parameters())
-    out = {n: repr(named[n].placements) for n in ("blocks.0.attn.q_proj.weight", "blocks.0.attn.q_proj.bias",
-                                                  "blocks.0.attn.proj.weight", "blocks.0.attn.proj.bias",
-                                                  "blocks.1.mlp.fc1.weight", "blocks.1.mlp.fc2.weight",
-                                                  "wte.weight", "ln_f.weight")}
-    out["n_params"] = len(model.parameters())
-    out["all_dist"] = all(p.is_dist() for p in model.parameters())
-    out["local_q"] = list(named["blocks.0.attn.q_proj.weight"]._local_value().shape)
-    return out
-
-
-def test_tp_placements_by_shard_fn():
-    r = run_ranks(_placements_after_setup, world=2, args=("tp",))[0]
-    assert r["all_dist"] and r["n_params"] == len(tiny_gpt.TinyGPT().parameters())
-    assert r["blocks.0.attn.q_proj.weight"] == "[Shard(dim=1)]"
-    assert r["blocks.0.attn.q_proj.bias"] == "[Shard(dim=0)]"
-    assert r["blocks.0.attn.proj.weight"] == "[Shard(dim=0)]"
-    assert r["blocks.0.attn.proj.bias"] == "[Replicate()]"
-    assert r["blocks.1.mlp.fc1.weight"] == "[Shard(dim=1)]"
-    assert r["blocks.1.mlp.fc2.weight"] == "[Shard(dim=0)]"
-    assert r["wte.weight"] == "[Replicate()]"  # shard_layer replicates what shard_fn left
-    assert r["local_q"] == [128, 64]
-
-
 def _stage_state(rank, world, stage):
     """A 2-layer MLP on mesh [0, 1] "dp", one AdamW step under ShardingStage<stage>."""
     mesh = dist.ProcessMesh([0, 1], dim_names=["dp"])
