@@ -104,6 +104,25 @@ def test_strategy_through_to_static(strategy, dense_curve):
         np.testing.assert_allclose(curve, dense_curve[:steps], rtol=RTOL, atol=ATOL, err_msg=strategy)
 
 
+def _clipped_curve(rank, world, strategy, steps, sharding):
+    model = tiny_gpt.TinyGPT()
+    opt, place_batch = tiny_gpt.setup_strategy(model, strategy, sharding=sharding)
+    getattr(opt, "_inner_opt", opt)._grad_clip = oar.nn.ClipGradByGlobalNorm(0.5)
+    return tiny_gpt.train(model, opt, tiny_gpt.batches(steps), place_batch)
+
+
+@pytest.mark.parametrize("strategy, sharding", [("tp", None), ("dp", "stage3")])
+def test_global_norm_clip_over_sharded_gradients(strategy, sharding):
+    """The global norm sums every shard's squares (TP's and ZeRO-3's gradients are split)."""
+    model = tiny_gpt.TinyGPT()
+    opt = tiny_gpt.make_optimizer(model)
+    opt._grad_clip = oar.nn.ClipGradByGlobalNorm(0.5)
+    want = tiny_gpt.train(model, opt, tiny_gpt.batches(STEPS))
+    assert abs(want[2] - tiny_gpt.single_process_curve(STEPS)[2]) > 1e-3  # the clip bites
+    for curve in run_ranks(_clipped_curve, world=2, args=(strategy, STEPS, sharding), timeout=180):
+        np.testing.assert_allclose(curve, want, rtol=RTOL, atol=ATOL)
+
+
 def test_sequence_parallel_with_dropout(dense_curve_dropout):
     curves = run_ranks(_curve, world=2, args=("sp", STEPS, 0.1), timeout=180)
     for curve in curves:
