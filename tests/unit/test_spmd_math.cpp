@@ -231,6 +231,8 @@ TEST_CASE("broadcasting binary ops: Partial stays Partial where the op is linear
   // div: only the dividend may be partial.
   CHECK(rule("div", same, {P, R}) == "P(sum) R -> P(sum)");
   CHECK(rule("div", same, {R, P}) == "R R -> R");
+  CHECK(rule("div", same, {P, R}, {}, 2, {DType::i64, DType::i64}) == "R R -> R");  // 3 / 2 + 3 / 2 != 6 / 2
+  CHECK(rule("mul", same, {P, R}, {}, 2, {DType::i64, DType::i64}) == "P(sum) R -> P(sum)");
   // maximum of P(max) (or minimum of P(min)) with replicated or equally partial operands.
   CHECK(rule("maximum", same, {Pmax, R}) == "P(max) R -> P(max)");
   CHECK(rule("maximum", same, {Pmax, Pmax}) == "P(max) P(max) -> P(max)");

@@ -141,7 +141,8 @@ Grads copy_vjp(const VjpContext& c) { return {G(c)}; }
 // is reduced first unless the op is linear in it:
 //  - add, sub: P(k) op P(k) = P(k) (k sum or avg) when every input is P(k);
 //  - mul: one P(sum|avg) operand times replicated ones stays Partial;
-//  - div: a P(sum|avg) dividend over a replicated divisor stays Partial;
+//  - div: a P(sum|avg) dividend over a replicated divisor stays Partial
+//    (float and complex dtypes: integer division truncates);
 //  - maximum (minimum): operands P(max) (P(min)) or replicated give P(max).
 // Anything else (P + R: a + b would count b once per rank) reduces it: to
 // Replicate (all_reduce, as Paddle: the row-parallel matmul + bias of
@@ -203,7 +204,11 @@ SpmdResult broadcast_rule(const SpmdArgs& args, PartialAlgebra algebra) {
 
 SpmdResult additive_spmd(const SpmdArgs& args) { return broadcast_rule(args, PartialAlgebra::additive); }
 SpmdResult mul_spmd(const SpmdArgs& args) { return broadcast_rule(args, PartialAlgebra::scaling); }
-SpmdResult div_spmd(const SpmdArgs& args) { return broadcast_rule(args, PartialAlgebra::dividend); }
+// Integer division truncates: (a1 + a2) / b is not a1 / b + a2 / b.
+SpmdResult div_spmd(const SpmdArgs& args) {
+  const DType d = args.inputs[0].dtype;
+  return broadcast_rule(args, is_floating(d) || is_complex(d) ? PartialAlgebra::dividend : PartialAlgebra::none);
+}
 SpmdResult maximum_spmd(const SpmdArgs& args) { return broadcast_rule(args, PartialAlgebra::max); }
 SpmdResult minimum_spmd(const SpmdArgs& args) { return broadcast_rule(args, PartialAlgebra::min); }
 SpmdResult plain_broadcast_spmd(const SpmdArgs& args) { return broadcast_rule(args, PartialAlgebra::none); }
