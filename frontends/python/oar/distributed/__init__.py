@@ -32,3 +32,6 @@ from .auto_parallel.sharding import (shard_layer, shard_optimizer, shard_dataloa
 # --- semi-auto parallel: H6 block: to_static, DistModel, Strategy ---
 from .auto_parallel.static_mode import to_static, DistModel  # noqa: E402,F401
 from .auto_parallel.strategy import Strategy  # noqa: E402,F401
+
+# --- semi-auto parallel: H7 block: to_distributed (automatic strategy choice) ---
+from .auto_parallel.auto_strategy import to_distributed, ToDistributedConfig  # noqa: E402,F401
