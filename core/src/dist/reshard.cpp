@@ -26,11 +26,12 @@
 // mesh runs the same steps (the plan depends only on shapes and
 // placements), so the collectives match up across ranks.
 //
-// Between two meshes (pipeline stages) the simplest correct plan: gather to
-// Replicate on the source mesh, send the whole value from one source rank
-// to each target rank that lacks it (pairs in target order, so every rank
-// meets its pairs in one global order and no send waits on a later one),
-// then cut the target's piece locally (phases 4-5 from Replicate).
+// Between two meshes (pipeline stages) a simple correct plan: gather to
+// Replicate on the source mesh; one source rank cuts each target rank that
+// is not in the source mesh its piece (Partial read as Replicate) and
+// sends it (pairs in target order, so every rank meets its pairs in one
+// global order and no send waits on a later one); target ranks in the
+// source mesh cut their own; then phase 5 makes the Partial mesh dims.
 #include <algorithm>
 #include <array>
 
@@ -267,6 +268,22 @@ Placements replicated(const ProcessMesh& mesh) {
 }
 
 // Note [Reshard plan], between meshes.
+// `rank`'s piece of the whole value `full` placed as `attr` (its shards;
+// no Partial in `attr`), cut locally.
+Tensor cut_piece(const Tensor& full, const DistAttr& attr, int rank) {
+  Shape local;
+  std::vector<int64_t> begin = local_begin(full.shape(), attr, rank, &local);
+  std::vector<int64_t> axes, starts, ends;
+  for (size_t d = 0; d < local.size(); ++d) {
+    if (local[d] == full.shape()[d]) continue;
+    current_builder().note_size_read(full, static_cast<int64_t>(d));
+    axes.push_back(static_cast<int64_t>(d));
+    starts.push_back(begin[d]);
+    ends.push_back(begin[d] + local[d]);
+  }
+  return owned(axes.empty() ? full : slice(full, axes, starts, ends));
+}
+
 Tensor reshard_across_meshes(const Tensor& local, const Shape& global, const DistAttr& from,
                              const DistAttr& to, int rank) {
   const bool in_from = from.mesh.contains(rank), in_to = to.mesh.contains(rank);
@@ -274,6 +291,12 @@ Tensor reshard_across_meshes(const Tensor& local, const Shape& global, const Dis
   if (in_from)
     full =
         reshard_same_mesh(local, global, from.mesh, from.placements, replicated(from.mesh), rank);
+  // What moves is each target's piece with its Partial mesh dims read as
+  // Replicate; the target then makes those Partial locally.
+  DistAttr sharded = to;
+  for (Placement& p : sharded.placements)
+    if (p.is_partial()) p = Placement::Replicate();
+  Tensor piece;
   const std::vector<int>& sources = from.mesh.process_ids();
   const std::vector<int>& targets = to.mesh.process_ids();
   for (size_t i = 0; i < targets.size(); ++i) {
@@ -282,19 +305,22 @@ Tensor reshard_across_meshes(const Tensor& local, const Shape& global, const Dis
     const int source = sources[i % sources.size()];
     std::vector<int64_t> pair = {std::min(source, target), std::max(source, target)};
     if (rank == source) {
+      Tensor sent = cut_piece(full, sharded, target);
       for (int64_t d = 0; d < full.dim(); ++d)
         current_builder().note_size_read(full, d);  // the receiver's shape
-      collective("c_send", full, {{"ranks", pair}, {"peer", int64_t{target}}});
+      collective("c_send", sent, {{"ranks", pair}, {"peer", int64_t{target}}});
     } else if (rank == target) {
+      Shape shape = local_shape(global, sharded, rank);
       Attrs attrs{{"ranks", pair},
                   {"peer", int64_t{source}},
-                  {"shape", std::vector<int64_t>(global.begin(), global.end())},
+                  {"shape", std::vector<int64_t>(shape.begin(), shape.end())},
                   {"dtype", static_cast<int64_t>(local.dtype())}};
-      full = current_builder().apply(def_of("c_recv"), {}, attrs, &local.device()).at(0);
+      piece = current_builder().apply(def_of("c_recv"), {}, attrs, &local.device()).at(0);
     }
   }
   if (!in_to) return zeros(local_shape(global, to, rank), local.dtype(), local.device());
-  return reshard_same_mesh(full, global, to.mesh, replicated(to.mesh), to.placements, rank);
+  if (in_from) piece = cut_piece(full, sharded, rank);
+  return reshard_same_mesh(piece, global, to.mesh, sharded.placements, to.placements, rank);
 }
 
 }  // namespace
