@@ -184,3 +184,14 @@ TEST_CASE("dispatch: two meshes in one op name the op, both tensors and both mes
   CHECK(dist::dist_attr(c).mesh == ProcessMesh::from_ids({0}, "x"));
   CHECK(dist::unshard(c).to_vector<float>() == std::vector<float>{2, 4});
 }
+
+TEST_CASE("backward: AutogradMeta::grad_placements places a distributed leaf's gradient") {
+  ProcessMesh m = ProcessMesh::from_ids({0}, "x");
+  Tensor x = Tensor::from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2}).set_requires_grad();
+  Tensor w = dist::shard_tensor(x, m, {Placement::Replicate()});
+  w.impl().autograd->grad_placements = {Placement::Shard(0)};
+  oar::sum(oar::multiply(w, w)).backward();
+  REQUIRE(dist::is_dist(w.grad()));
+  CHECK(dist::dist_attr(w.grad()).placements == std::vector<Placement>{Placement::Shard(0)});
+  CHECK(dist::local_value(w.grad()).to_vector<float>() == std::vector<float>{2, 4, 6, 8});
+}

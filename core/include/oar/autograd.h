@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "oar/op.h"
+#include "oar/spmd.h"
 #include "oar/tensor.h"
 
 namespace oar {
@@ -26,6 +27,10 @@ struct AutogradMeta {
   int output_index = 0;
   Tensor grad;                    ///< accumulated by backward() (leaves)
   std::vector<std::function<Tensor(const Tensor&)>> hooks;
+  /// A distributed leaf's gradient is resharded to these placements when it
+  /// arrives (empty: the leaf's own; ZeRO-2 keeps a replicated parameter's
+  /// gradient Shard(0)). Note [Gradients of distributed tensors].
+  std::vector<Placement> grad_placements;
 };
 
 /// Gradients of `outputs` with respect to `inputs` (paddle.grad).

@@ -232,7 +232,8 @@ Tensor accumulate(const Tensor& sum, const Tensor& g) { return sum.defined() ? a
 // size); a gradient arriving at a distributed leaf is resharded to the
 // leaf's placements (Partial -> Replicate is data parallel's all-reduce,
 // Partial -> Shard a reduce-scatter), so .grad sits where the parameter
-// does; a distributed gradient of a dense input (a dense tensor counts as
+// does, or to AutogradMeta::grad_placements when set (ZeRO-2: a replicated
+// parameter with a sharded gradient); a distributed gradient of a dense input (a dense tensor counts as
 // Replicate() in an op with distributed inputs) is made whole and dense.
 Tensor seed_ones(const Tensor& out) {
   if (!dist::is_dist(out)) return ones_like(out.detach());
@@ -254,7 +255,11 @@ Tensor placed_for(const Tensor& input, Tensor g, bool leaf) {
     g = dist::make_dist(g, {want.mesh, std::vector<Placement>(want.placements.size(), Placement::Replicate())},
                         g.shape());
   }
-  if (leaf && !(dist::dist_attr(g) == want)) g = dist::reshard(g, want.mesh, want.placements);
+  if (!leaf) return g;
+  const auto& meta = input.impl().autograd;
+  const std::vector<Placement>& placements =
+      meta && !meta->grad_placements.empty() ? meta->grad_placements : want.placements;
+  if (!(dist::dist_attr(g) == DistAttr{want.mesh, placements})) g = dist::reshard(g, want.mesh, placements);
   return g;
 }
 

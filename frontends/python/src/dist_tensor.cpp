@@ -98,6 +98,20 @@ void bind_dist_tensor(py::module_& parent) {
       "Where the collectives of reshard build their communicators (the Python default group's "
       "store and device).");
   m.def("_global_rank", &oar::dist::global_rank);
+  m.def(
+      "_set_grad_placements",
+      [](oar::Tensor& t, const std::vector<PlacementTuple>& ps) {
+        auto& meta = t.impl().autograd;
+        if (!meta) meta = std::make_shared<oar::AutogradMeta>();
+        std::vector<oar::Placement> placements = placements_of(ps);
+        if (!placements.empty()) {
+          const oar::DistAttr& a = oar::dist::dist_attr(t);
+          oar::dist::check_placements("_set_grad_placements", a.mesh, placements, t.dim());
+        }
+        meta->grad_placements = std::move(placements);
+      },
+      py::arg("tensor"), py::arg("placements"),
+      "Places a distributed leaf's gradient so when it arrives (an empty list: like the leaf).");
   m.def("is_dist", &oar::dist::is_dist, py::arg("tensor"));
   m.def(
       "dist_attr",
