@@ -25,6 +25,7 @@ the exception text instead (bad-input tests: every rank must raise).
 Reuses dist_helpers' environment handling (the test_dist_*.py harness)."""
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -142,6 +143,7 @@ def run_ranks(fn, world=2, args=(), kwargs=None, timeout=60.0, grace=3.0, extra_
             with open(outs[r], "rb") as f:
                 status = pickle.load(f)
         statuses.append(status)
+    shutil.rmtree(tmp, ignore_errors=True)
     if expect_error:
         missing = [r for r in range(world) if not statuses[r] or statuses[r][0] != "error"]
         if missing:
