@@ -218,3 +218,45 @@ def test_cost_model_bytes_equal_the_counted_collectives(name):
             want["c_" + kind] = (c + calls, total + int(b) * calls)
         got = {k: v for k, v in r["stats"].items() if v[0]}
         assert got == want
+
+
+def _static_program(rank, world, name):
+    model = MLP()
+    opt = oar.optimizer.AdamW(learning_rate=1e-2, parameters=model.parameters())
+    loader = [(mlp_sample(), oar.to_tensor(np.ones((4, 8), np.float32)))]
+    config = dist.ToDistributedConfig(hardware=HW, candidates=[name], print_table=False)
+    model, opt, loader = dist.to_distributed(model, opt, loader, device_num=world, config=config)
+    best, _ = model._auto_plan
+    dist_model = dist.to_static(model, None, lambda y, t: oar.mean(oar.square(oar.subtract(y, t))), opt)
+    dist_model.train()
+    xs, ts = next(iter(loader))
+    dist_model(xs, ts)
+    return {"text": "\n".join(b.local_text for b in dist_model._programs.values()), "model": best.collectives}
+
+
+def _program_collectives(text):
+    """{op: (calls, bytes of the input)} of the all_reduces in a per-rank
+    program, less the scalar one (the whole loss DistModel returns: a read
+    of the loss, not part of the step the cost model counts)."""
+    import re
+    out = {}
+    for dtype, shape, op in re.findall(r"%\w+: (\w+)\[([\d, ]*)\] = (c_\w+)\(", text):
+        assert op == "c_all_reduce" and dtype == "f32", (op, dtype)  # TP and DP need nothing else
+        dims = [int(d) for d in shape.split(",") if d.strip()]
+        if not dims:
+            continue
+        calls, total = out.get(op, (0, 0))
+        out[op] = (calls + 1, total + 4 * int(np.prod(dims)))
+    return out
+
+
+@pytest.mark.parametrize("name", ["tp2", "dp2"])
+def test_cost_model_collectives_equal_the_static_programs(name):
+    """The collectives the cost model counts for TP and DP on the MLP are the
+    ones dist.to_static's partition inserts in each rank's program."""
+    for r in run_ranks(_static_program, world=2, args=(name,)):
+        want = {}
+        for kind, b, _, calls in r["model"]:
+            c, total = want.get("c_" + kind, (0, 0))
+            want["c_" + kind] = (c + calls, total + int(b) * calls)
+        assert _program_collectives(r["text"]) == want, r["text"]

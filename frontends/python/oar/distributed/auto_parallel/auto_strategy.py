@@ -156,14 +156,15 @@ def _nbytes(t):
     return 4.0 * float(np.prod(t.shape)) if hasattr(t, "shape") else 0.0
 
 
-def probe_model(model, sample, samples_in_sample=None):
-    """Runs model(*sample) once with hooks; returns a ModelInfo with every
-    per-sample quantity (divided by the sample's batch size)."""
+def probe_model(model, sample):
+    """Runs model(*sample) once with hooks (in eval mode); returns a
+    ModelInfo with every per-sample quantity (divided by the sample's batch
+    size)."""
     import oar
     import oar.nn as nn
     info = ModelInfo()
     sample = list(sample) if isinstance(sample, (list, tuple)) else [sample]
-    batch = samples_in_sample or int(sample[0].shape[0])
+    batch = int(sample[0].shape[0])
     leaves = {name: sub for name, sub in model.named_sublayers() if not sub._sub_layers}
     owner = {}
     for name, sub in leaves.items():
@@ -177,12 +178,15 @@ def probe_model(model, sample, samples_in_sample=None):
         def hook(layer, inputs, outputs, name=name):
             calls.append((name, layer, inputs[0] if inputs else None, outputs))
         handles.append(sub.register_forward_post_hook(hook))
+    was_training = model.training
+    model.eval()  # dropout off: the probe draws no random numbers, so training's stream is untouched
     try:
         with oar.enable_grad():
             model(*sample)
     finally:
         for h in handles:
             h.remove()
+        model.train() if was_training else model.eval()
     for name, layer, x, y in calls:
         info.act_bytes += _nbytes(y) / batch
         if isinstance(layer, nn.Linear):
