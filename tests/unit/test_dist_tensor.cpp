@@ -195,3 +195,12 @@ TEST_CASE("backward: AutogradMeta::grad_placements places a distributed leaf's g
   CHECK(dist::dist_attr(w.grad()).placements == std::vector<Placement>{Placement::Shard(0)});
   CHECK(dist::local_value(w.grad()).to_vector<float>() == std::vector<float>{2, 4, 6, 8});
 }
+
+TEST_CASE("a distributed tensor's values are read through its piece, never its missing storage") {
+  Tensor d = dist::shard_tensor(Tensor::from_vector(std::vector<float>{1, 2}, {2}), ProcessMesh::from_ids({0}, "x"),
+                                {Placement::Shard(0)});
+  CHECK(contains(error_of([&] { d.to_vector<float>(); }), "distributed tensor (global shape [2])"));
+  CHECK(d.host_data() == nullptr);
+  CHECK(contains(d.str(), "Tensor(shape=[2], mesh=ProcessMesh(shape=[1], process_ids=[0], dim_names=[x]), "
+                          "placements=[Shard(0)], local=Tensor(shape=[2]"));
+}

@@ -10,6 +10,7 @@
 
 #include "dispatch/device_context.h"
 #include "oar/builder.h"
+#include "oar/dist_tensor.h"
 #include "oar/op.h"
 #include "oar/plugin_util.h"
 #include "oar/runtime.h"
@@ -181,6 +182,9 @@ Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape) {
 
 void Tensor::copy_to_host(void* dst) const {
   const TensorImpl& im = impl();
+  OAR_CHECK_ARG(!im.dist, "tensor: this is a distributed tensor (global shape " + shape_str(im.shape) +
+                             ") with no storage of its own; read this rank's piece with dist::local_value or the "
+                             "whole value with dist::unshard");
   OAR_CHECK_ARG(!im.symbol, "tensor: this is a symbolic tensor of a to_static trace (shape " + shape_str(im.shape) +
                                 ", " + std::string(dtype_name(im.dtype)) +
                                 "); its values are not known while tracing, so they cannot be read or copied");
@@ -225,7 +229,7 @@ Tensor Tensor::from_external(void* data, const Shape& shape, DType dtype, const 
 
 void* Tensor::host_data() const {
   const TensorImpl& im = impl();
-  if (im.symbol || !im.storage || numel() == 0) return nullptr;
+  if (im.symbol || im.dist || !im.storage || numel() == 0) return nullptr;
   DeviceBackend& b = backend_of(im.device);
   if (!b.host_addressable(im.device.index)) return nullptr;
   sync_compute_stream(b, im.device.index);
@@ -328,6 +332,7 @@ std::complex<double> Tensor::item_complex() const {
 Tensor Tensor::to(const Device& device) const {
   const TensorImpl& im = impl();
   if (device == im.device) return *this;
+  OAR_CHECK_ARG(!im.dist, "to: a distributed tensor moves with dist::reshard, not to()");
   OAR_CHECK_ARG(!im.symbol, "tensor: this is a symbolic tensor of a to_static trace (shape " + shape_str(im.shape) +
                                 ", " + std::string(dtype_name(im.dtype)) +
                                 "); its values are not known while tracing, so they cannot be read or copied");
@@ -363,6 +368,10 @@ Tensor Tensor::contiguous() const {
 
 std::string Tensor::str(int64_t max_values) const {
   if (!defined()) return "Tensor(undefined)";
+  if (impl().dist) {  // oar/dist_tensor.h: the global shape, this rank's piece
+    return "Tensor(shape=" + shape_str(shape()) + ", " + impl().dist->attr.str() +
+           ", local=" + impl().dist->local.str(max_values) + ")";
+  }
   std::ostringstream out;
   out << "Tensor(shape=" << shape_str(shape()) << ", dtype=" << dtype_name(dtype()) << ", device=" << device().str()
       << ", values=[";
