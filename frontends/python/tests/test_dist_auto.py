@@ -138,6 +138,17 @@ def test_to_distributed_checks_the_world_size():
         dist.to_distributed(MLP(), None, None, device_num=2)
 
 
+def test_one_device_keeps_the_model_and_prints_the_table(capsys):
+    model = MLP()
+    opt = oar.optimizer.AdamW(learning_rate=1e-2, parameters=model.parameters())
+    loader = [(mlp_sample(), mlp_sample())]
+    out = dist.to_distributed(model, opt, loader, device_num=1, config=dist.ToDistributedConfig(hardware=HW))
+    assert out[0] is model and out[1] is opt and out[2] is loader
+    assert not model.fc1.weight.is_dist()
+    text = capsys.readouterr().out
+    assert "to_distributed: candidates" in text and "single" in text and "chosen" in text
+
+
 # ----------------------------------------------------------------- on 2 ranks
 class _Samples(oar.io.Dataset):
     def __init__(self, data):

@@ -528,6 +528,9 @@ def to_distributed(model, optimizer, dataloader, device_num, node_num=1, config=
         print("to_distributed: candidates (estimated per step; Note [Auto cost model])\n" + text, flush=True)
     if best is None:
         raise ValueError(f"to_distributed: no candidate fits (memory budget {budget}):\n{text}")
+    if world == 1:  # one device: nothing to place
+        object.__setattr__(model, "_auto_plan", (best, cands))
+        return model, optimizer, dataloader
     model, optimizer, loader = apply_candidate(best, model, optimizer, dataloader, info)
     object.__setattr__(model, "_auto_plan", (best, cands))
     return model, optimizer, loader
