@@ -131,6 +131,54 @@ void join_meshes(std::vector<Tensor>& operands, const std::vector<bool>& is_leaf
   }
 }
 
+// `program` split before its operation `boundary` (see Partition::forward).
+std::pair<Program, Program> split_program(const Program& program, size_t boundary) {
+  Program fwd, bwd;
+  std::unordered_map<const Value*, Value*> fmap, bmap;
+  for (const Value* v : program.inputs()) {
+    fmap[v] = fwd.add_input(v->name(), v->type());
+    bmap[v] = bwd.add_input(v->name(), v->type());
+  }
+  for (const Value* v : program.parameters()) {
+    fmap[v] = fwd.add_parameter(v->name(), v->type());
+    bmap[v] = bwd.add_parameter(v->name(), v->type());
+  }
+  for (const Value* v : program.constants()) {
+    fmap[v] = fwd.add_constant(v->name(), program.constant_value(v));
+    bmap[v] = bwd.add_constant(v->name(), program.constant_value(v));
+  }
+  std::vector<const Value*> carried;
+  auto in_backward = [&](const Value* v) {
+    auto it = bmap.find(v);
+    if (it != bmap.end()) return it->second;
+    Value* input = bwd.add_input("carry_" + std::to_string(carried.size()), v->type());
+    carried.push_back(v);
+    return bmap[v] = input;
+  };
+  size_t index = 0;
+  for (const auto& op : program.block().ops()) {
+    const bool forward = index++ < boundary;
+    std::vector<Value*> operands;
+    for (const Value* v : op->operands()) operands.push_back(forward ? fmap.at(v) : in_backward(v));
+    std::vector<TensorType> types;
+    for (const Value* r : op->results()) types.push_back(r->type());
+    Operation* copy = (forward ? fwd : bwd).append(op->def(), std::move(operands), op->attrs(), types);
+    for (size_t r = 0; r < op->results().size(); ++r) (forward ? fmap : bmap)[op->result(r)] = copy->result(r);
+  }
+  for (const auto& out : program.outputs()) bwd.add_output(in_backward(out.value), out.name);
+  for (size_t i = 0; i < carried.size(); ++i) fwd.add_output(fmap.at(carried[i]), "carry_" + std::to_string(i));
+  return {std::move(fwd), std::move(bwd)};
+}
+
+void clean_up(Program& program) {
+  // Dispatch may emit a piece twice (a decomposition's parts); the
+  // collectives are side effects, never merged or dropped.
+  PassManager cleanup;
+  cleanup.add(make_cse_pass());
+  cleanup.add(make_dce_pass());
+  cleanup.run(program);
+}
+
 }  // namespace
 
 Partition partition(const Program& dense, const PartitionSpec& spec, const Device& device) {
@@ -173,6 +221,7 @@ Partition partition(const Program& dense, const PartitionSpec& spec, const Devic
   }
   std::vector<bool> operand_is_leaf;
 
+  std::optional<size_t> forward_end;  // how many local ops the forward emitted (spec.forward_ops)
   NoGrad no_grad;  // the dense program holds its backward already
   {
     BuilderScope scope(tracer);
@@ -187,7 +236,9 @@ Partition partition(const Program& dense, const PartitionSpec& spec, const Devic
       if (!(dist::dist_attr(t) == attr)) t = dist::reshard(t, attr.mesh, attr.placements);
     }
     std::vector<Tensor> operands;
+    size_t dense_index = 0;
     for (const auto& op : dense.block().ops()) {
+      if (spec.forward_ops && dense_index++ == *spec.forward_ops) forward_end = local.block().size();
       OAR_CHECK_ARG(op->num_regions() == 0, "dist.to_static: " + op->name() +
                                                 " has regions (control flow), which the partition does not "
                                                 "support");
@@ -241,12 +292,16 @@ Partition partition(const Program& dense, const PartitionSpec& spec, const Devic
     }
   }
   verify(local);
-  // Dispatch may emit a piece twice (a decomposition's parts); the
-  // collectives are side effects, never merged or dropped.
-  PassManager cleanup;
-  cleanup.add(make_cse_pass());
-  cleanup.add(make_dce_pass());
-  cleanup.run(local);
+  if (spec.forward_ops) {
+    auto [fwd, bwd] = split_program(local, forward_end.value_or(local.block().size()));
+    verify(fwd);
+    verify(bwd);
+    clean_up(fwd);
+    clean_up(bwd);
+    result.forward.emplace(std::move(fwd));
+    result.backward.emplace(std::move(bwd));
+  }
+  clean_up(local);
   return result;
 }
 

@@ -384,24 +384,35 @@ void bind_ir(py::module_& parent) {
         options.allow_unused = true;
         std::vector<ir::Value*> grads =
             ir::append_backward(program, {program.outputs()[loss_output].value}, wrt, {}, options);
+        // The forward ends with the op computing the loss (composite ops
+        // without a VJP were decomposed in place): the pipeline schedules
+        // split the partitioned program there.
+        size_t forward_ops = 0, index = 0;
+        for (const auto& op : program.block().ops()) {
+          ++index;
+          for (const ir::Value* r : op->results()) {
+            if (r == program.outputs()[loss_output].value) forward_ops = index;
+          }
+        }
         std::vector<std::string> added;
         for (size_t i = 0; i < grads.size(); ++i) {
           if (grads[i] == nullptr) continue;  // the loss does not depend on it
           program.add_output(grads[i], "grad@" + parameters[i]);
           added.push_back(parameters[i]);
         }
-        return added;
+        return py::make_tuple(added, forward_ops);
       },
       py::arg("program"), py::arg("loss_output"), py::arg("parameters"),
-      "Appends the gradients of output loss_output w.r.t. the named parameters as outputs; returns the names "
-      "of the parameters that got one.");
+      "Appends the gradients of output loss_output w.r.t. the named parameters as outputs; returns (the names "
+      "of the parameters that got one, the number of operations before the backward).");
   m.def(
       "dist_partition",
       [](const ir::Program& dense, int rank, const std::vector<std::optional<DistAttrTuple>>& inputs,
          const std::map<std::string, DistAttrTuple>& parameters,
          const std::vector<std::optional<DistAttrTuple>>& outputs, const std::optional<std::string>& device,
-         const std::map<size_t, DistAttrTuple>& marks, bool join_meshes) {
+         const std::map<size_t, DistAttrTuple>& marks, bool join_meshes, std::optional<size_t> forward_ops) {
         ir::PartitionSpec spec;
+        spec.forward_ops = forward_ops;
         for (const auto& [index, a] : marks) spec.marks.emplace(index, dist_attr_of(a));
         spec.join_meshes = join_meshes;
         spec.rank = rank;
@@ -412,13 +423,18 @@ void bind_ir(py::module_& parent) {
         std::vector<std::optional<DistAttrTuple>> attrs;
         for (const auto& a : part.outputs)
           attrs.push_back(a ? std::optional<DistAttrTuple>(dist_attr_tuple(*a)) : std::nullopt);
-        return py::make_tuple(std::make_shared<ir::Program>(std::move(part.program)), attrs, part.output_shapes);
+        auto shared = [](std::optional<ir::Program>& p) -> py::object {
+          if (!p) return py::none();
+          return py::cast(std::make_shared<ir::Program>(std::move(*p)));
+        };
+        return py::make_tuple(std::make_shared<ir::Program>(std::move(part.program)), attrs, part.output_shapes,
+                              shared(part.forward), shared(part.backward));
       },
       py::arg("program"), py::arg("rank"), py::arg("inputs"), py::arg("parameters"), py::arg("outputs"),
       py::arg("device") = py::none(), py::arg("marks") = std::map<size_t, DistAttrTuple>{},
-      py::arg("join_meshes") = false,
+      py::arg("join_meshes") = false, py::arg("forward_ops") = py::none(),
       "Rank `rank`'s program of a dense program (Note [Distributed programs]): (Program, output placements, "
-      "output global shapes).");
+      "output global shapes, forward part, backward part); the parts are None unless forward_ops is given.");
 }
 
 }  // namespace oar_py

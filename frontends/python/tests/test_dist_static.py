@@ -272,7 +272,8 @@ def _mlp_pp(rank, world, schedule, steps):
     # The last transfer is stage 1's loss to stage 0: wait until it has
     # arrived before this process exits (an exit may drop unread bytes).
     dist.barrier()
-    return {"losses": losses, "w": mine._local_value().numpy(), "program": model.dist_main_program()}
+    return {"losses": losses, "w": mine._local_value().numpy(), "program": model.dist_main_program(),
+            "schedule": model._built("train").schedule}
 
 
 @pytest.mark.parametrize("schedule,steps", [("FThenB", 2), ("1F1B", 4)])
@@ -288,6 +289,21 @@ def test_pipeline_parallel_in_static_mode_equals_one_process(schedule, steps):
     assert "c_recv" in r1["program"] and "c_send" in r1["program"], r1["program"]
     rows = 4 // steps  # each micro-batch's program reads batch / accumulate_steps rows
     assert f"input %x0: f32[{rows}, 6]" in r0["program"]
+    # The program runs as a forward part and a backward part per micro-batch,
+    # in the schedule's order.
+    F, B = (lambda m: ("F", m)), (lambda m: ("B", m))
+    if schedule == "FThenB":
+        assert r0["schedule"] == r1["schedule"] == [F(0), F(1), B(0), B(1)]
+    else:  # stage 0 warms up with one forward; the last stage alternates from the start
+        assert r0["schedule"] == [F(0), F(1), B(0), F(2), B(1), F(3), B(2), B(3)]
+        assert r1["schedule"] == [F(0), B(0), F(1), B(1), F(2), B(2), F(3), B(3)]
+    forward0, backward0 = r0["program"].split("// forward part")[1].split("// backward part")
+    forward1, backward1 = r1["program"].split("// forward part")[1].split("// backward part")
+    # Stage 0's forward sends the activation, its backward receives the gradient (and the loss) ...
+    assert "c_send" in forward0 and "c_recv" not in forward0 and "c_recv" in backward0, r0["program"]
+    # ... stage 1's forward receives the activation, its backward sends back the gradient.
+    assert "c_recv" in forward1 and "c_send" not in forward1 and "c_send" in backward1, r1["program"]
+    assert "carry_0" in backward0 and "carry_0" in backward1
 
 
 # ---- one process: the API's errors ----

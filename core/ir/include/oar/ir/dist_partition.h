@@ -40,6 +40,10 @@ struct PartitionSpec {
   /// of the input defined first (leaves first), Replicate(), instead of the
   /// dispatcher's error.
   bool join_meshes = false;
+  /// How many of the dense program's operations are its forward (the rest
+  /// is its backward); when set, Partition::forward and ::backward hold the
+  /// local program split there (pipeline schedules run them separately).
+  std::optional<size_t> forward_ops;
 };
 
 /// The per-rank program and how its outputs are placed.
@@ -50,6 +54,11 @@ struct Partition {
   std::vector<std::optional<DistAttr>> outputs;
   /// The global shape of each output.
   std::vector<Shape> output_shapes;
+  /// With PartitionSpec::forward_ops: `program` in two. `forward` takes the
+  /// inputs and parameters and returns the values the backward reads
+  /// ("carry_<i>"); `backward` takes the inputs, then those values, and
+  /// returns the outputs. Running one after the other equals `program`.
+  std::optional<Program> forward, backward;
 };
 
 /// Builds rank `spec.rank`'s program from `dense` (static shapes only):

@@ -21,9 +21,11 @@ on different meshes and the forward moves activations with dist.reshard
 (recorded as marks in the dense trace, Note [Joining meshes] for the
 backward); the batch runs as micro-batches (accumulate_steps, or rows of
 micro_batch_size) whose mean loss and gradients feed one optimizer step.
-Each micro-batch's per-rank program holds its forward and backward, so the
-ranks run them in that order: both schedule modes ("FThenB", "1F1B") give
-one process's numbers, and neither overlaps stages across micro-batches yet.
+In train mode each rank's program is split into its forward and backward
+parts (the values the backward reads cross as "carry" outputs/inputs), and
+_Built.run_schedule orders them: "FThenB" (all forwards, then all
+backwards) or "1F1B" (warm-up forwards, then one forward and one backward
+in turn). Both give one process's numbers.
 
 Each mode and input signature builds once; later calls run the cached
 program with the executor. In train mode the optimizer then steps on the
@@ -225,11 +227,14 @@ class DistModel:
                                  f"dim 0, but input {i} has shape {list(f.shape)}"
                                  + (" and is distributed" if _C.dist.is_dist(f) else ""))
         step = feeds[0].shape[0] // k
+        micro = [[f[m * step:(m + 1) * step] for f in feeds] for m in range(k)]
+        built = self._program_for(micro[0])  # every micro-batch has the same shapes
         losses, total = [], None
-        for m in range(k):
-            micro = [f[m * step:(m + 1) * step] for f in feeds]
-            built = self._program_for(micro)
-            loss, grads = built.run(self, micro)
+        if self._mode != "train":
+            results = [built.run(self, mb) for mb in micro]
+        else:
+            results = built.run_schedule(self, micro, *self._stage(), pipe.schedule_mode)
+        for loss, grads in results:
             losses.append(loss)
             total = grads if total is None else [a + b for a, b in zip(total, grads)]
         if self._mode == "train":
@@ -332,13 +337,15 @@ class DistModel:
         _C.ir.default_pipeline(dense, device)
         if mode != "predict" and self._n_outs != 1:
             raise ValueError(f"dist.to_static: the loss gave {self._n_outs} values; expected one scalar")
-        grads = []
+        grads, forward_ops = [], None
+        pipeline = self._strategy.pipeline.enable
         if mode == "train":
             wrt = [n for n in trainable if n in dense.parameter_names]
-            grads = _C.ir.append_backward(dense, 0, wrt)
-            _C.ir.default_pipeline(dense, device)
+            grads, forward_ops = _C.ir.append_backward(dense, 0, wrt)
+            if not pipeline:  # (the schedules split the program after forward_ops: keep the ops where they are)
+                _C.ir.default_pipeline(dense, device)
+                forward_ops = None
         replicated = (mesh_core, [_REPLICATE] * len(mesh_core[2]))
-        pipeline = self._strategy.pipeline.enable
         if pipeline:  # the loss goes to every rank of every stage
             ids = sorted({i for a in param_attrs.values() for i in a[0][1]})
             everyone = (([len(ids)], ids, ["pp"]), [_REPLICATE])
@@ -351,14 +358,28 @@ class DistModel:
         mark_attrs = {self._n_outs + i: attr for i, (_, attr) in enumerate(marks)}
         in_attrs = [self._input_attr(f, mesh_core) for f in feeds]
         rank = _C.dist._global_rank()
-        local, local_attrs, shapes = _C.ir.dist_partition(dense, rank, in_attrs, param_attrs, out_attrs, device,
-                                                          mark_attrs, pipeline)
+        local, local_attrs, shapes, fwd, bwd = _C.ir.dist_partition(
+            dense, rank, in_attrs, param_attrs, out_attrs, device, mark_attrs, pipeline, forward_ops)
         built = _Built(mode, dense, local, in_attrs, local_attrs, shapes, grads, self._structure, device)
+        if fwd is not None:
+            built.split(fwd, bwd, device)
         if self._print or _log_info():
             print(f"// dist.to_static: dense program ({mode})\n{built.dense_text}\n"
                   f"// dist.to_static: program of rank {rank} ({mode})\n{built.local_text}", file=sys.stderr,
                   flush=True)
         return built
+
+    def _stage(self):
+        """(this rank's pipeline stage, the number of stages): the stages are
+        the parameters' meshes in the order the layer holds them."""
+        meshes, rank = [], _C.dist._global_rank()
+        for _, p in self._state():
+            if _C.dist.is_dist(p):
+                ids = tuple(_C.dist.dist_attr(p)[0][1])
+                if ids not in meshes:
+                    meshes.append(ids)
+        mine = [i for i, ids in enumerate(meshes) if rank in ids]
+        return (mine[0] if mine else len(meshes) - 1), len(meshes)
 
 
 class _Built:
@@ -370,23 +391,73 @@ class _Built:
         self.dense_text, self.local_text = str(dense), str(local)
         self.parameter_names = list(local.parameter_names)
         self.executor = _C.ir.Executor(local, device)
+        self.forward = self.backward = None
 
-    def run(self, model, feeds):
-        """Predict: the outputs; train and eval: (the loss, the gradients' local pieces)."""
-        locals_ = []
+    def split(self, forward, backward, device):
+        """The program's forward and backward parts (pipeline schedules)."""
+        self.forward = _C.ir.Executor(forward, device)
+        self.backward = _C.ir.Executor(backward, device)
+        self.local_text += f"\n// forward part\n{forward}\n// backward part\n{backward}"
+
+    def _local_inputs(self, feeds):
+        out = []
         for f, attr in zip(feeds, self.in_attrs):
             if _C.dist.is_dist(f):
-                locals_.append(_C.dist.local_value(f))
+                out.append(_C.dist.local_value(f))
             elif attr is None:
-                locals_.append(f)
+                out.append(f)
             else:  # every rank has the whole batch: keep this rank's piece (a local slice)
-                locals_.append(_C.dist.local_value(_C.dist.shard_tensor(f, attr[0], attr[1])))
+                out.append(_C.dist.local_value(_C.dist.shard_tensor(f, attr[0], attr[1])))
+        return out
+
+    def _bind(self, model, executors):
         state = dict(model._state())
         params = {}
         for name in self.parameter_names:
             t = state[name]
             params[name] = _C.dist.local_value(t) if _C.dist.is_dist(t) else Tensor(t)
-        self.executor.set_parameters(params)
+        for e in executors:
+            e.set_parameters(params)
+
+    def run_schedule(self, model, micro, stage, stages, mode):
+        """Pipeline schedules over the split program: "FThenB" runs every
+        micro-batch's forward, then every backward; "1F1B" runs
+        stages - stage - 1 forwards, then alternates one forward and one
+        backward, then the remaining backwards (Megatron's 1F1B). The
+        transfers pair up in the same order on both sides of each stage
+        boundary, so either schedule completes; the micro-batches' results
+        are returned in order. Without a split (no backward): one by one."""
+        if self.forward is None:
+            return [self.run(model, mb) for mb in micro]
+        self._bind(model, [self.forward, self.backward])
+        inputs = [self._local_inputs(mb) for mb in micro]
+        carried, results = {}, {}
+
+        def forward(m):
+            carried[m] = self.forward.run(inputs[m])
+
+        def backward(m):
+            outs = self.backward.run(inputs[m] + list(carried.pop(m)))
+            results[m] = (np.asarray(outs[0].numpy()), outs[len(outs) - len(self.grads):])
+
+        k = len(micro)
+        if mode == "FThenB":
+            order = [("F", m) for m in range(k)] + [("B", m) for m in range(k)]
+        else:
+            warmup = min(stages - stage - 1, k)
+            order = [("F", m) for m in range(warmup)]
+            for m in range(warmup, k):
+                order += [("F", m), ("B", m - warmup)]
+            order += [("B", m) for m in range(k - warmup, k)]
+        for kind, m in order:
+            (forward if kind == "F" else backward)(m)
+        self.schedule = order
+        return [results[m] for m in range(k)]
+
+    def run(self, model, feeds):
+        """Predict: the outputs; train and eval: (the loss, the gradients' local pieces)."""
+        locals_ = self._local_inputs(feeds)
+        self._bind(model, [self.executor])
         outs = self.executor.run(locals_)
         if self.mode == "predict":
             wrapped = [o if a is None else _C.dist.dtensor_from_local(o, a[0], a[1], list(s))
