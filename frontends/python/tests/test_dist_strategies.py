@@ -231,14 +231,8 @@ def _dense_stage_reference():
     return model[0].weight.numpy()
 
 
-_STAGE2_GRADS = pytest.mark.xfail(not hasattr(oar._C.dist, "_set_grad_placements"), strict=True,
-                                  reason="the engine reshards a leaf's gradient to the leaf's placements "
-                                         "(no _C.dist._set_grad_placements): stage 2's gradient is Replicate")
-
-
 @pytest.mark.parametrize("stage, param, grad", [(1, "[Replicate()]", "[Replicate()]"),
-                                                pytest.param(2, "[Replicate()]", "[Shard(dim=0)]",
-                                                             marks=_STAGE2_GRADS),
+                                                (2, "[Replicate()]", "[Shard(dim=0)]"),
                                                 (3, "[Shard(dim=0)]", "[Shard(dim=0)]")])
 def test_sharding_stage_placements(stage, param, grad):
     want = _dense_stage_reference()

@@ -14,13 +14,11 @@ placement: the stage's mesh dim becomes Shard(d) on the first tensor dim d
 not already sharded on another mesh dim (Paddle's get_placement_with_sharding).
 - Stage 1: moments sharded; the updated parameter comes out sharded and is
   resharded back to the parameter's placements (an all_gather).
-- Stage 2: also the gradient: each parameter's gradient is placed sharded
-  as backward produces it (a reduce_scatter of the Partial gradient instead
-  of an all_reduce), where the engine lets a leaf's gradient be placed
-  unlike the leaf (_C.dist._set_grad_placements). Without that, the engine
-  reshards a leaf's gradient to the leaf's placements (Note [Gradients of
-  distributed tensors] in engine.cpp: an all_reduce to Replicate) and
-  step() slices it locally: the same values, not ZeRO-2's memory.
+- Stage 2: also the gradient: each parameter's .grad is placed sharded
+  (_C.dist._set_grad_placements, AutogradMeta::grad_placements; Note
+  [Gradients of distributed tensors] in engine.cpp), so backward turns the
+  Partial gradient into a reduce_scatter instead of an all_reduce, and
+  only this rank's piece is kept.
 - Stage 3: also the parameter: it is stored sharded; a forward pre-hook on
   its layer swaps in the gathered value (dist.reshard, differentiable) and a
   post-hook swaps the sharded leaf back. The reshard's VJP takes the
@@ -38,12 +36,6 @@ from ...nn.layer import Layer
 from ...nn.parameter import Parameter
 from . import api as _api
 from .placement import Partial, Replicate, Shard, to_core
-
-
-def _keeps_grad_placements():
-    """Whether the engine can place a leaf's gradient other than the leaf
-    (stage 2's sharded gradients; Note [Sharded optimizer])."""
-    return hasattr(_C.dist, "_set_grad_placements")
 
 
 def _shard_dim(placement):
@@ -226,12 +218,9 @@ class _ShardOptimizer:
         if shard_fn.stage >= 1:
             for p in params:
                 shard_fn._mesh_axis(p.process_mesh)  # the stage's mesh dim exists on every parameter's mesh
-        if shard_fn.stage >= 2:
-            for p in params:
-                if _keeps_grad_placements():
-                    _C.dist._set_grad_placements(p, to_core(shard_fn.sharded_placements(p), "ShardingStage2"))
-                else:
-                    p.register_hook(self._grad_hook(p))
+        if shard_fn.stage == 2:
+            for p in params:  # backward places the gradient sharded: a reduce_scatter, not an all_reduce
+                _C.dist._set_grad_placements(p, to_core(shard_fn.sharded_placements(p), "ShardingStage2"))
         if shard_fn.stage == 3:
             self._shard_parameters(params)
 
@@ -239,15 +228,6 @@ class _ShardOptimizer:
         for p in params:
             if not p.is_dist():
                 p._set_data_(_api.shard_tensor(p.detach(), mesh, _replicated(mesh)))
-
-    def _grad_hook(self, p):
-        shard_fn = self._shard_fn
-
-        def reshard_partial(g):
-            if _is_dist(g) and any(isinstance(pl, Partial) for pl in g.placements):
-                return _api.reshard(g, g.process_mesh, shard_fn.sharded_placements(p))
-            return None
-        return reshard_partial
 
     # ---- stage 3: parameters sharded, gathered for use ----
     def _shard_parameters(self, params):
