@@ -319,7 +319,8 @@ def test_to_static_refuses_what_it_cannot_run():
     with pytest.raises(TypeError, match="strategy must be a dist.Strategy"):
         dist.to_static(layer, None, None, strategy={"pipeline": {}})
     with pytest.raises(ValueError, match="schedule_mode must be 'FThenB' or '1F1B'"):
-        dist.to_static(layer, None, None, strategy=dist.Strategy({"pipeline": {"enable": True, "schedule_mode": "VPP"}}))
+        vpp = dist.Strategy({"pipeline": {"enable": True, "schedule_mode": "VPP"}})
+        dist.to_static(layer, None, None, strategy=vpp)
 
 
 def test_strategy_sections_and_unknown_options():
