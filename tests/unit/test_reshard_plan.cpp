@@ -209,8 +209,15 @@ std::string host_ops_on_two_ranks(int rank, int) {
   auto first = [&](const std::string& q) {
     if (p.empty()) p = q;
   };
+  oar::dist::reset_collective_stats();
   first(same(call("c_all_reduce", {x}, {{"ranks", ranks}}),
              Tensor::from_vector<float>({10, 12, 14, 16}, {2, 2}), "c_all_reduce sum"));
+  {  // Note [Collective counts]: one call of a [2, 2] f32 input
+    auto stats = oar::dist::collective_stats();
+    auto it = stats.find("c_all_reduce");
+    if (stats.size() != 1 || it == stats.end() || it->second.calls != 1 || it->second.bytes != 16)
+      first("collective_stats after one c_all_reduce of [2, 2] f32 is not {c_all_reduce: (1, 16)}");
+  }
   first(same(call("c_all_reduce", {x}, {{"ranks", ranks}, {"reduce", int64_t{2}}}),
              iota({2, 2}, 10), "c_all_reduce max"));
   first(same(x, iota({2, 2}, static_cast<float>(10 * rank)), "c_all_reduce leaves its input"));

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -128,6 +129,16 @@ std::vector<Tensor> dispatch(const OpDef& op, std::span<const Tensor> inputs, co
                              const Device* device);
 /// Whether any input is distributed.
 bool any_dist(std::span<const Tensor> inputs);
+
+/// Host ops run by this process (Note [Collective counts] in
+/// core/src/dist/collective_ops.cpp): calls and input bytes.
+struct CollectiveCount {
+  int64_t calls = 0;
+  int64_t bytes = 0;
+};
+/// Per host op name (c_all_reduce, ...), since the start or the last reset.
+std::map<std::string, CollectiveCount> collective_stats();
+void reset_collective_stats();
 
 }  // namespace dist
 }  // namespace oar

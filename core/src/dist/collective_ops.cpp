@@ -417,9 +417,40 @@ std::vector<Tensor> recv_host(std::span<const Tensor>, const Attrs& given) {
 
 }  // namespace
 
+namespace {
+// Note [Collective counts]: how many host ops of each kind this process
+// ran and the bytes of their inputs (c_recv: of its output), eager and
+// executor alike (both come through run_host_op). The semi-auto-parallel
+// benchmark compares what the rules inserted with the analytic minimum.
+std::mutex g_stats_mutex;
+std::map<std::string, CollectiveCount> g_stats;
+}  // namespace
+
+std::map<std::string, CollectiveCount> collective_stats() {
+  std::lock_guard lock(g_stats_mutex);
+  return g_stats;
+}
+
+void reset_collective_stats() {
+  std::lock_guard lock(g_stats_mutex);
+  g_stats.clear();
+}
+
 std::vector<Tensor> run_host_op(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
                                 std::span<const TensorMeta> out_meta) {
   std::vector<Tensor> outputs = op.host(inputs, attrs);
+  {
+    int64_t bytes = 0;
+    if (inputs.empty()) {
+      for (const TensorMeta& m : out_meta) bytes += shape_numel(m.shape) * static_cast<int64_t>(dtype_size(m.dtype));
+    } else {
+      for (const Tensor& t : inputs) bytes += shape_numel(t.shape()) * static_cast<int64_t>(dtype_size(t.dtype()));
+    }
+    std::lock_guard lock(g_stats_mutex);
+    CollectiveCount& c = g_stats[op.name];
+    c.calls += 1;
+    c.bytes += bytes;
+  }
   if (outputs.size() != out_meta.size()) {
     throw Error(ErrorCode::internal,
                 op.name + ": the host function gave " + std::to_string(outputs.size()) +

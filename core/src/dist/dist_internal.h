@@ -6,6 +6,7 @@
 // IR while tracing.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <vector>
 

@@ -98,6 +98,13 @@ void bind_dist_tensor(py::module_& parent) {
       "Where the collectives of reshard build their communicators (the Python default group's "
       "store and device).");
   m.def("_global_rank", &oar::dist::global_rank);
+  // Note [Collective counts] in core/src/dist/collective_ops.cpp (the integrator's benchmark).
+  m.def("collective_stats", [] {
+    py::dict out;
+    for (const auto& [name, c] : oar::dist::collective_stats()) out[py::str(name)] = py::make_tuple(c.calls, c.bytes);
+    return out;
+  }, "Per host collective op: (calls, input bytes) this process ran since the start or the last reset.");
+  m.def("reset_collective_stats", &oar::dist::reset_collective_stats);
   m.def(
       "_set_grad_placements",
       [](oar::Tensor& t, const std::vector<PlacementTuple>& ps) {
