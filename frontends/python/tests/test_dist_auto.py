@@ -62,6 +62,7 @@ def test_probe_finds_the_megatron_pairs_of_the_tiny_gpt():
         want += [([attn + "q_proj", attn + "k_proj", attn + "v_proj"], attn + "proj"), ([mlp + "fc1"], mlp + "fc2")]
     assert pairs == want  # the head (128 -> 256) has no row partner: it stays replicated
     assert all(p[4] for p in info.pairs)  # each block input needs a gradient (backward all_reduce)
+    assert [p[5] for p in info.pairs] == [f"blocks.{b}.{ln}" for b in range(2) for ln in ("ln1", "ln2")]
     # Linear flops per sample: 16 tokens * 2 * (4*128*128 + 2*128*512) per block + the head 2*128*256.
     per_token = 2 * (2 * (4 * 128 * 128 + 2 * 128 * 512) + 128 * 256)
     assert sum(f for _, _, f, _ in info.linears.values()) == pytest.approx(16 * per_token)
@@ -73,7 +74,7 @@ def test_probe_finds_the_megatron_pairs_of_the_tiny_gpt():
 
 def test_probe_finds_the_mlp_pair_and_counts_its_parameters():
     info = A.probe_model(MLP(), [mlp_sample()])
-    assert [(c, r, needs) for c, r, _, _, needs in info.pairs] == [(["fc1"], "fc2", False)]
+    assert [(c, r, needs, producer) for c, r, _, _, needs, producer in info.pairs] == [(["fc1"], "fc2", False, None)]
     assert info.param_bytes == 4 * (8 * 32 + 32 + 32 * 8 + 8)
 
 
@@ -274,3 +275,31 @@ def test_cost_model_collectives_equal_the_static_programs(name):
             c, total = want.get("c_" + kind, (0, 0))
             want["c_" + kind] = (c + calls, total + int(b) * calls)
         assert _program_collectives(r["text"]) == want, r["text"]
+
+
+def _counted_gpt(rank, world, name):
+    cfg = GPTConfig()
+    model = TinyGPT(cfg)
+    loader = oar.io.DataLoader(_Samples(batches(1, 4, cfg)), batch_size=4, shuffle=False)
+    config = dist.ToDistributedConfig(hardware=HW, candidates=[name], print_table=False)
+    model, opt, loader = dist.to_distributed(model, make_optimizer(model), loader, device_num=world, config=config)
+    best, _ = model._auto_plan
+    tokens, labels = next(iter(loader))
+    oar._C.dist.reset_collective_stats()
+    loss_fn(model(tokens), labels).backward()
+    opt.step()
+    stats = oar._C.dist.collective_stats()
+    return {"stats": {k: tuple(v) for k, v in stats.items() if v[0]}, "model": best.collectives}
+
+
+@pytest.mark.skipif(not hasattr(oar._C.dist, "collective_stats"), reason="needs _C.dist.collective_stats (H2)")
+def test_cost_model_counts_the_tiny_gpts_tensor_parallel_collectives():
+    """tp2 on the tiny GPT, one eager step: per block 2 forward all_reduces
+    of a [4, 16, 128] activation, backward 3 (q, k, v) + 1 (fc1) of the
+    block's input gradient and 4 of the layer_norms' parameter gradients."""
+    r = run_ranks(_counted_gpt, world=2, args=("tp2",))[0]
+    act, ln = 4 * 16 * 128 * 4, 128 * 4
+    assert r["stats"] == {"c_all_reduce": (2 * (2 + 4 + 4), 2 * ((2 + 4) * act + 4 * ln))}
+    calls = sum(k for _, _, _, k in r["model"])
+    moved = sum(int(b) * k for _, b, _, k in r["model"])
+    assert (calls, moved) == r["stats"]["c_all_reduce"]

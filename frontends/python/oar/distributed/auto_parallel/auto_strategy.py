@@ -25,8 +25,11 @@ time = compute + communication, per rank.
 - communication: the collectives the placements imply, each as (kind,
   bytes of this rank's input, group size), the same quantity
   `_C.dist.collective_stats()` counts: TP: one all_reduce of the row layer's
-  output per pair forward, one of the column group's input backward (when
-  that input needs a gradient); DP: one all_reduce of each gradient; stage 1
+  output per pair forward; backward (when the group's input needs a
+  gradient) one all_reduce of that input's gradient per column layer (q, k
+  and v each: their Partial gradients are reduced one by one, as counted on
+  the tiny GPT) and one of each parameter gradient of the layer that made
+  the input (layer_norm's weight and bias see a Partial gradient); DP: one all_reduce of each gradient; stage 1
   adds an all_gather of each updated piece; stage 2 a reduce_scatter of each
   gradient plus the all_gather; stage 3 an all_gather of each piece in the
   forward and a reduce_scatter of each gradient. A collective costs
@@ -131,7 +134,7 @@ class ModelInfo:
     """What the probe found: params [(name, numel, layer name)], linears
     {name: (in, out, flops per sample, output bytes per sample)}, pairs
     [(column names, row name, col input bytes/sample, row output
-    bytes/sample, input needs grad)], act_bytes and col_act_bytes per sample,
+    bytes/sample, input needs grad, producer layer)], act_bytes and col_act_bytes per sample,
     the boundary activation bytes per sample (for PP), the number of blocks."""
 
     def __init__(self):
@@ -223,7 +226,9 @@ def _depends(y, x):
 
 
 def _find_pairs(calls, batch):
-    """Megatron pairs in call order: a column group is the consecutive Linear
+    """Megatron pairs in call order, each (column names, row name, input
+    bytes / sample, output bytes / sample, input needs grad, the leaf layer
+    that produced the input or None). A column group is the consecutive Linear
     calls of one parent layer on the same input tensor; its row layer is the
     next Linear call of that parent, whose input is computed from every
     group output without another Linear between (only the group's siblings
@@ -244,7 +249,9 @@ def _find_pairs(calls, batch):
                          and all(g[1].in_features == layer.in_features for g in group))
             if widths_ok and all(_depends(rx, g[3]) for g in group):
                 needs_grad = not getattr(x, "stop_gradient", True)
-                pairs.append(([g[0] for g in group], rname, _nbytes(x) / batch, _nbytes(ry) / batch, needs_grad))
+                producer = next((n for n, _, _, out in calls if out is x), None)
+                pairs.append(([g[0] for g in group], rname, _nbytes(x) / batch, _nbytes(ry) / batch, needs_grad,
+                              producer))
                 used.update(g[0] for g in group)
                 used.add(rname)
                 i = j + 1
@@ -311,10 +318,12 @@ def collectives_of(cand, info, batch, grad_placements=True):
     tokens_batch = batch / cand.dp  # samples this rank computes
     paired = info.paired_layers() if cand.tp > 1 else {}
     if cand.tp > 1:
-        for cols, row, in_b, out_b, needs_grad in info.pairs:
+        for cols, row, in_b, out_b, needs_grad, producer in info.pairs:
             out.append(("all_reduce", out_b * tokens_batch, cand.tp, 1))
-            if needs_grad:
-                out.append(("all_reduce", in_b * tokens_batch, cand.tp, 1))
+            if needs_grad:  # Note [Auto cost model]: one per column layer's Partial input gradient
+                out.append(("all_reduce", in_b * tokens_batch, cand.tp, len(cols)))
+                out += [("all_reduce", 4.0 * n, cand.tp, 1) for _, n, layer in info.params
+                        if layer == producer and layer not in paired]
     if cand.dp > 1:
         for name, numel, layer in info.params:
             b = 4.0 * numel / (cand.tp if layer in paired else 1)
