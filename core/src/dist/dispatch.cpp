@@ -11,7 +11,8 @@
 //  3. asks the SPMD rule (spmd.h) once per mesh dim what placements the op
 //     needs its inputs in and what the outputs come out as. An op without a
 //     rule runs its decomposition when it has one (its parts use their
-//     rules), otherwise spmd::replicate_all (logged at OAR_LOG_LEVEL=debug).
+//     rules), otherwise spmd::replicate_all (logged at OAR_LOG_LEVEL=debug,
+//     as is every input the op reshards);
 //     A composite op without a VJP whose inputs need grad decomposes too, as
 //     in dense eager mode, so the tape has VJPs to run;
 //  4. reshards each input that differs (reshard_local: not recorded), works
@@ -183,6 +184,12 @@ std::vector<Tensor> dispatch(const OpDef& op, std::span<const Tensor> inputs, co
     std::vector<std::vector<int64_t>> in_offsets(inputs.size()), out_offsets(out_meta.size());
     for (size_t i = 0; i < inputs.size() && member; ++i) {
       Tensor piece = is_dist(inputs[i]) ? local_value(inputs[i]) : inputs[i];
+      if (!(in_attr[i] == plan.inputs[i]) && log_enabled(OAR_LOG_DEBUG)) {
+        log_message(OAR_LOG_DEBUG, "dist: " + op.name + " reshards input " + std::to_string(i) + " " +
+                                       shape_str(inputs[i].shape()) + " from " +
+                                       placements_str(in_attr[i].placements) + " to " +
+                                       placements_str(plan.inputs[i].placements));
+      }
       local_in[i] = local_as(piece, inputs[i].shape(), in_attr[i], plan.inputs[i]);
       local_in_meta[i] = {local_in[i].dtype(), local_in[i].shape()};
       in_offsets[i] = local_begin(inputs[i].shape(), plan.inputs[i], rank);

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "dist/dist_internal.h"
+#include "runtime/runtime_state.h"
 #include "oar/autograd.h"
 #include "oar/builder.h"
 #include "oar/dist_env.h"
@@ -405,6 +406,7 @@ Tensor reshard(const Tensor& t, const ProcessMesh& mesh, std::vector<Placement> 
   check_mesh_exists(what, mesh);
   DistAttr to{mesh, std::move(placements)};
   if (from == to) return t;
+  if (log_enabled(OAR_LOG_DEBUG)) log_message(OAR_LOG_DEBUG, "dist: " + what + " to " + to.str());
   Tensor local;
   {
     NoGrad no_grad;

@@ -253,6 +253,8 @@ void host_scratch_free(void* host, const OarKernelContext* ctx, void* ptr) {
 
 thread_local LaunchDevice t_launch_device;
 
+bool log_enabled(int32_t level) { return level >= log_threshold(); }
+
 void log_message(int32_t level, const std::string& message) {
   if (level < log_threshold()) return;
   std::fprintf(stderr, "oar %s: %s\n", level_name(level), message.c_str());

@@ -155,5 +155,7 @@ OarAttrs_t attrs_handle(const Attrs& attrs);
 
 /// Log to stderr when `level` >= $OAR_LOG_LEVEL (default warning).
 void log_message(int32_t level, const std::string& message);
+/// Whether log_message(level, ...) prints (to skip building the message).
+bool log_enabled(int32_t level);
 
 }  // namespace oar
