@@ -223,6 +223,23 @@ class EndOfPassCallbacks {
 
 Tensor accumulate(const Tensor& sum, const Tensor& g) { return sum.defined() ? add(sum, g) : g; }
 
+// Note [Summing partial gradients]
+// A distributed value used by several ops gets one gradient from each; some
+// come Partial() (the input gradient of a column-parallel matmul) and
+// others not (a residual connection's Replicate()). add(R, P) reduces its
+// Partial operand (an all_reduce), so summing R + P1 + P2 in arrival order
+// would reduce twice. The Partial gradients of a slot are summed apart
+// (P1 + P2 stays Partial) and added to the rest once, when the slot is
+// taken: one reduction. (Turning R into P instead would leave the whole
+// upstream gradient Partial and cost more collectives further back.)
+bool has_partial(const Tensor& g) {
+  if (!dist::is_dist(g)) return false;
+  for (const Placement& p : dist::dist_attr(g).placements) {
+    if (p.is_partial()) return true;
+  }
+  return false;
+}
+
 // Note [Gradients of distributed tensors]
 // Every distributed value is a global value whatever its placements, so the
 // ops' VJPs are right unchanged (Note [Distributed dispatch]). The engine
@@ -332,7 +349,14 @@ class Backward {
   bool create_graph_;
   const std::vector<Tensor>* targets_;  // not owned; null for backward()
   std::unordered_map<Slot, Tensor, SlotHash> slot_grads_;  // pending, per node output
+  std::unordered_map<Slot, Tensor, SlotHash> slot_partials_;  // pending Partial() ones (Note [Summing partial gradients])
   std::unordered_map<AutogradMeta*, Tensor> leaf_grads_;   // summed, per leaf
+  std::unordered_map<AutogradMeta*, Tensor> leaf_inputs_;  // a distributed leaf, to place its gradient
+  /// The summed gradient of `leaf`, placed like it when it is distributed.
+  Tensor leaf_grad(AutogradMeta* leaf, Tensor g) {
+    auto it = leaf_inputs_.find(leaf);
+    return it == leaf_inputs_.end() ? g : placed_for(it->second, std::move(g), true);
+  }
   std::vector<Node*> roots_;                               // not owned
   std::unordered_set<AutogradMeta*> target_leaves_;
   std::unordered_set<Slot, SlotHash> target_slots_;
@@ -422,10 +446,18 @@ bool Backward::take_output_grads(Node& node, std::vector<Tensor>& grads) {
   for (size_t i = 0; i < grads.size(); ++i) {
     Slot s{&node, static_cast<int>(i)};
     auto it = slot_grads_.find(s);
-    if (it == slot_grads_.end()) continue;
-    grads[i] = apply_hooks(node.output_hooks[i], it->second);
+    Tensor g;
+    if (it != slot_grads_.end()) {
+      g = std::move(it->second);
+      slot_grads_.erase(it);
+    }
+    if (auto p = slot_partials_.find(s); p != slot_partials_.end()) {  // Note [Summing partial gradients]
+      g = accumulate(g, p->second);
+      slot_partials_.erase(p);
+    }
+    if (!g.defined()) continue;
+    grads[i] = apply_hooks(node.output_hooks[i], g);
     if (target_slots_.count(s)) captured_[s] = grads[i];
-    slot_grads_.erase(it);
     any = true;
   }
   return any;
@@ -466,10 +498,16 @@ void Backward::pass_on(const Node& node, size_t i, Tensor g) {
                                          shape_str(node.inputs[i].shape()));
   }
   if (g.dtype() != node.inputs[i].dtype()) g = cast(g, node.inputs[i].dtype());
-  g = placed_for(node.inputs[i], std::move(g), !node.next_node[i]);  // Note [Gradients of distributed tensors]
+  // Note [Gradients of distributed tensors]: a leaf's gradient is placed
+  // like the leaf once its contributions are summed (Note [Summing partial
+  // gradients]), when it is handed out (leaf_grad).
+  g = placed_for(node.inputs[i], std::move(g), false);
+  if (!node.next_node[i] && node.next_leaf[i] && dist::is_dist(node.inputs[i]))
+    leaf_inputs_.emplace(node.next_leaf[i].get(), node.inputs[i]);
   if (node.next_node[i]) {
     Slot s{node.next_node[i].get(), node.next_index[i]};
-    slot_grads_[s] = accumulate(slot_grads_[s], g);
+    if (has_partial(g)) slot_partials_[s] = accumulate(slot_partials_[s], g);  // Note [Summing partial gradients]
+    else slot_grads_[s] = accumulate(slot_grads_[s], g);
   } else if (node.next_leaf[i]) {
     AutogradMeta* leaf = node.next_leaf[i].get();
     leaf_grads_[leaf] = accumulate(leaf_grads_[leaf], g);
@@ -514,7 +552,7 @@ void Backward::finish_leaf_edges(const Node& node) {
     if (!leaf || !node.input_requires_grad[i] || --leaf_edges_left_[leaf] > 0) continue;
     auto it = leaf_grads_.find(leaf);
     if (it == leaf_grads_.end()) continue;
-    Tensor g = std::move(it->second);
+    Tensor g = leaf_grad(leaf, std::move(it->second));
     leaf_grads_.erase(it);
     accumulate_leaf(leaf, g);
   }
@@ -547,7 +585,7 @@ std::vector<Tensor> Backward::target_grads(bool allow_unused) {
       if (it != captured_.end()) g = it->second;
     } else {
       auto it = leaf_grads_.find(meta.get());
-      if (it != leaf_grads_.end()) g = apply_hooks(meta->hooks, it->second);
+      if (it != leaf_grads_.end()) g = apply_hooks(meta->hooks, leaf_grad(meta.get(), it->second));
     }
     if (!g.defined() && !allow_unused) {
       throw Error(ErrorCode::invalid_argument, "grad: input " + std::to_string(i) +
@@ -568,7 +606,7 @@ void Backward::accumulate_leaf(AutogradMeta* meta, const Tensor& g) {
 }
 
 void Backward::accumulate_into_leaves() {
-  for (auto& [meta, g] : leaf_grads_) accumulate_leaf(meta, g);
+  for (auto& [meta, g] : leaf_grads_) accumulate_leaf(meta, leaf_grad(meta, g));
   leaf_grads_.clear();
 }
 

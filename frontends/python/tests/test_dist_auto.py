@@ -295,11 +295,12 @@ def _counted_gpt(rank, world, name):
 @pytest.mark.skipif(not hasattr(oar._C.dist, "collective_stats"), reason="needs _C.dist.collective_stats (H2)")
 def test_cost_model_counts_the_tiny_gpts_tensor_parallel_collectives():
     """tp2 on the tiny GPT, one eager step: per block 2 forward all_reduces
-    of a [4, 16, 128] activation, backward 3 (q, k, v) + 1 (fc1) of the
-    block's input gradient and 4 of the layer_norms' parameter gradients."""
+    of a [4, 16, 128] activation, backward 1 (q, k and v's gradients summed
+    first) + 1 (fc1) of the block's input gradient and 4 of the layer_norms'
+    parameter gradients (Megatron's minimum is the 2 + 2 big ones)."""
     r = run_ranks(_counted_gpt, world=2, args=("tp2",))[0]
     act, ln = 4 * 16 * 128 * 4, 128 * 4
-    assert r["stats"] == {"c_all_reduce": (2 * (2 + 4 + 4), 2 * ((2 + 4) * act + 4 * ln))}
+    assert r["stats"] == {"c_all_reduce": (2 * (2 + 2 + 4), 2 * ((2 + 2) * act + 4 * ln))}
     calls = sum(k for _, _, _, k in r["model"])
     moved = sum(int(b) * k for _, b, _, k in r["model"])
     assert (calls, moved) == r["stats"]["c_all_reduce"]

@@ -26,9 +26,10 @@ time = compute + communication, per rank.
   bytes of this rank's input, group size), the same quantity
   `_C.dist.collective_stats()` counts: TP: one all_reduce of the row layer's
   output per pair forward; backward (when the group's input needs a
-  gradient) one all_reduce of that input's gradient per column layer (q, k
-  and v each: their Partial gradients are reduced one by one, as counted on
-  the tiny GPT) and one of each parameter gradient of the layer that made
+  gradient) one all_reduce of that input's gradient per column group (q, k
+  and v's Partial gradients are summed first and reduced once: Note
+  [Summing partial gradients] in core/src/autograd/engine.cpp) and one of
+  each parameter gradient of the layer that made
   the input (layer_norm's weight and bias see a Partial gradient); DP: one all_reduce of each gradient; stage 1
   adds an all_gather of each updated piece; stage 2 a reduce_scatter of each
   gradient plus the all_gather; stage 3 an all_gather of each piece in the
@@ -320,8 +321,8 @@ def collectives_of(cand, info, batch, grad_placements=True):
     if cand.tp > 1:
         for cols, row, in_b, out_b, needs_grad, producer in info.pairs:
             out.append(("all_reduce", out_b * tokens_batch, cand.tp, 1))
-            if needs_grad:  # Note [Auto cost model]: one per column layer's Partial input gradient
-                out.append(("all_reduce", in_b * tokens_batch, cand.tp, len(cols)))
+            if needs_grad:  # Note [Auto cost model]: one for the column group's summed Partial input gradient
+                out.append(("all_reduce", in_b * tokens_batch, cand.tp, 1))
                 out += [("all_reduce", 4.0 * n, cand.tp, 1) for _, n, layer in info.params
                         if layer == producer and layer not in paired]
     if cand.dp > 1:
