@@ -123,6 +123,13 @@ Tensor reshard(const Tensor& t, const ProcessMesh& mesh, std::vector<Placement> 
 /// every rank of the mesh.
 Tensor unshard(const Tensor& t);
 
+/// Distributed tensors on one mesh with the same placements, some of them
+/// Partial(sum): each placed with those Partial dims made Replicate(), by
+/// ONE all_reduce per Partial mesh dim of all their pieces flattened
+/// together (Note [Bucketed gradient reduction] in
+/// core/src/autograd/engine.cpp). Not recorded for autograd.
+std::vector<Tensor> reduce_partials(std::span<const Tensor> tensors);
+
 /// Runs `op` on inputs of which at least one is distributed (Note
 /// [Distributed dispatch]). Both builders call it first.
 std::vector<Tensor> dispatch(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,

@@ -62,6 +62,19 @@ namespace oar::ir {
 
 namespace {
 
+// Whether `from` becomes `to` only by reducing Partial(sum) mesh dims to Replicate().
+bool only_partial_sum_to_replicate(const DistAttr& from, const DistAttr& to) {
+  if (!(from.mesh == to.mesh) || from.placements.size() != to.placements.size()) return false;
+  bool any = false;
+  for (size_t m = 0; m < from.placements.size(); ++m) {
+    if (from.placements[m] == to.placements[m]) continue;
+    if (!(from.placements[m] == oar::Placement::Partial(oar::ReduceKind::sum) && to.placements[m].is_replicate()))
+      return false;
+    any = true;
+  }
+  return any;
+}
+
 // A leaf of the dense program (input or parameter) as this rank sees it:
 // a new local value of `local_program`, wrapped as a distributed tensor
 // when `attr` is set.
@@ -268,10 +281,42 @@ Partition partition(const Program& dense, const PartitionSpec& spec, const Devic
         env[v] = results[r];
       }
     }
+    // Note [Bucketed gradient reduction] (core/src/autograd/engine.cpp), as
+    // in eager mode: outputs (gradients) that need only Partial(sum) ->
+    // Replicate() and are placed alike are reduced by one all_reduce of
+    // their pieces together, up to 25 MB a bucket, in output order.
+    std::vector<Tensor> reduced(dense.outputs().size());
+    {
+      std::vector<size_t> bucket;
+      int64_t bytes = 0;
+      auto flush = [&] {
+        if (bucket.size() > 1) {
+          std::vector<Tensor> ts;
+          for (size_t i : bucket) ts.push_back(env.at(dense.outputs()[i].value));
+          std::vector<Tensor> rs = dist::reduce_partials(ts);
+          for (size_t k = 0; k < bucket.size(); ++k) reduced[bucket[k]] = rs[k];
+        }
+        bucket.clear();
+        bytes = 0;
+      };
+      for (size_t i = 0; i < dense.outputs().size() && !spec.outputs.empty(); ++i) {
+        if (spec.marks.count(i) || !spec.outputs[i]) continue;
+        const Tensor& t = env.at(dense.outputs()[i].value);
+        if (!dist::is_dist(t) || !only_partial_sum_to_replicate(dist::dist_attr(t), *spec.outputs[i])) continue;
+        const Shape& local_shape = dist::local_value(t).shape();
+        if (std::any_of(local_shape.begin(), local_shape.end(), [](int64_t d) { return d < 0; })) continue;
+        if (!bucket.empty() && !(dist::dist_attr(env.at(dense.outputs()[bucket[0]].value)) == dist::dist_attr(t)))
+          flush();
+        bucket.push_back(i);
+        bytes += shape_numel(local_shape) * static_cast<int64_t>(dtype_size(t.dtype()));
+        if (bytes >= (int64_t{25} << 20)) flush();
+      }
+      flush();
+    }
     for (size_t i = 0; i < dense.outputs().size(); ++i) {
       if (spec.marks.count(i)) continue;
       const NamedValue& out = dense.outputs()[i];
-      Tensor t = env.at(out.value);
+      Tensor t = reduced[i].defined() ? reduced[i] : env.at(out.value);
       std::optional<DistAttr> want = spec.outputs.empty() ? std::nullopt : spec.outputs[i];
       if (dist::is_dist(t) && want && !(dist::dist_attr(t) == *want)) {
         t = dist::reshard(t, want->mesh, want->placements);

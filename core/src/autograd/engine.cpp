@@ -352,6 +352,12 @@ class Backward {
   std::unordered_map<Slot, Tensor, SlotHash> slot_partials_;  // pending Partial() ones (Note [Summing partial gradients])
   std::unordered_map<AutogradMeta*, Tensor> leaf_grads_;   // summed, per leaf
   std::unordered_map<AutogradMeta*, Tensor> leaf_inputs_;  // a distributed leaf, to place its gradient
+  // Leaves whose Partial gradients wait to be reduced together (Note [Bucketed gradient reduction]).
+  static constexpr int64_t kBucketBytes = 25 << 20;
+  std::vector<std::pair<AutogradMeta*, Tensor>> bucket_;
+  int64_t bucket_bytes_ = 0;
+  bool bucketable(AutogradMeta* leaf, const Tensor& g) const;
+  void flush_bucket();
   /// The summed gradient of `leaf`, placed like it when it is distributed.
   Tensor leaf_grad(AutogradMeta* leaf, Tensor g) {
     auto it = leaf_inputs_.find(leaf);
@@ -552,9 +558,16 @@ void Backward::finish_leaf_edges(const Node& node) {
     if (!leaf || !node.input_requires_grad[i] || --leaf_edges_left_[leaf] > 0) continue;
     auto it = leaf_grads_.find(leaf);
     if (it == leaf_grads_.end()) continue;
-    Tensor g = leaf_grad(leaf, std::move(it->second));
+    Tensor g = std::move(it->second);
     leaf_grads_.erase(it);
-    accumulate_leaf(leaf, g);
+    if (bucketable(leaf, g)) {  // Note [Bucketed gradient reduction]
+      if (!bucket_.empty() && !(dist::dist_attr(bucket_[0].second) == dist::dist_attr(g))) flush_bucket();
+      bucket_bytes_ += dist::local_value(g).numel() * static_cast<int64_t>(dtype_size(g.dtype()));
+      bucket_.emplace_back(leaf, std::move(g));
+      if (bucket_bytes_ >= kBucketBytes) flush_bucket();
+      continue;
+    }
+    accumulate_leaf(leaf, leaf_grad(leaf, std::move(g)));
   }
 }
 
@@ -564,6 +577,45 @@ void Backward::run_nodes() {
     run_node(*node);
     finish_leaf_edges(*node);
   }
+  flush_bucket();
+}
+
+// Note [Bucketed gradient reduction]
+// Data parallel by placements makes every replicated parameter's gradient
+// Partial(sum); resharding each to its parameter's Replicate() is one
+// all_reduce per parameter, and on a small model their latency is the
+// step. Like DDP's buckets, backward() collects the leaves whose gradient
+// needs only Partial(sum) -> Replicate() (same mesh and placements), and
+// reduces up to kBucketBytes of them with one all_reduce of their pieces
+// flattened together (dist::reduce_partials), then hands them out. Every
+// rank runs the same backward, so the buckets match. Not under
+// create_graph (the reduction is not recorded).
+bool Backward::bucketable(AutogradMeta* leaf, const Tensor& g) const {
+  if (create_graph_ || !dist::is_dist(g)) return false;
+  auto it = leaf_inputs_.find(leaf);
+  if (it == leaf_inputs_.end()) return false;
+  const DistAttr& want = dist::dist_attr(it->second);
+  const DistAttr& have = dist::dist_attr(g);
+  if (!(want.mesh == have.mesh) || want.placements.size() != have.placements.size()) return false;
+  const std::vector<Placement>& target =
+      !leaf->grad_placements.empty() ? leaf->grad_placements : want.placements;
+  bool any = false;
+  for (size_t m = 0; m < target.size(); ++m) {
+    if (have.placements[m] == target[m]) continue;
+    if (!(have.placements[m] == Placement::Partial(ReduceKind::sum) && target[m].is_replicate())) return false;
+    any = true;
+  }
+  return any;
+}
+
+void Backward::flush_bucket() {
+  if (bucket_.empty()) return;
+  std::vector<Tensor> grads;
+  for (auto& [leaf, g] : bucket_) grads.push_back(g);
+  std::vector<Tensor> reduced = dist::reduce_partials(grads);
+  for (size_t i = 0; i < bucket_.size(); ++i) accumulate_leaf(bucket_[i].first, reduced[i]);
+  bucket_.clear();
+  bucket_bytes_ = 0;
 }
 
 void Backward::release_saved() {

@@ -398,6 +398,48 @@ Tensor dtensor_from_local(const Tensor& local, const ProcessMesh& mesh,
   return outs[0];
 }
 
+std::vector<Tensor> reduce_partials(std::span<const Tensor> tensors) {
+  if (tensors.empty()) return {};
+  const DistAttr& attr = dist_attr(tensors[0]);
+  std::vector<Placement> to = attr.placements;
+  for (auto& p : to) {
+    if (p == Placement::Partial(ReduceKind::sum)) p = Placement::Replicate();
+  }
+  for (const Tensor& t : tensors) {
+    OAR_CHECK_ARG(dist_attr(t) == attr, "reduce_partials: a tensor placed as " + dist_attr(t).str() +
+                                            " among tensors placed as " + attr.str());
+  }
+  const int rank = global_rank();
+  std::vector<Tensor> out;
+  if (!attr.mesh.contains(rank) || to == attr.placements) {
+    for (const Tensor& t : tensors) out.push_back(reshard(t, attr.mesh, to));
+    return out;
+  }
+  NoGrad no_grad;
+  std::vector<Tensor> flat;
+  std::vector<int64_t> sizes;
+  for (const Tensor& t : tensors) {
+    Tensor local = local_value(t);
+    sizes.push_back(local.numel());
+    flat.push_back(reshape(local, {local.numel()}));
+  }
+  Tensor all = flat.size() == 1 ? flat[0] : concat(flat, 0);
+  for (int m = 0; m < attr.mesh.ndim(); ++m) {
+    if (!(attr.placements[static_cast<size_t>(m)] == Placement::Partial(ReduceKind::sum))) continue;
+    std::vector<int> group = attr.mesh.group_along(rank, m);
+    std::array<Tensor, 1> in{all};
+    all = apply1(OpRegistry::instance().get("c_all_reduce"), in,
+                 {{"ranks", std::vector<int64_t>(group.begin(), group.end())}, {"reduce", int64_t{0}}});
+  }
+  int64_t at = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    Tensor piece = tensors.size() == 1 ? all : slice(all, {0}, {at}, {at + sizes[i]});
+    at += sizes[i];
+    out.push_back(make_dist(reshape(piece, local_value(tensors[i]).shape()), {attr.mesh, to}, tensors[i].shape()));
+  }
+  return out;
+}
+
 Tensor reshard(const Tensor& t, const ProcessMesh& mesh, std::vector<Placement> placements) {
   DistAttr from = dist_attr(t);
   std::string what =

@@ -194,7 +194,9 @@ def megatron_body(rank, world, dp):
     tw2 = dist.shard_tensor(oar.to_tensor(w2, stop_gradient=False), mesh, p2)
     y, loss = mlp(tx, tw1, tw2)
     out = {"y_placements": repr(y.placements), "loss_placements": repr(loss.placements)}
+    oar._C.dist.reset_collective_stats()
     loss.backward()
+    out["backward_collectives"] = {k: tuple(v) for k, v in oar._C.dist.collective_stats().items()}
     out.update(y=y, loss=loss, g1=tw1.grad, g2=tw2.grad, g1_placements=repr(tw1.grad.placements),
                g2_placements=repr(tw2.grad.placements), g1_local=tw1.grad._local_value())
     # An optimizer step on distributed parameters keeps them placed.
@@ -218,6 +220,9 @@ def test_mlp_equals_dense(dp):
         if dp:
             assert r["y_placements"] == "[Shard(dim=0)]"
             assert r["g1_placements"] == "[Replicate()]"  # Partial, all-reduced into the leaf
+            # Note [Bucketed gradient reduction]: both weights' Partial gradients
+            # in ONE all_reduce of their pieces together (6*8 + 8*5 floats).
+            assert r["backward_collectives"] == {"c_all_reduce": (1, 4 * (6 * 8 + 8 * 5))}
             np.testing.assert_allclose(r["g1_local"], g1, rtol=1e-5, atol=1e-6)
         else:
             assert r["y_placements"] == "[Partial(reduce_type=SUM)]"  # row-parallel matmul

@@ -232,7 +232,8 @@ def test_sharded_loader_and_sharding_stage1_optimizer_in_static_mode():
     for r in run_ranks(_dp_sharded_adamw, world=2):
         np.testing.assert_allclose(r["losses"], dense, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(r["w1"], layer.w1.numpy(), rtol=1e-5, atol=1e-6)
-        assert "input %x0: f32[2, 6]" in r["program"] and r["program"].count("c_all_reduce") == 3, r["program"]
+        # the loss and both gradients: one bucket (Note [Bucketed gradient reduction])
+        assert "input %x0: f32[2, 6]" in r["program"] and r["program"].count("c_all_reduce") == 1, r["program"]
 
 
 def _two_meshes(rank, world):

@@ -30,7 +30,9 @@ time = compute + communication, per rank.
   and v's Partial gradients are summed first and reduced once: Note
   [Summing partial gradients] in core/src/autograd/engine.cpp) and one of
   each parameter gradient of the layer that made
-  the input (layer_norm's weight and bias see a Partial gradient); DP: one all_reduce of each gradient; stage 1
+  the input (layer_norm's weight and bias see a Partial gradient); DP: the gradients all_reduced together in
+  buckets of 25 MB (Note [Bucketed gradient reduction] in
+  core/src/autograd/engine.cpp; with TP one per gradient); stage 1
   adds an all_gather of each updated piece; stage 2 a reduce_scatter of each
   gradient plus the all_gather; stage 3 an all_gather of each piece in the
   forward and a reduce_scatter of each gradient. A collective costs
@@ -305,6 +307,9 @@ def enumerate_candidates(world):
     return out
 
 
+_BUCKET_BYTES = 25 << 20  # the engine's gradient bucket (kBucketBytes)
+
+
 def _ring(kind, nbytes, n):
     if n <= 1:
         return 0.0
@@ -319,16 +324,26 @@ def collectives_of(cand, info, batch, grad_placements=True):
     tokens_batch = batch / cand.dp  # samples this rank computes
     paired = info.paired_layers() if cand.tp > 1 else {}
     if cand.tp > 1:
+        small = 0.0  # the producers' Partial parameter gradients: one bucket (Note [Bucketed gradient reduction])
         for cols, row, in_b, out_b, needs_grad, producer in info.pairs:
             out.append(("all_reduce", out_b * tokens_batch, cand.tp, 1))
             if needs_grad:  # Note [Auto cost model]: one for the column group's summed Partial input gradient
                 out.append(("all_reduce", in_b * tokens_batch, cand.tp, 1))
-                out += [("all_reduce", 4.0 * n, cand.tp, 1) for _, n, layer in info.params
-                        if layer == producer and layer not in paired]
+                small += sum(4.0 * n for _, n, layer in info.params if layer == producer and layer not in paired)
+        if small:
+            out.append(("all_reduce", small, cand.tp, 1))
     if cand.dp > 1:
+        bucket = 0.0  # Note [Bucketed gradient reduction] in core/src/autograd/engine.cpp
         for name, numel, layer in info.params:
             b = 4.0 * numel / (cand.tp if layer in paired else 1)
-            if cand.stage == 0:
+            if cand.stage in (0, 1) and cand.tp == 1:  # gradients all_reduced in buckets of 25 MB
+                bucket += b
+                if bucket >= _BUCKET_BYTES:
+                    out.append(("all_reduce", bucket, cand.dp, 1))
+                    bucket = 0.0
+                if cand.stage == 1:
+                    out.append(("all_gather", b / cand.dp, cand.dp, 1))
+            elif cand.stage == 0:  # with TP, sharded and replicated gradients alternate: a bucket each (at most)
                 out.append(("all_reduce", b, cand.dp, 1))
             elif cand.stage == 1:
                 out += [("all_reduce", b, cand.dp, 1), ("all_gather", b / cand.dp, cand.dp, 1)]
@@ -337,6 +352,8 @@ def collectives_of(cand, info, batch, grad_placements=True):
                 out += [first, ("all_gather", b / cand.dp, cand.dp, 1)]
             else:
                 out += [("all_gather", b / cand.dp, cand.dp, 1), ("reduce_scatter", b, cand.dp, 1)]
+        if bucket:
+            out.append(("all_reduce", bucket, cand.dp, 1))
     if cand.pp > 1:
         out.append(("send", info.boundary_bytes * batch / cand.pp, 2, 2 * cand.pp))  # m = pp micro-batches, each way
     return out
