@@ -2,7 +2,7 @@
 against the single-process loss curve (f32 tolerance): data parallel,
 Megatron tensor parallel by placements only, sequence parallel around
 layer_norm/dropout, sharding stages 1-3, DP x TP on a 2x2 mesh, eager and
-(some) through dist.to_static; plus the
+(some) through dist.to_static, pipeline parallel (static); plus the
 pieces of oar.distributed.auto_parallel.sharding (shard_layer,
 shard_optimizer's placements, shard_dataloader) with values checked by hand.
 
@@ -102,6 +102,42 @@ def test_strategy_through_to_static(strategy, dense_curve):
     steps = 2 if strategy == "dp_tp" else 3
     for curve in run_ranks(_static_curve, world=tiny_gpt.world_of(strategy), args=(strategy, steps), timeout=300):
         np.testing.assert_allclose(curve, dense_curve[:steps], rtol=RTOL, atol=ATOL, err_msg=strategy)
+
+
+def _pipeline_curve(rank, world, schedule, steps):
+    """PP=2 in static mode: embeddings and both blocks on mesh [0], the final
+    layer_norm and the head on mesh [1], the activation sent at the model's
+    "head_in" point (a dist.reshard inside forward); 2 micro-batches."""
+    mesh0, mesh1 = dist.ProcessMesh([0], dim_names=["pp"]), dist.ProcessMesh([1], dim_names=["pp"])
+    model = tiny_gpt.TinyGPT(tiny_gpt.GPTConfig())
+
+    def stage_1(name, layer, mesh):
+        if name in ("ln_f", "head"):
+            for key in ("weight", "bias"):
+                setattr(layer, key, dist.shard_tensor(getattr(layer, key), mesh1, [dist.Replicate()]))
+    dist.shard_layer(model, mesh0, stage_1)
+    model.placements["head_in"] = (mesh1, [dist.Replicate()])
+    opt = tiny_gpt.make_optimizer(model)
+    strategy = dist.Strategy({"pipeline": {"enable": True, "schedule_mode": schedule, "accumulate_steps": 2}})
+    oar.seed(2)
+    dist_model = dist.to_static(model, None, tiny_gpt.loss_fn, opt, strategy)
+    dist_model.train()
+    curve = [float(dist_model(oar.to_tensor(t), oar.to_tensor(y))) for t, y in tiny_gpt.batches(steps)]
+    dist.barrier()  # the last transfer (stage 1's loss to stage 0) has arrived before anyone exits
+    held = {n: p._local_value().shape for n, p in model.named_parameters()}
+    return {"curve": curve, "program": dist_model.dist_main_program(),
+            "schedule": dist_model._built("train").schedule, "head": held["head.weight"], "wte": held["wte.weight"]}
+
+
+@pytest.mark.parametrize("schedule", ["FThenB", "1F1B"])
+def test_pipeline_parallel_through_to_static(schedule, dense_curve):
+    r0, r1 = run_ranks(_pipeline_curve, world=2, args=(schedule, STEPS), timeout=180)
+    for r in (r0, r1):  # every rank reports the whole loss
+        np.testing.assert_allclose(r["curve"], dense_curve, rtol=RTOL, atol=ATOL, err_msg=schedule)
+    # Each stage holds only its layers and the activation crosses by send/recv.
+    assert (r0["wte"], r0["head"]) == ([256, 128], [0, 0]) and (r1["wte"], r1["head"]) == ([0, 0], [128, 256])
+    assert "c_send" in r0["program"] and "c_recv" in r1["program"]
+    assert len(r0["schedule"]) == 4  # 2 micro-batches: a forward and a backward part each
 
 
 def _clipped_curve(rank, world, strategy, steps, sharding):
