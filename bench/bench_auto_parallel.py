@@ -24,9 +24,7 @@ over rounds and the ratio torch / oar (>= 1: oar at least as fast).
 import argparse
 import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import time
 
@@ -218,30 +216,11 @@ def run_rank(args):
 
 
 def spawn(args):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    procs = []
-    try:
-        for rank in range(args.world):
-            env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(args.world), LOCAL_RANK=str(rank),
-                       LOCAL_WORLD_SIZE=str(args.world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                       OAR_JOB_ID=f"bench-ap-{port}", OAR_NUM_THREADS=str(args.threads),
-                       OMP_NUM_THREADS=str(args.threads))
-            cmd = [sys.executable, os.path.abspath(__file__), "--framework", args.framework, "--rank", str(rank),
-                   "--world", str(args.world), "--threads", str(args.threads), "--steps", str(args.steps),
-                   "--cases", args.cases]
-            procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE if rank == 0 else subprocess.DEVNULL))
-        out, _ = procs[0].communicate(timeout=args.timeout)
-        sys.stdout.write(out.decode())
-        for p in procs[1:]:
-            p.wait(timeout=60)
-        return max(p.returncode for p in procs)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+    sys.path.insert(0, HERE)
+    from bench_distributed import spawn_ranks
+    return spawn_ranks(__file__, args.world, args.threads, "bench-ap", lambda port: [
+        "--framework", args.framework, "--world", str(args.world), "--threads", str(args.threads),
+        "--steps", str(args.steps), "--cases", args.cases], args.timeout)
 
 
 def analytic_tp_minimum():

@@ -179,32 +179,39 @@ def run_rank(args):
                   flush=True)
 
 
-def spawn(args):
-    """Both ranks of args.framework as processes; rank 0's output passed through."""
+def spawn_ranks(script, world, threads, job, rank_args, timeout):
+    """Runs `world` ranks of `script` (python script --rank r + rank_args(r))
+    with the launcher's variables; rank 0's stdout passed through. Shared by
+    the distributed benchmarks."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     procs = []
     try:
-        for rank in range(args.world):
-            env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(args.world), LOCAL_RANK=str(rank),
-                       LOCAL_WORLD_SIZE=str(args.world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                       OAR_JOB_ID=f"bench-{port}", OAR_NUM_THREADS=str(args.threads),
-                       OMP_NUM_THREADS=str(args.threads))
-            cmd = [sys.executable, os.path.abspath(__file__), "--framework", args.framework, "--rank", str(rank),
-                   "--world", str(args.world), "--port", str(port), "--threads", str(args.threads),
-                   "--repeats", str(args.repeats), "--steps", str(args.steps), "--max-size", str(args.max_size)]
+        for rank in range(world):
+            env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
+                       LOCAL_WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                       OAR_JOB_ID=f"{job}-{port}", OAR_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+            cmd = [sys.executable, os.path.abspath(script), "--rank", str(rank)] + rank_args(port)
             procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE if rank == 0 else subprocess.DEVNULL))
-        out, _ = procs[0].communicate(timeout=args.timeout)
+        out, _ = procs[0].communicate(timeout=timeout)
         sys.stdout.write(out.decode())
         for p in procs[1:]:
-            p.wait(timeout=30)
+            p.wait(timeout=60)
         return max(p.returncode for p in procs)
     finally:
         for p in procs:
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def spawn(args):
+    """Both ranks of args.framework as processes; rank 0's output passed through."""
+    return spawn_ranks(__file__, args.world, args.threads, "bench", lambda port: [
+        "--framework", args.framework, "--world", str(args.world), "--port", str(port),
+        "--threads", str(args.threads), "--repeats", str(args.repeats), "--steps", str(args.steps),
+        "--max-size", str(args.max_size)], args.timeout)
 
 
 # ---- the table ----
