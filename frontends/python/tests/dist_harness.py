@@ -169,3 +169,54 @@ def _report(statuses, outputs):
         tail = text[-3000:] if text else ""
         parts.append(f"--- rank {r}: {what}" + (f"\n[output]\n{tail}" if tail and (not s or s[0] != 'ok') else ""))
     return "\n".join(parts)
+
+
+# ---- every placement combination (test_spmd_*_2rank.py) --------------------
+# The 2-rank SPMD tests run each case under every combination of input
+# placements, written as codes: "R" Replicate, "S<d>" Shard(d), "P" Partial.
+
+def placement_codes(a, partial=True):
+    """The codes an input of a's rank can take on a 1-d mesh; no "P" when
+    `partial` is false (bool and integer inputs cannot be partial sums)."""
+    codes = ["R"] + [f"S{d}" for d in range(a.ndim)]
+    return codes + ["P"] if partial else codes
+
+
+def placement(code):
+    """The placement a code names."""
+    import oar.distributed as dist
+    if code == "R":
+        return dist.Replicate()
+    if code == "P":
+        return dist.Partial()
+    if code.startswith("S") and code[1:].isdigit():
+        return dist.Shard(int(code[1:]))
+    raise ValueError(f"placement code {code!r}: expected 'R', 'P' or 'S<dim>'")
+
+
+def as_list(y):
+    return list(y) if isinstance(y, (list, tuple)) else [y]
+
+
+def outputs_and_grads(fn, tensors, weights=None):
+    """Runs fn(*tensors); returns (outputs, gradients, placements): the
+    outputs as whole numpy arrays, the gradient of sum_i(sum(y_i * w_i))
+    per input (None for inputs that need none, or for all when `weights` is
+    None: no backward), and each output's placements as text ("dense" for
+    a dense output). `weights(ys)` gives one numpy array per output."""
+    import oar
+    import oar.distributed as dist
+    ys = as_list(fn(*tensors))
+    grads = [None] * len(tensors)
+    if weights is not None:
+        loss = None
+        for y, w in zip(ys, weights(ys)):
+            term = oar.sum(oar.multiply(y, oar.to_tensor(w)))
+            loss = term if loss is None else oar.add(loss, term)
+        loss.backward()
+        for i, t in enumerate(tensors):
+            g = None if t.stop_gradient else t.grad
+            grads[i] = None if g is None else (dist.unshard_dtensor(g) if g.is_dist() else g).numpy()
+    placed = [repr(y.placements) if y.is_dist() else "dense" for y in ys]
+    whole = [dist.unshard_dtensor(y) if y.is_dist() else y for y in ys]
+    return [y.numpy() for y in whole], grads, placed

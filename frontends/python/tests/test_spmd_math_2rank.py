@@ -23,7 +23,7 @@ import pytest
 import oar
 import oar.distributed as dist
 import oar.nn.functional as F
-from dist_harness import run_ranks
+from dist_harness import as_list, outputs_and_grads, placement, placement_codes, run_ranks
 
 
 def arr(shape, seed, low=None, high=None):
@@ -130,42 +130,22 @@ LOOSE = {"prod_rows", "layer_norm", "layer_norm_2d", "rms_norm", "pow", "layer_n
 
 
 def choices(a):
-    out = ["R"] + [f"S{d}" for d in range(a.ndim)]
-    return out if a.dtype == np.bool_ else out + ["P"]
+    return placement_codes(a, partial=a.dtype != np.bool_)
 
 
 def combinations(name):
     return list(itertools.product(*[choices(a) for a in CASES[name][0]]))
 
 
-def placement(code):
-    if code == "R":
-        return dist.Replicate()
-    if code == "P":
-        return dist.Partial()
-    return dist.Shard(int(code[1:]))
-
-
-def as_list(y):
-    return list(y) if isinstance(y, (list, tuple)) else [y]
+def weights_for(ys):
+    return [arr(y.shape, 100 + i).astype(np.float64 if y.dtype == oar.float64 else np.float32)
+            for i, y in enumerate(ys)]
 
 
 def run_case(name, fn, tensors):
     """The outputs and the gradients of sum(y * w) (numpy)."""
-    ys = as_list(fn(*tensors))
-    grads = [None] * len(tensors)
-    if name not in NO_GRAD:
-        loss = None
-        for i, y in enumerate(ys):
-            w = oar.to_tensor(arr(y.shape, 100 + i).astype(np.float64 if y.dtype == oar.float64 else np.float32))
-            term = oar.sum(oar.multiply(y, w))
-            loss = term if loss is None else oar.add(loss, term)
-        loss.backward()
-        for i, t in enumerate(tensors):
-            g = None if t.stop_gradient else t.grad
-            grads[i] = None if g is None else (dist.unshard_dtensor(g) if g.is_dist() else g).numpy()
-    whole = [dist.unshard_dtensor(y) if y.is_dist() else y for y in ys]
-    return [y.numpy() for y in whole], grads
+    outs, grads, _ = outputs_and_grads(fn, tensors, None if name in NO_GRAD else weights_for)
+    return outs, grads
 
 
 def dropout_body(mesh):

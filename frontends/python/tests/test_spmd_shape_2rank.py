@@ -19,7 +19,7 @@ import pytest
 import oar
 import oar.distributed as dist
 import oar.nn.functional as F
-from dist_harness import run_ranks
+from dist_harness import as_list, outputs_and_grads, placement, placement_codes, run_ranks
 
 
 def arr(shape, seed):
@@ -134,8 +134,7 @@ PLACED = {
 
 
 def choices(a):
-    out = ["R"] + [f"S{d}" for d in range(a.ndim)]
-    return out if a.dtype == np.int64 else out + ["P"]
+    return placement_codes(a, partial=a.dtype != np.int64)
 
 
 def combinations(name):
@@ -145,38 +144,13 @@ def combinations(name):
     return list(itertools.product(*[choices(a) for a in inputs]))
 
 
-def placement(code):
-    if code == "R":
-        return dist.Replicate()
-    if code == "P":
-        return dist.Partial()
-    return dist.Shard(int(code[1:]))
-
-
 def weights_for(ys):
     return [arr(y.shape, 100 + i) for i, y in enumerate(ys)]
 
 
-def as_list(y):
-    return list(y) if isinstance(y, (list, tuple)) else [y]
-
-
 def run_case(fn, tensors):
-    """The outputs and the gradients of sum(y * w) (numpy)."""
-    ys = as_list(fn(*tensors))
-    ws = weights_for(ys)
-    loss = None
-    for y, w in zip(ys, ws):
-        term = oar.sum(oar.multiply(y, oar.to_tensor(w)))
-        loss = term if loss is None else oar.add(loss, term)
-    loss.backward()
-    whole = [dist.unshard_dtensor(y) if y.is_dist() else y for y in ys]
-    grads = []
-    for t in tensors:
-        g = None if t.stop_gradient else t.grad
-        grads.append(None if g is None else (dist.unshard_dtensor(g) if g.is_dist() else g).numpy())
-    placed = [repr(y.placements) if y.is_dist() else "dense" for y in ys]
-    return [y.numpy() for y in whole], grads, placed
+    """The outputs, the gradients of sum(y * w) (numpy) and the outputs' placements."""
+    return outputs_and_grads(fn, tensors, weights_for)
 
 
 def all_cases_body(rank, world):
