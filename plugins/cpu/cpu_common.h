@@ -132,6 +132,7 @@ void register_fused_kernels(op::KernelTable& r);
 void register_conv_kernels(op::KernelTable& r);
 void register_linalg_kernels(op::KernelTable& r);  // LAPACK (kernels_linalg.cpp)
 void register_complex_kernels(op::KernelTable& r);
+void register_optimizer_kernels(op::KernelTable& r);  // adam_update (kernels_optimizer.cpp)
 
 /// The collective entries of the device table: Gloo (cpu_collectives.cpp).
 void fill_collectives(OarDeviceApi* api);

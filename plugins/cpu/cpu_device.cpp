@@ -337,6 +337,7 @@ extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host,
   register_conv_kernels(r);
   register_linalg_kernels(r);
   register_complex_kernels(r);
+  register_optimizer_kernels(r);
   if (r.status() != OAR_OK) return r.status();
 
   if (host->log != nullptr) {
