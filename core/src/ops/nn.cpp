@@ -117,8 +117,9 @@ SpmdResult softmax_spmd(const SpmdArgs& args) {
 // begin_axis..: a sharding of a batch dim (before begin_axis; sequence
 // parallel shards the sequence dim) passes through with weight and bias
 // replicated; a sharded normalized dim or a Partial x is gathered first
-// (Paddle's layer_norm rule). Their VJPs differentiate the decomposition
-// (no VJP rule), whose ops have rules of their own.
+// (Paddle's layer_norm rule). rms_norm's VJP differentiates the
+// decomposition (no VJP rule), whose ops have rules of their own;
+// layer_norm has a rule (layer_norm_vjp).
 SpmdResult norm_spmd(const SpmdArgs& args) {
   const Placement& p = args.placements[0];
   std::vector<Placement> inputs(args.inputs.size(), Placement::Replicate());
@@ -150,6 +151,35 @@ Grads log_softmax_vjp(const VjpContext& c) {
   int64_t axis = c.attrs.get_int("axis");
   const Tensor &y = c.outputs[0], &g = c.grads[0];
   return {g - exp(y) * sum(g, {axis}, true)};
+}
+
+// layer_norm: with xhat = (x - mean) * rstd over the normalized dims,
+//   dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)),  gw = g * weight,
+//   dweight = sum(g * xhat), dbias = sum(g) over the batch dims.
+// mean and rstd are recomputed from x (the fused kernel keeps neither).
+// With this rule a training step runs the fused forward kernel instead of
+// the nine-op decomposition and its nine backward rules.
+Grads layer_norm_vjp(const VjpContext& c) {
+  Grads out(3);
+  if (!c.grads[0].defined()) return out;
+  const int64_t begin = c.attrs.get_int("begin_axis");
+  const DType dt = c.inputs[0].dtype();
+  const auto axes = axes_from(begin, c.inputs[0].dim());
+  std::vector<int64_t> batch(static_cast<size_t>(begin));
+  std::iota(batch.begin(), batch.end(), int64_t{0});
+  Tensor x = upcast_half(c.inputs[0]);
+  Tensor g = upcast_half(c.grads[0]);
+  Tensor centered = x - mean(x, axes, true);
+  Tensor rstd = rsqrt(mean(centered * centered, axes, true) + c.attrs.get_float("epsilon"));
+  Tensor xhat = centered * rstd;
+  if (c.needs[0]) {
+    Tensor gw = g * upcast_half(c.inputs[1]);
+    out[0] = cast_back(rstd * (gw - mean(gw, axes, true) - xhat * mean(gw * xhat, axes, true)), dt);
+  }
+  auto over_batch = [&](const Tensor& t) { return batch.empty() ? t : sum(t, batch, false); };
+  if (c.needs[1]) out[1] = cast_back(over_batch(g * xhat), c.inputs[1].dtype());
+  if (c.needs[2]) out[2] = cast_back(over_batch(g), c.inputs[2].dtype());
+  return out;
 }
 
 Tensor composite(const OpDef& op, std::span<const Tensor> in, Attrs attrs = {}) { return apply1(op, in, attrs); }
@@ -196,7 +226,7 @@ OAR_REGISTER_OPS(nn) {
                 softmax_spmd);
   add_composite("log_softmax", 1, axis_meta, log_softmax_decompose, log_softmax_vjp, {axis}, "log(softmax(x))",
                 softmax_spmd);
-  add_composite("layer_norm", 3, norm_meta, layer_norm_decompose, nullptr,
+  add_composite("layer_norm", 3, norm_meta, layer_norm_decompose, layer_norm_vjp,
                 {attr("epsilon", 1e-5, "added to the variance"),
                  attr("begin_axis", AttrKind::int_, "first normalized dim")},
                 "(x - mean) / sqrt(var + eps) * weight + bias over dims begin_axis..", norm_spmd);
