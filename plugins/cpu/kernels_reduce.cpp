@@ -347,21 +347,23 @@ void reduce_outer(const RedPlan& p, const T* x, typename RedTypes<T, kOp>::Out* 
   };
   const int64_t total = p.outer_count * p.red_count * B;
   if (tiles >= g_num_threads || total < kParallelMin) {
-#pragma omp parallel for num_threads(g_num_threads) schedule(static) if (total >= kParallelMin)
-    for (int64_t t = 0; t < tiles; ++t) {
-      const int64_t o = t / col_tiles;
-      const int64_t c0 = (t % col_tiles) * kRowTile;
-      const int64_t w = std::min(kRowTile, B - c0);
-      const T* base = x + p.kept_offset(o) + c0;
-      Block blk[kRowTile];
-      Acc acc[kRowTile];
-      for (int64_t b = 0; b < w; ++b) acc[b] = Op::template identity<Acc>();
-      for (int64_t rb = 0; rb < row_blocks; ++rb) {
-        block(base, rb, w, blk);
-        for (int64_t b = 0; b < w; ++b) acc[b] = Op::f(acc[b], static_cast<Acc>(blk[b]));
+    const int64_t tile_grain = std::max<int64_t>(1, kParallelMin / std::max<int64_t>(1, total / tiles));
+    parallel_range(tiles, tile_grain, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t o = t / col_tiles;
+        const int64_t c0 = (t % col_tiles) * kRowTile;
+        const int64_t w = std::min(kRowTile, B - c0);
+        const T* base = x + p.kept_offset(o) + c0;
+        Block blk[kRowTile];
+        Acc acc[kRowTile];
+        for (int64_t b = 0; b < w; ++b) acc[b] = Op::template identity<Acc>();
+        for (int64_t rb = 0; rb < row_blocks; ++rb) {
+          block(base, rb, w, blk);
+          for (int64_t b = 0; b < w; ++b) acc[b] = Op::f(acc[b], static_cast<Acc>(blk[b]));
+        }
+        for (int64_t b = 0; b < w; ++b) y[o * B + c0 + b] = cast_to<typename Ty::Out>(acc[b]);
       }
-      for (int64_t b = 0; b < w; ++b) y[o * B + c0 + b] = cast_to<typename Ty::Out>(acc[b]);
-    }
+    });
     return;
   }
   // Few tiles: threads share the row blocks of each tile.
