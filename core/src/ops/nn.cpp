@@ -157,29 +157,42 @@ Grads log_softmax_vjp(const VjpContext& c) {
 //   dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)),  gw = g * weight,
 //   dweight = sum(g * xhat), dbias = sum(g) over the batch dims.
 // mean and rstd are recomputed from x (the fused kernel keeps neither).
-// With this rule a training step runs the fused forward kernel instead of
-// the nine-op decomposition and its nine backward rules.
-Grads layer_norm_vjp(const VjpContext& c) {
-  Grads out(3);
-  if (!c.grads[0].defined()) return out;
-  const int64_t begin = c.attrs.get_int("begin_axis");
-  const DType dt = c.inputs[0].dtype();
-  const auto axes = axes_from(begin, c.inputs[0].dim());
+// layer_norm_grad (inputs x, weight, g; outputs dx, dweight, dbias) is that
+// formula as a composite op: a device kernel (cpu: kernels_fused.cpp) does
+// it in two passes; grad-of-grad differentiates the decomposition. With the
+// rule a training step runs the fused forward kernel instead of the
+// nine-op decomposition and its nine backward rules.
+std::vector<Tensor> layer_norm_grad_decompose(std::span<const Tensor> in, const Attrs& attrs) {
+  const int64_t begin = attrs.get_int("begin_axis");
+  const auto axes = axes_from(begin, in[0].dim());
   std::vector<int64_t> batch(static_cast<size_t>(begin));
   std::iota(batch.begin(), batch.end(), int64_t{0});
-  Tensor x = upcast_half(c.inputs[0]);
-  Tensor g = upcast_half(c.grads[0]);
+  Tensor x = upcast_half(in[0]);
+  Tensor g = upcast_half(in[2]);
   Tensor centered = x - mean(x, axes, true);
-  Tensor rstd = rsqrt(mean(centered * centered, axes, true) + c.attrs.get_float("epsilon"));
+  Tensor rstd = rsqrt(mean(centered * centered, axes, true) + attrs.get_float("epsilon"));
   Tensor xhat = centered * rstd;
-  if (c.needs[0]) {
-    Tensor gw = g * upcast_half(c.inputs[1]);
-    out[0] = cast_back(rstd * (gw - mean(gw, axes, true) - xhat * mean(gw * xhat, axes, true)), dt);
-  }
+  Tensor gw = g * upcast_half(in[1]);
+  Tensor dx = rstd * (gw - mean(gw, axes, true) - xhat * mean(gw * xhat, axes, true));
   auto over_batch = [&](const Tensor& t) { return batch.empty() ? t : sum(t, batch, false); };
-  if (c.needs[1]) out[1] = cast_back(over_batch(g * xhat), c.inputs[1].dtype());
-  if (c.needs[2]) out[2] = cast_back(over_batch(g), c.inputs[2].dtype());
-  return out;
+  return {cast_back(dx, in[0].dtype()), cast_back(over_batch(g * xhat), in[1].dtype()),
+          cast_back(over_batch(g), in[1].dtype())};
+}
+
+std::vector<TensorMeta> layer_norm_grad_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs& attrs) {
+  std::array<TensorMeta, 2> x_and_weight{in[0], in[1]};
+  norm_meta(op, x_and_weight, attrs);
+  OAR_CHECK_ARG(in[2].shape == in[0].shape && in[2].dtype == in[0].dtype,
+                op.name + ": the gradient has shape " + shape_str(in[2].shape) + " and dtype " +
+                    std::string(dtype_name(in[2].dtype)) + " but x has " + shape_str(in[0].shape) + " and " +
+                    std::string(dtype_name(in[0].dtype)));
+  return {in[0], in[1], in[1]};
+}
+
+Grads layer_norm_vjp(const VjpContext& c) {
+  if (!c.grads[0].defined()) return Grads(3);
+  std::array<Tensor, 3> in{c.inputs[0], c.inputs[1], c.grads[0]};
+  return current_builder().apply(OAR_OP("layer_norm_grad"), in, c.attrs, nullptr);
 }
 
 Tensor composite(const OpDef& op, std::span<const Tensor> in, Attrs attrs = {}) { return apply1(op, in, attrs); }
@@ -230,6 +243,12 @@ OAR_REGISTER_OPS(nn) {
                 {attr("epsilon", 1e-5, "added to the variance"),
                  attr("begin_axis", AttrKind::int_, "first normalized dim")},
                 "(x - mean) / sqrt(var + eps) * weight + bias over dims begin_axis..", norm_spmd);
+  OpDef layer_norm_grad = composite_def(
+      "layer_norm_grad", 3, layer_norm_grad_meta, layer_norm_grad_decompose, nullptr,
+      {attr("epsilon", 1e-5, "added to the variance"), attr("begin_axis", AttrKind::int_, "first normalized dim")},
+      "layer_norm's gradients (dx, dweight, dbias) from x, weight and the output's gradient");
+  layer_norm_grad.num_outputs = 3;
+  add_op(std::move(layer_norm_grad));
   add_composite("rms_norm", 2, norm_meta, rms_norm_decompose, nullptr,
                 {attr("epsilon", 1e-6, "added to the mean square"),
                  attr("begin_axis", AttrKind::int_, "first normalized dim")},

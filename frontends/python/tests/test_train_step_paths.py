@@ -22,21 +22,24 @@ def layer_norm_grads_numpy(x, w, g, axes, eps=1e-5):
     return dx, (g * xhat).sum(axis=batch), g.sum(axis=batch)
 
 
-@pytest.mark.parametrize("shape,normalized", [((4, 6), (6,)), ((2, 3, 5), (3, 5)), ((7,), (7,))])
-def test_layer_norm_gradients_equal_the_formula(device, shape, normalized):
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("shape,normalized", [((4, 6), (6,)), ((2, 3, 5), (3, 5)), ((7,), (7,)), ((300, 130), (130,))])
+def test_layer_norm_gradients_equal_the_formula(device, shape, normalized, dtype):
+    # On cpu the backward is the fused layer_norm_grad kernel; the mock runs its decomposition.
     rng = np.random.default_rng(3)
     x = rng.standard_normal(shape)
     w = rng.uniform(0.5, 1.5, normalized)
     b = rng.standard_normal(normalized)
     g = rng.standard_normal(shape)
-    xt, wt, bt = (oar.to_tensor(a, dtype="float64", stop_gradient=False) for a in (x, w, b))
+    xt, wt, bt = (oar.to_tensor(a, dtype=dtype, stop_gradient=False) for a in (x, w, b))
     y = F.layer_norm(xt, list(normalized), wt, bt)
-    (y * oar.to_tensor(g, dtype="float64")).sum().backward()
+    (y * oar.to_tensor(g, dtype=dtype)).sum().backward()
     axes = tuple(range(len(shape) - len(normalized), len(shape)))
     dx, dw, db = layer_norm_grads_numpy(x, w, g, axes)
-    np.testing.assert_allclose(xt.grad.numpy(), dx, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(wt.grad.numpy(), dw, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(bt.grad.numpy(), db, rtol=1e-10, atol=1e-12)
+    tol = dict(rtol=1e-10, atol=1e-12) if dtype == "float64" else dict(rtol=2e-4, atol=2e-4)
+    np.testing.assert_allclose(xt.grad.numpy(), dx, **tol)
+    np.testing.assert_allclose(wt.grad.numpy(), dw, **tol)
+    np.testing.assert_allclose(bt.grad.numpy(), db, **tol)
 
 
 def test_layer_norm_second_order_equals_finite_differences(device):
