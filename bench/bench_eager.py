@@ -308,8 +308,9 @@ def measure(r, fws, repeats, warmup):
             for _ in range(calls):
                 fn()
             times[name].append((time.perf_counter() - t0) * scale / calls)
-            # Let another framework's OpenMP workers, spinning after a region, go idle.
-            time.sleep(0.002)
+            # libgomp's workers spin up to ~300k pauses (several ms) after a
+            # region: let them go idle before the next framework's batch.
+            time.sleep(0.01)
     return {n: (statistics.median(v), min(v)) for n, v in times.items()}, notes
 
 

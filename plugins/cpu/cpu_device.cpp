@@ -140,7 +140,7 @@ OarStatus device_properties(void* impl, int32_t device, OarDeviceProperties* pro
   if (fits(OAR_STRUCT_SIZE(OarDeviceProperties, free_memory)))
     props->free_memory = available_memory();
   if (fits(OAR_STRUCT_SIZE(OarDeviceProperties, compute_units)))
-    props->compute_units = g_num_threads;
+    props->compute_units = g_configured_threads;
   if (fits(OAR_STRUCT_SIZE(OarDeviceProperties, flags))) {
     props->flags = OAR_DEVICE_HOST_ADDRESSABLE | OAR_DEVICE_SUPPORTS_F16 |
                    (st->has_bf16 ? uint32_t{OAR_DEVICE_SUPPORTS_BF16} : 0u);
@@ -279,6 +279,16 @@ int choose_num_threads(const OarHostApi* host) {
   return n < 1 ? 1 : n;
 }
 
+/// OAR_ADAPTIVE_THREADS=0 keeps every region at the configured thread count
+/// even on a busy machine (Note [Threads on a busy machine], cpu_common.h).
+bool adaptive_threads(const OarHostApi* host) {
+  const char* option = nullptr;
+  if (host->struct_size >= OAR_STRUCT_SIZE(OarHostApi, get_option) && host->get_option != nullptr) {
+    option = host->get_option(host->host, "OAR_ADAPTIVE_THREADS");
+  }
+  return option == nullptr || std::strcmp(option, "0") != 0;
+}
+
 }  // namespace
 }  // namespace oar_cpu
 
@@ -287,7 +297,8 @@ extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host,
   using namespace oar_cpu;
   if (OarStatus s = op::accept_host(host, info, "oar-cpu")) return s;
   g_host = host;
-  g_num_threads = choose_num_threads(host);
+  g_configured_threads = g_num_threads = choose_num_threads(host);
+  g_adaptive_threads = adaptive_threads(host);
   omp_set_num_threads(g_num_threads);
 
   if (g_state == nullptr) {
