@@ -270,6 +270,12 @@ void reduce_inner(const RedPlan& p, const T* x, typename RedTypes<T, kOp>::Out* 
   }
   if (p.outer_count >= g_num_threads || total < kParallelMin) {
     parallel_range(p.outer_count, row_grain, [&](int64_t o0, int64_t o1) {
+      if (p.nred == 0 && L <= kBlock) {  // rows back to back, one block each: no index arithmetic
+        for (int64_t o = o0; o < o1; ++o) {
+          y[o] = cast_to<typename Ty::Out>(static_cast<Acc>(block_reduce<T, Block, kOp>(x + o * L, L)));
+        }
+        return;
+      }
       for (int64_t o = o0; o < o1; ++o) {
         const T* base = x + p.kept_offset(o);
         Acc acc = Op::template identity<Acc>();
