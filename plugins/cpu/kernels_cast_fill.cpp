@@ -199,6 +199,7 @@ void random_blocks(T* out, int64_t n, uint64_t seed, uint64_t offset, double a, 
     const int64_t i0 = 4 * k;
     for (int j = 0; j < 4 && i0 + j < n; ++j) out[i0 + j] = cast_to<T>(v[j]);
   };
+  if (n >= 16384) refresh_num_threads();  // Note [Threads on a busy machine]
 #pragma omp parallel for num_threads(g_num_threads) schedule(static) if (n >= 16384)
   for (int64_t k = 0; k < blocks; ++k) one_block(k);
 }

@@ -263,6 +263,7 @@ OarStatus layer_norm_grad_kernel(const OarKernelContext* ctx) {
   T* db = out_ptr<T>(ctx, 2);
   std::vector<T> mean_of(static_cast<size_t>(rows)), rstd_of(static_cast<size_t>(rows));
   const auto n = static_cast<double>(cols);
+  if (rows * cols > kParallelMin) refresh_num_threads();  // Note [Threads on a busy machine]
 #pragma omp parallel for num_threads(g_num_threads) if (rows * cols > kParallelMin)
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * cols;
