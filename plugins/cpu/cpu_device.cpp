@@ -14,6 +14,7 @@
 // Collectives go through Gloo's TCP transport (cpu_collectives.cpp, Note
 // [CPU collectives through Gloo]); like kernels, they run in the calling
 // thread and have finished when they return.
+#include <sys/mman.h>
 #include <omp.h>
 #include <unistd.h>
 
@@ -161,6 +162,15 @@ OarStatus cpu_malloc(void* impl, int32_t device, uint64_t bytes, uint64_t alignm
     return fail_plain(OAR_ERROR_INVALID_ARGUMENT, "malloc: alignment %llu is not a power of two",
                       static_cast<unsigned long long>(alignment));
   }
+  // Note [Huge pages for big tensors]: blocks of 4 MiB and more are 2 MiB
+  // aligned and advised as transparent huge pages (as numpy does for its
+  // arrays): a streaming kernel over 4 KiB pages walks the page table every
+  // 64 cache lines; a [4096, 768] f32 sum over the last dim read a numpy
+  // array's memory ~1.5x faster than oar's. Where THP is off the advice is
+  // ignored.
+  constexpr uint64_t kHugePage = uint64_t{2} << 20;
+  const bool huge = bytes >= 2 * kHugePage;
+  if (huge && align < kHugePage) align = kHugePage;
   // aligned_alloc wants a size that is a multiple of the alignment; 0 bytes
   // still returns a distinct pointer.
   uint64_t rounded = bytes == 0 ? align : (bytes + align - 1) / align * align;
@@ -171,6 +181,9 @@ OarStatus cpu_malloc(void* impl, int32_t device, uint64_t bytes, uint64_t alignm
                       static_cast<unsigned long long>(bytes),
                       static_cast<unsigned long long>(available_memory()));
   }
+#ifdef MADV_HUGEPAGE
+  if (huge) madvise(p, rounded, MADV_HUGEPAGE);  // advice only: failure changes nothing
+#endif
   CpuState* st = state(impl);
   try {
     std::lock_guard<std::mutex> lock(st->mutex);
