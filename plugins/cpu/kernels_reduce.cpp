@@ -286,6 +286,7 @@ void reduce_inner(const RedPlan& p, const T* x, typename RedTypes<T, kOp>::Out* 
     return;
   }
   // Few outputs: threads share their pieces (not std::vector: Acc may be bool).
+  refresh_num_threads();  // Note [Threads on a busy machine] (cpu_common.h)
   std::unique_ptr<Acc[]> partial(new Acc[static_cast<size_t>(pieces)]);
   for (int64_t o = 0; o < p.outer_count; ++o) {
     const T* base = x + p.kept_offset(o);
@@ -389,6 +390,7 @@ void reduce_outer(const RedPlan& p, const T* x, typename RedTypes<T, kOp>::Out* 
     return;
   }
   // Few tiles: threads share the row blocks of each tile.
+  refresh_num_threads();
   std::unique_ptr<Block[]> partial(
       new Block[static_cast<size_t>(row_blocks * std::min(B, kRowTile))]);
   for (int64_t t = 0; t < tiles; ++t) {
@@ -518,6 +520,7 @@ OarStatus arg_kernel(const OarKernelContext* ctx) {
     const T* in = static_cast<const T*>(oar_view_ptr(&x));
     const int64_t tiles_per_a = (B + kRowTile - 1) / kRowTile;
     const int64_t tiles = A * tiles_per_a;
+    if (A * R * B >= kParallelMin) refresh_num_threads();
 #pragma omp parallel for num_threads(g_num_threads) schedule(static) if (A * R * B >= kParallelMin)
     for (int64_t t = 0; t < tiles; ++t) {
       const int64_t a = t / tiles_per_a;
