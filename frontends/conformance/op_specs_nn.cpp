@@ -1,6 +1,8 @@
 // Op cases of convolution, pooling, the creation ops and the composite ops
 // (relu, sigmoid, silu and mean are generated from the registry:
 // op_specs_registry.cpp).
+#include "oar/builder.h"
+#include "oar/op.h"
 #include "op_specs_util.h"
 
 namespace oar_conformance::specs {
@@ -213,6 +215,30 @@ void add_nn_specs(std::vector<OpSpec>& s) {
           oar::seed(1234);
           return oar::dropout(x, 0.3, true);
         })};
+  }));
+  // The fused Adam step (Note [Fused Adam]): two parameters, every output
+  // flattened into one tensor; with and without amsgrad.
+  s.push_back(composite("adam_update", [](DType dt, Tier, uint32_t& seed) {
+    std::vector<OpCase> cases;
+    for (bool amsgrad : {false, true}) {
+      OpCase oc{std::string("params [5, 7] and [33], step 3, weight_decay 0.1") + (amsgrad ? ", amsgrad" : ""),
+                {},
+                [amsgrad](const Inputs& in, const oar::Device&) {
+                  oar::Attrs attrs{{"lr", 0.01}, {"step", int64_t{3}}, {"weight_decay", 0.1}, {"amsgrad", amsgrad}};
+                  const oar::OpDef& op = oar::OpRegistry::instance().get("adam_update");
+                  std::vector<Tensor> flat;
+                  for (const Tensor& t : oar::current_builder().apply(op, in, oar::with_defaults(op, attrs), nullptr))
+                    flat.push_back(oar::reshape(t, {-1}));
+                  return oar::concat(flat, 0);
+                }};
+      const double ranges[5][2] = {{-2, 2}, {-1, 1}, {-0.5, 0.5}, {0, 1}, {0, 1}};  // p, g, m, v, vmax
+      for (int group = 0; group < (amsgrad ? 5 : 4); ++group)
+        for (const Shape& shape : {Shape{5, 7}, Shape{33}})
+          oc.inputs.push_back(random(shape, dt, ranges[group][0], ranges[group][1], seed));
+      oc.differentiable = false;
+      cases.push_back(std::move(oc));
+    }
+    return cases;
   }));
 }
 

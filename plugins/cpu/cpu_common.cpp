@@ -3,7 +3,10 @@
 #include "cpu_common.h"
 #include "cpu_vec_math.h"
 
+#include <fcntl.h>
 #include <omp.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdarg>
@@ -15,6 +18,8 @@ namespace oar_cpu {
 
 const OarHostApi* g_host = nullptr;
 int g_num_threads = 1;
+int g_configured_threads = 1;
+bool g_adaptive_threads = true;
 
 OarStatus fail_plain(OarStatus code, const char* fmt, ...) {
   char body[512];
@@ -25,7 +30,55 @@ OarStatus fail_plain(OarStatus code, const char* fmt, ...) {
   return op::fail(code, std::string("cpu plugin: ") + body);
 }
 
+namespace {
+
+constexpr int64_t kSampleNs = 20'000'000;  // Note [Threads on a busy machine]
+
+int64_t monotonic_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
+}
+
+// The calling thread's run-queue wait in ns (the second field of
+// /proc/thread-self/schedstat), or -1 where the kernel does not provide it.
+int64_t run_queue_wait_ns() {
+  thread_local int fd = -2;
+  if (fd == -2) fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char text[128];
+  const ssize_t n = pread(fd, text, sizeof text - 1, 0);
+  if (n <= 0) return -1;
+  text[n] = '\0';
+  unsigned long long on_cpu = 0, waited = 0;
+  return std::sscanf(text, "%llu %llu", &on_cpu, &waited) == 2 ? static_cast<int64_t>(waited) : -1;
+}
+
+}  // namespace
+
+void refresh_num_threads() {
+  if (!g_adaptive_threads || g_configured_threads <= 1) return;
+  thread_local int64_t last_ns = 0;
+  thread_local int64_t last_wait = -1;
+  const int64_t now = monotonic_ns();
+  if (now - last_ns < kSampleNs) return;
+  const int64_t wait = run_queue_wait_ns();
+  if (wait >= 0 && last_wait >= 0 && last_ns > 0) {
+    const double waited = static_cast<double>(wait - last_wait) / static_cast<double>(now - last_ns);
+    int threads = g_num_threads;
+    if (waited > 0.10) {
+      threads = std::max(1, threads / 2);
+    } else if (waited < 0.03) {
+      threads = std::min(g_configured_threads, threads * 2);
+    }
+    __atomic_store_n(&g_num_threads, threads, __ATOMIC_RELAXED);
+  }
+  last_ns = now;
+  last_wait = wait;
+}
+
 void apply_num_threads_to_this_thread() {
+  refresh_num_threads();
   thread_local int applied = 0;
   if (applied != g_num_threads) {
     omp_set_num_threads(g_num_threads);
@@ -115,7 +168,11 @@ void iter_run(const StridedIter& it, RowFn fn, void* fn_ctx) {
 
   // Small or single-threaded work runs on the calling thread without
   // entering an OpenMP region at all (an `if (false)` region still costs).
-  const bool parallel = g_num_threads > 1 && it.numel >= kParallelMinElementwise;
+  bool parallel = g_configured_threads > 1 && it.numel >= kParallelMinElementwise;
+  if (parallel) {
+    refresh_num_threads();
+    parallel = g_num_threads > 1;
+  }
 
   if (inner >= kTile) {  // long rows: tiles are pieces of one row
     const int64_t per_row = (inner + kTile - 1) / kTile;

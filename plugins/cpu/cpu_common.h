@@ -16,7 +16,27 @@ namespace oar_cpu {
 // ---------------------------------------------------------------- host ---
 
 extern const OarHostApi* g_host;  // not owned; valid from init to shutdown
-extern int g_num_threads;         // OpenMP threads of every parallel region
+extern int g_num_threads;         // OpenMP threads of the next parallel regions
+extern int g_configured_threads;  // OAR_NUM_THREADS, else all cores
+extern bool g_adaptive_threads;   // OAR_ADAPTIVE_THREADS != 0 (Note [Threads on a busy machine])
+
+/// Note [Threads on a busy machine]: when another process takes a core, a
+/// parallel region's threads wait for each other at its barrier: a thread
+/// that lost its core holds the region up for a scheduler slice (ms), and
+/// the one that arrived first spins on its own slice. A step of many small
+/// regions collapsed that way (RMSNorm as ops, 2 threads, a parallel build
+/// beside it: 10.6 -> 111 ms, torch 1.95 -> 6.3 ms). So the calling thread
+/// measures contention directly: every kSampleNs it reads its own run-queue
+/// wait (/proc/thread-self/schedstat, the time it was runnable without a
+/// core). Waiting over 10% of the window halves g_num_threads (at least 1);
+/// under 3% doubles it back (at most g_configured_threads). A region of
+/// fewer threads is slower on an idle machine but does not stall on a busy
+/// one; an idle machine never waits, so it keeps every thread. The choice
+/// changes only the number of pieces, never a result (every kernel is
+/// deterministic for any thread count). Called where regions are entered
+/// (parallel_range, iter_run, oneDNN's apply_num_threads_to_this_thread),
+/// only for work big enough to go parallel, so tiny ops pay nothing.
+void refresh_num_threads();
 
 // Elements below which a loop runs on the calling thread only.
 constexpr int64_t kParallelMin = 32768;
@@ -31,11 +51,16 @@ constexpr int64_t kParallelMinElementwise = 131072;
 template <class F>
 void parallel_range(int64_t n, int64_t grain, F&& body) {
   if (n <= 0) return;
-  if (g_num_threads <= 1 || n < grain) {
+  if (g_configured_threads <= 1 || n < grain) {
     body(int64_t{0}, n);
     return;
   }
+  refresh_num_threads();
   const int64_t pieces = g_num_threads;
+  if (pieces <= 1) {
+    body(int64_t{0}, n);
+    return;
+  }
 #pragma omp parallel for num_threads(g_num_threads) schedule(static)
   for (int64_t p = 0; p < pieces; ++p) body(n * p / pieces, n * (p + 1) / pieces);
 }
@@ -132,6 +157,7 @@ void register_fused_kernels(op::KernelTable& r);
 void register_conv_kernels(op::KernelTable& r);
 void register_linalg_kernels(op::KernelTable& r);  // LAPACK (kernels_linalg.cpp)
 void register_complex_kernels(op::KernelTable& r);
+void register_optimizer_kernels(op::KernelTable& r);  // adam_update (kernels_optimizer.cpp)
 
 /// The collective entries of the device table: Gloo (cpu_collectives.cpp).
 void fill_collectives(OarDeviceApi* api);

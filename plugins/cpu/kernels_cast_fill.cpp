@@ -1,6 +1,7 @@
 // cast, copy and the creation kernels: full, arange, uniform, normal.
 // uniform/normal evaluate oar_uniform_at / oar_normal_at (plugin_util.h) per
 // element, so they match every other device bit for bit.
+#include <cmath>
 #include <cstring>
 #include <iterator>
 #include <vector>
@@ -170,6 +171,39 @@ OarStatus read_global_position(const OarKernelContext* ctx, Attrs& attrs, const 
   return OAR_OK;
 }
 
+// Note [Random blocks]: element i of uniform/normal is a function of
+// Philox block i / 4 (docs/kernels.md): uniform takes word i % 4, normal's
+// Box-Muller pair i / 2 takes words 2 (i / 2 % 2) and 2 (i / 2 % 2) + 1.
+// A dense output computes each block once and writes its four elements,
+// instead of one block per element (four times the Philox rounds, which
+// made dropout's mask the largest cost of a small transformer's training
+// step). The values are the per-element formulas', bit for bit.
+template <bool kNormal, class T>
+void random_blocks(T* out, int64_t n, uint64_t seed, uint64_t offset, double a, double b) {
+  const int64_t blocks = (n + 3) / 4;
+  auto one_block = [&](int64_t k) {
+    uint32_t w[4];
+    oar_philox_block(seed, offset, static_cast<uint64_t>(k), w);
+    double v[4];
+    if constexpr (kNormal) {
+      for (int pair = 0; pair < 2; ++pair) {
+        const double u1 = static_cast<double>((w[2 * pair] >> 8) + 1) * (1.0 / 16777216.0);
+        const double u2 = static_cast<double>(w[2 * pair + 1] >> 8) * (1.0 / 16777216.0);
+        const double r = std::sqrt(-2.0 * std::log(u1));
+        v[2 * pair] = a + b * (r * std::cos(6.283185307179586 * u2));
+        v[2 * pair + 1] = a + b * (r * std::sin(6.283185307179586 * u2));
+      }
+    } else {
+      for (int j = 0; j < 4; ++j) v[j] = a + (b - a) * (static_cast<double>(w[j] >> 8) * (1.0 / 16777216.0));
+    }
+    const int64_t i0 = 4 * k;
+    for (int j = 0; j < 4 && i0 + j < n; ++j) out[i0 + j] = cast_to<T>(v[j]);
+  };
+  if (n >= 16384) refresh_num_threads();  // Note [Threads on a busy machine]
+#pragma omp parallel for num_threads(g_num_threads) schedule(static) if (n >= 16384)
+  for (int64_t k = 0; k < blocks; ++k) one_block(k);
+}
+
 // kInputs: 1 for uniform_like, whose input gives only the shape (its values are not read).
 template <bool kNormal, int kInputs = 0>
 OarStatus random_kernel(const OarKernelContext* ctx) {
@@ -197,8 +231,14 @@ OarStatus random_kernel(const OarKernelContext* ctx) {
       }
     });
   };
-  if (pos.ndim == 0) fill([](int64_t i) { return static_cast<uint64_t>(i); });
-  else fill(pos);
+  if (pos.ndim == 0) {
+    visit_float(y.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      random_blocks<kNormal>(static_cast<T*>(oar_view_ptr(&y)), n, seed, offset, a, b);
+    });
+  } else {
+    fill(pos);
+  }
   return OAR_OK;
 }
 

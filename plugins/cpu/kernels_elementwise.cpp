@@ -213,7 +213,7 @@ template <class T, class Op>
 OAR_CPU_CLONES_STREAM void unary_contig(T* y, const T* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = Op::f(x[i]);
 }
-template <class T, class Op>  // f32 exp, log, tanh, f64 exp, tanh: compute-bound
+template <class T, class Op>  // exp, log, tanh, sqrt, rsqrt (f64 log: libm): compute-bound
 OAR_CPU_CLONES void unary_contig_math(T* y, const T* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = Op::f(x[i]);
 }
@@ -236,8 +236,9 @@ void unary_row(void*, char* const* p, const int64_t* s, int64_t n) {
   R* y = reinterpret_cast<R*>(p[0]);
   const T* x = reinterpret_cast<const T*>(p[1]);
   if (s[0] == sizeof(R) && s[1] == sizeof(T)) {
-    if constexpr (kCloned<T, R, Op> &&
-                  (std::is_same_v<Op, Exp> || std::is_same_v<Op, Log> || std::is_same_v<Op, Tanh>)) {
+    if constexpr (kCloned<T, R, Op> && (std::is_same_v<Op, Exp> || std::is_same_v<Op, Log> ||
+                                        std::is_same_v<Op, Tanh> || std::is_same_v<Op, Sqrt> ||
+                                        std::is_same_v<Op, Rsqrt>)) {
       unary_contig_math<T, Op>(y, x, n);
     } else if constexpr (kCloned<T, R, Op>) {
       unary_contig<T, Op>(y, x, n);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "cpu_common.h"
 #include "cpu_vec_math.h"
@@ -241,6 +242,70 @@ OarStatus norm_kernel(const OarKernelContext* ctx) {
   return OAR_OK;
 }
 
+// layer_norm_grad (inputs x, weight, g; outputs dx, dweight, dbias): the
+// formula of layer_norm_vjp in core/src/ops/nn.cpp. Rows in parallel give
+// dx and each row's mean and rstd; columns in parallel then sum dweight and
+// dbias over the rows (no per-thread partial sums to merge).
+template <class T>
+OarStatus layer_norm_grad_kernel(const OarKernelContext* ctx) {
+  Attrs attrs(ctx);
+  int64_t begin = attrs.get_int("begin_axis");
+  double eps = attrs.get_float("epsilon");
+  if (!attrs.ok()) return attrs.status();
+  const OarTensorView& xv = ctx->inputs[0];
+  int64_t rows = 1, cols = 1;
+  for (int64_t d = 0; d < xv.ndim; ++d) (d < begin ? rows : cols) *= xv.shape[d];
+  const T* x = in_ptr<T>(ctx, 0);
+  const T* w = in_ptr<T>(ctx, 1);
+  const T* g = in_ptr<T>(ctx, 2);
+  T* dx = out_ptr<T>(ctx, 0);
+  T* dw = out_ptr<T>(ctx, 1);
+  T* db = out_ptr<T>(ctx, 2);
+  std::vector<T> mean_of(static_cast<size_t>(rows)), rstd_of(static_cast<size_t>(rows));
+  const auto n = static_cast<double>(cols);
+  if (rows * cols > kParallelMin) refresh_num_threads();  // Note [Threads on a busy machine]
+#pragma omp parallel for num_threads(g_num_threads) if (rows * cols > kParallelMin)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * cols;
+    const T* gr = g + r * cols;
+    T* dxr = dx + r * cols;
+    double mean = 0, sq = 0;
+    for (int64_t c = 0; c < cols; ++c) mean += xr[c];
+    mean /= n;
+    for (int64_t c = 0; c < cols; ++c) {
+      const double d = xr[c] - mean;
+      sq += d * d;
+    }
+    const double rstd = 1.0 / std::sqrt(sq / n + eps);
+    double sum_gw = 0, sum_gw_xhat = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      const double gw = static_cast<double>(gr[c]) * w[c];
+      sum_gw += gw;
+      sum_gw_xhat += gw * ((xr[c] - mean) * rstd);
+    }
+    const auto m = static_cast<T>(mean), s = static_cast<T>(rstd);
+    const auto a = static_cast<T>(sum_gw / n), b = static_cast<T>(sum_gw_xhat / n);
+    for (int64_t c = 0; c < cols; ++c) {
+      const T xhat = (xr[c] - m) * s;
+      dxr[c] = s * (gr[c] * w[c] - a - xhat * b);
+    }
+    mean_of[static_cast<size_t>(r)] = m;
+    rstd_of[static_cast<size_t>(r)] = s;
+  }
+#pragma omp parallel for num_threads(g_num_threads) if (rows * cols > kParallelMin)
+  for (int64_t c = 0; c < cols; ++c) {
+    double sw = 0, sb = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const T gv = g[r * cols + c];
+      sw += static_cast<double>(gv * ((x[r * cols + c] - mean_of[static_cast<size_t>(r)]) * rstd_of[static_cast<size_t>(r)]));
+      sb += gv;
+    }
+    dw[c] = static_cast<T>(sw);
+    db[c] = static_cast<T>(sb);
+  }
+  return OAR_OK;
+}
+
 OarStatus layer_norm_onednn_kernel(const OarKernelContext* ctx) {
   Attrs attrs(ctx);
   int64_t begin = attrs.get_int("begin_axis");
@@ -292,6 +357,7 @@ void register_for(op::KernelTable& r, int32_t dt) {
   r.add("silu", {dt}, {dt}, guarded<activation_kernel<T, Act::silu>>);
   r.add("gelu", {dt}, {dt}, guarded<activation_kernel<T, Act::gelu>>);
   r.add("rms_norm", {dt, dt}, {dt}, guarded<norm_kernel<T, true>>);
+  r.add("layer_norm_grad", {dt, dt, dt}, {dt, dt, dt}, guarded<layer_norm_grad_kernel<T>>);
 }
 
 }  // namespace

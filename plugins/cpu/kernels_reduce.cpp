@@ -3,9 +3,16 @@
 // Note [Blocked reduction]: the input (contiguous) is coalesced into kept
 // and reduced dims. Values are combined in fixed blocks — up to kBlock
 // contiguous elements (reduced innermost dim) or kRowBlock rows (kept
-// innermost dim) — with several independent accumulators the compiler
-// vectorizes, and the block results are then combined in order. Float sums
-// and products accumulate in double (so 1e8 f32 ones sum to exactly 1e8),
+// innermost dim) — with kLanes independent accumulators the compiler
+// vectorizes, and the block results are then combined in order. Short
+// reduced rows (fewer than kLanes elements, back to back) are vectorized
+// across rows instead: kLanes rows at once, one accumulator each. A kept
+// innermost dim is never transposed: the rows of a block stream past in
+// order (strided over the reduced dim, contiguous along the kept one) into
+// one accumulator per column of a tile of up to kRowTile columns (in L1).
+// Float sums and products accumulate in double (so 1e8 f32 ones sum to
+// exactly 1e8; a contiguous f32 sum first adds runs of 8 values per lane in
+// f32, see sum_f32_in_f64),
 // integer ones in wrapping uint64. The blocking never depends on the thread
 // count, so results are identical for any OAR_NUM_THREADS; threads share
 // outputs when there are many, else they share the blocks of one output.
@@ -16,27 +23,66 @@
 #include <vector>
 
 #include "cpu_common.h"
+#include "cpu_vec_math.h"  // OAR_CPU_CLONES
 
 namespace oar_cpu {
 
-/// f32 sum in f64 with 8 accumulators, cloned per ISA: the same sequence of
-/// additions in every clone (no reassociation), only the vector width
-/// changes, so the result never depends on the machine.
+/// Independent accumulators of a contiguous block (Note [Blocked reduction]):
+/// enough vector registers' worth that the adds' latency is hidden (8 were
+/// one AVX-512 register of doubles, a 3-4 cycle chain per 8 elements: a
+/// [4096, 768] f32 sum over the last dim took 2.3x torch's time).
+constexpr int kLanes = 32;
+
+/// Combines acc[0..kLanes) pairwise, always in the same tree.
+template <class A, class F>
+A combine_lanes(A* acc, F&& f) {
+  for (int w = kLanes / 2; w >= 1; w /= 2) {
+    for (int j = 0; j < w; ++j) acc[j] = f(acc[j], acc[j + w]);
+  }
+  return acc[0];
+}
+
+/// f32 sum in f64 with kLanes accumulators, cloned per ISA: the same
+/// sequence of additions in every clone (no reassociation), only the vector
+/// width changes, so the result never depends on the machine. Each lane
+/// first adds kF32Run consecutive values of its column in f32 (exact for
+/// integers below 2^24; otherwise at most a few f32 roundings of a partial
+/// of 8 values), then the partial joins the lane's f64 sum: a conversion per
+/// 8 elements instead of per element, which had made the loop compute-bound
+/// at half of torch's f32 speed.
+constexpr int kF32Run = 8;
 __attribute__((target_clones("avx512f", "avx2", "default"))) double sum_f32_in_f64(const float* x, int64_t n) {
-  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  double acc[kLanes] = {};
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int j = 0; j < 8; ++j) acc[j] += static_cast<double>(x[i + j]);
+  for (; i + kLanes * kF32Run <= n; i += kLanes * kF32Run) {
+    float part[kLanes];
+    for (int j = 0; j < kLanes; ++j) part[j] = x[i + j];
+    for (int r = 1; r < kF32Run; ++r) {
+      for (int j = 0; j < kLanes; ++j) part[j] += x[i + r * kLanes + j];
+    }
+    for (int j = 0; j < kLanes; ++j) acc[j] += static_cast<double>(part[j]);
+  }
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) acc[j] += static_cast<double>(x[i + j]);
   }
   for (int j = 0; i < n; ++i, ++j) acc[j] += static_cast<double>(x[i]);
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  return combine_lanes(acc, [](double a, double b) { return a + b; });
+}
+
+/// acc[b] += x[q * stride + b] for q < rows, b < w, in f64, cloned per ISA
+/// (each column's additions in row order in every clone).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void add_rows_f32_in_f64(
+    const float* x, int64_t stride, int64_t rows, int64_t w, double* acc) {
+  for (int64_t q = 0; q < rows; ++q, x += stride) {
+    for (int64_t b = 0; b < w; ++b) acc[b] += static_cast<double>(x[b]);
+  }
 }
 
 namespace {
 
 constexpr int64_t kBlock = 8192;     // contiguous elements per block
 constexpr int64_t kRowBlock = 1024;  // rows per block when the inner dim is kept
-constexpr int64_t kRowTile = 512;    // inner elements per tile when the inner dim is kept
+constexpr int64_t kRowTile = 1024;   // inner elements per tile when the inner dim is kept
 
 enum class RedOp { kSum, kProd, kMax, kMin };
 
@@ -83,22 +129,38 @@ struct Combine {
   }
 };
 
-/// Reduces n contiguous elements with 8 independent accumulators.
+/// Reduces n contiguous elements with kLanes independent accumulators,
+/// cloned per ISA like sum_f32_in_f64 (the same operations in every clone).
 template <class T, class B, RedOp kOp>
-B block_reduce(const T* x, int64_t n) {
+OAR_CPU_CLONES B block_reduce(const T* x, int64_t n) {
   if constexpr (std::is_same_v<T, float> && std::is_same_v<B, double> && kOp == RedOp::kSum) {
     return sum_f32_in_f64(x, n);
+  } else if constexpr (std::is_floating_point_v<B> && (kOp == RedOp::kMax || kOp == RedOp::kMin)) {
+    // Float max/min: Combine's rule as a branch-free select (a NaN in acc
+    // stays, a NaN in x enters), which vectorizes.
+    B acc[kLanes];
+    for (B& a : acc) a = Combine<kOp>::template identity<B>();
+    auto step = [](B a, B v) {
+      const bool keep = (kOp == RedOp::kMax ? a > v : a < v) | (a != a);
+      return keep ? a : v;
+    };
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+      for (int j = 0; j < kLanes; ++j) acc[j] = step(acc[j], static_cast<B>(Num<T>::load(x[i + j])));
+    }
+    for (int j = 0; i < n; ++i, ++j) acc[j] = step(acc[j], static_cast<B>(Num<T>::load(x[i])));
+    return combine_lanes(acc, [](B a, B b) { return Combine<kOp>::f(a, b); });
+  } else {
+    using Op = Combine<kOp>;
+    B acc[kLanes];
+    for (B& a : acc) a = Op::template identity<B>();
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+      for (int j = 0; j < kLanes; ++j) acc[j] = Op::f(acc[j], static_cast<B>(Num<T>::load(x[i + j])));
+    }
+    for (int j = 0; i < n; ++i, ++j) acc[j] = Op::f(acc[j], static_cast<B>(Num<T>::load(x[i])));
+    return combine_lanes(acc, [](B a, B b) { return Op::f(a, b); });
   }
-  using Op = Combine<kOp>;
-  B acc[8];
-  for (B& a : acc) a = Op::template identity<B>();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int j = 0; j < 8; ++j) acc[j] = Op::f(acc[j], static_cast<B>(Num<T>::load(x[i + j])));
-  }
-  for (int j = 0; i < n; ++i, ++j) acc[j] = Op::f(acc[j], static_cast<B>(Num<T>::load(x[i])));
-  return Op::f(Op::f(Op::f(acc[0], acc[1]), Op::f(acc[2], acc[3])),
-               Op::f(Op::f(acc[4], acc[5]), Op::f(acc[6], acc[7])));
 }
 
 /// Coalesced layout of a reduction over a contiguous input.
@@ -183,17 +245,48 @@ void reduce_inner(const RedPlan& p, const T* x, typename RedTypes<T, kOp>::Out* 
         block_reduce<T, Block, kOp>(base + p.red_offset(q) + c, std::min(kBlock, L - c)));
   };
   const int64_t total = p.outer_count * pieces * std::min(L, kBlock);
+  // Rows per parallel piece: about kParallelMin elements (parallel_range
+  // runs small reductions on the calling thread without an OpenMP region).
+  const int64_t row_grain = std::max<int64_t>(1, kParallelMin / std::max<int64_t>(1, p.red_count * L));
+  if (p.nred == 0 && L < kLanes) {
+    // Short rows back to back: kLanes rows at once, one accumulator per row
+    // (vectorized across rows), each row's elements combined in order.
+    parallel_range((p.outer_count + kLanes - 1) / kLanes, std::max<int64_t>(1, row_grain / kLanes),
+                   [&](int64_t g0, int64_t g1) {
+                     for (int64_t g = g0; g < g1; ++g) {
+                       const int64_t r0 = g * kLanes;
+                       const int64_t rows = std::min<int64_t>(kLanes, p.outer_count - r0);
+                       const T* base = x + r0 * L;
+                       Acc acc[kLanes];
+                       for (Acc& a : acc) a = Op::template identity<Acc>();
+                       for (int64_t l = 0; l < L; ++l) {
+                         for (int64_t j = 0; j < rows; ++j)
+                           acc[j] = Op::f(acc[j], static_cast<Acc>(Num<T>::load(base[j * L + l])));
+                       }
+                       for (int64_t j = 0; j < rows; ++j) y[r0 + j] = cast_to<typename Ty::Out>(acc[j]);
+                     }
+                   });
+    return;
+  }
   if (p.outer_count >= g_num_threads || total < kParallelMin) {
-#pragma omp parallel for num_threads(g_num_threads) schedule(static) if (total >= kParallelMin)
-    for (int64_t o = 0; o < p.outer_count; ++o) {
-      const T* base = x + p.kept_offset(o);
-      Acc acc = Op::template identity<Acc>();
-      for (int64_t k = 0; k < pieces; ++k) acc = Op::f(acc, piece(base, k));
-      y[o] = cast_to<typename Ty::Out>(acc);
-    }
+    parallel_range(p.outer_count, row_grain, [&](int64_t o0, int64_t o1) {
+      if (p.nred == 0 && L <= kBlock) {  // rows back to back, one block each: no index arithmetic
+        for (int64_t o = o0; o < o1; ++o) {
+          y[o] = cast_to<typename Ty::Out>(static_cast<Acc>(block_reduce<T, Block, kOp>(x + o * L, L)));
+        }
+        return;
+      }
+      for (int64_t o = o0; o < o1; ++o) {
+        const T* base = x + p.kept_offset(o);
+        Acc acc = Op::template identity<Acc>();
+        for (int64_t k = 0; k < pieces; ++k) acc = Op::f(acc, piece(base, k));
+        y[o] = cast_to<typename Ty::Out>(acc);
+      }
+    });
     return;
   }
   // Few outputs: threads share their pieces (not std::vector: Acc may be bool).
+  refresh_num_threads();  // Note [Threads on a busy machine] (cpu_common.h)
   std::unique_ptr<Acc[]> partial(new Acc[static_cast<size_t>(pieces)]);
   for (int64_t o = 0; o < p.outer_count; ++o) {
     const T* base = x + p.kept_offset(o);
@@ -241,6 +334,21 @@ void reduce_outer(const RedPlan& p, const T* x, typename RedTypes<T, kOp>::Out* 
       for (int64_t j = 0; j < L; ++j) blk[j % B] = Op::f(blk[j % B], acc[j]);
       return;
     }
+    if (p.nred == 1) {
+      // One reduced dim: the block's rows stream past in order, each added
+      // into the tile's accumulators (L1-resident): contiguous loads, no
+      // transpose, the same additions as the odometer walk below.
+      const int64_t stride = p.red_stride[0];
+      const T* row = base + q0 * stride;
+      if constexpr (std::is_same_v<T, float> && std::is_same_v<Block, double> && kOp == RedOp::kSum) {
+        add_rows_f32_in_f64(row, stride, q1 - q0, w, blk);
+      } else {
+        for (int64_t q = q0; q < q1; ++q, row += stride) {
+          for (int64_t b = 0; b < w; ++b) blk[b] = Op::f(blk[b], static_cast<Block>(Num<T>::load(row[b])));
+        }
+      }
+      return;
+    }
     // Walk the reduced dims with an odometer (no division per row).
     int64_t idx[OAR_MAX_NDIM];
     int64_t rest = q0;
@@ -262,24 +370,27 @@ void reduce_outer(const RedPlan& p, const T* x, typename RedTypes<T, kOp>::Out* 
   };
   const int64_t total = p.outer_count * p.red_count * B;
   if (tiles >= g_num_threads || total < kParallelMin) {
-#pragma omp parallel for num_threads(g_num_threads) schedule(static) if (total >= kParallelMin)
-    for (int64_t t = 0; t < tiles; ++t) {
-      const int64_t o = t / col_tiles;
-      const int64_t c0 = (t % col_tiles) * kRowTile;
-      const int64_t w = std::min(kRowTile, B - c0);
-      const T* base = x + p.kept_offset(o) + c0;
-      Block blk[kRowTile];
-      Acc acc[kRowTile];
-      for (int64_t b = 0; b < w; ++b) acc[b] = Op::template identity<Acc>();
-      for (int64_t rb = 0; rb < row_blocks; ++rb) {
-        block(base, rb, w, blk);
-        for (int64_t b = 0; b < w; ++b) acc[b] = Op::f(acc[b], static_cast<Acc>(blk[b]));
+    const int64_t tile_grain = std::max<int64_t>(1, kParallelMin / std::max<int64_t>(1, total / tiles));
+    parallel_range(tiles, tile_grain, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t o = t / col_tiles;
+        const int64_t c0 = (t % col_tiles) * kRowTile;
+        const int64_t w = std::min(kRowTile, B - c0);
+        const T* base = x + p.kept_offset(o) + c0;
+        Block blk[kRowTile];
+        Acc acc[kRowTile];
+        for (int64_t b = 0; b < w; ++b) acc[b] = Op::template identity<Acc>();
+        for (int64_t rb = 0; rb < row_blocks; ++rb) {
+          block(base, rb, w, blk);
+          for (int64_t b = 0; b < w; ++b) acc[b] = Op::f(acc[b], static_cast<Acc>(blk[b]));
+        }
+        for (int64_t b = 0; b < w; ++b) y[o * B + c0 + b] = cast_to<typename Ty::Out>(acc[b]);
       }
-      for (int64_t b = 0; b < w; ++b) y[o * B + c0 + b] = cast_to<typename Ty::Out>(acc[b]);
-    }
+    });
     return;
   }
   // Few tiles: threads share the row blocks of each tile.
+  refresh_num_threads();
   std::unique_ptr<Block[]> partial(
       new Block[static_cast<size_t>(row_blocks * std::min(B, kRowTile))]);
   for (int64_t t = 0; t < tiles; ++t) {
@@ -409,6 +520,7 @@ OarStatus arg_kernel(const OarKernelContext* ctx) {
     const T* in = static_cast<const T*>(oar_view_ptr(&x));
     const int64_t tiles_per_a = (B + kRowTile - 1) / kRowTile;
     const int64_t tiles = A * tiles_per_a;
+    if (A * R * B >= kParallelMin) refresh_num_threads();
 #pragma omp parallel for num_threads(g_num_threads) schedule(static) if (A * R * B >= kParallelMin)
     for (int64_t t = 0; t < tiles; ++t) {
       const int64_t a = t / tiles_per_a;

@@ -242,6 +242,7 @@ void register_shape_kernels(op::KernelTable& t);
 void register_conv_kernels(op::KernelTable& t);
 void register_complex_kernels(op::KernelTable& t);
 void register_fft_kernels(op::KernelTable& t);
+void register_optimizer_kernels(op::KernelTable& t);
 
 // Collective entries of the device table (mock_collectives.cpp).
 void fill_collectives(OarDeviceApi* api);

@@ -648,6 +648,7 @@ extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host,
     register_conv_kernels(table);
     register_complex_kernels(table);
     register_fft_kernels(table);
+    register_optimizer_kernels(table);
     status = table.status();
   }
   if (status != OAR_OK) {

@@ -51,4 +51,21 @@ TEST_CASE("pow(x, 2) traces to a multiply and pow(x, 0.5) to sqrt; pow(x, 2.5) s
   CHECK(root.find("sqrt") != std::string::npos);
   CHECK(root.find("pow") == std::string::npos);
   CHECK(general.find("pow") != std::string::npos);
+  // Other integer exponents: repeated squaring, multiplies and a division only.
+  for (double e : {5.0, -3.0, 32.0}) {
+    std::string p = program_of(e);
+    INFO("exponent " << e << ":\n" << p);
+    CHECK(p.find("mul") != std::string::npos);
+    CHECK(p.find("pow") == std::string::npos);
+  }
+  CHECK(program_of(33.0).find("pow") != std::string::npos);  // past kMaxMultiplyExponent
+}
+
+TEST_CASE("pow of an integer tensor by a non-negative integer exponent is exact and wraps as numpy") {
+  Tensor x = Tensor::from_vector<int32_t>({-3, 2, 1000}, {3});
+  CHECK(oar::pow(x, 3.0).dtype() == DType::i32);
+  CHECK(oar::pow(x, 3.0).to_vector<int32_t>() == std::vector<int32_t>{-27, 8, 1000000000});
+  CHECK(oar::pow(x, 0.0).to_vector<int32_t>() == std::vector<int32_t>{1, 1, 1});
+  // 1000^7 = 10^21 = 3735027712 (mod 2^32), -559939584 as int32: numpy's np.power.
+  CHECK(oar::pow(x, 7.0).to_vector<int32_t>() == std::vector<int32_t>{-2187, 128, -559939584});
 }

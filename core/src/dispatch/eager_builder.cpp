@@ -6,6 +6,7 @@
 
 #include "dispatch/device_context.h"
 #include "dispatch/kernel_launch.h"
+#include "dispatch/op_profile.h"
 #include "dist/dist_internal.h"
 #include "oar/autograd.h"
 #include "oar/builder.h"
@@ -60,6 +61,7 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
   }
   // ---- distributed tensors (H1): Note [Distributed dispatch] in core/src/dist/dispatch.cpp.
   if (dist::any_dist(inputs)) return dist::dispatch(op, inputs, attrs, device);
+  OpProfileScope timed(op, t_depth == 0);  // Note [Op profile]
   DepthGuard depth;
   std::vector<TensorMeta>& in_meta = t_meta_buffers[t_depth - 1];
   in_meta.resize(inputs.size());

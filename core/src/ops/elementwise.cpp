@@ -370,21 +370,48 @@ Tensor subtract(const Tensor& a, const Tensor& b) { return binary(OAR_OP("sub"),
 Tensor multiply(const Tensor& a, const Tensor& b) { return binary(OAR_OP("mul"), a, b); }
 Tensor divide(const Tensor& a, const Tensor& b) { return binary(OAR_OP("div"), a, b); }
 Tensor pow(const Tensor& a, const Tensor& b) { return binary(OAR_OP("pow"), a, b); }
-// Note [pow fast paths]: a scalar exponent of 2, 3, -1, -2, 0.5 or -0.5
-// becomes multiplies, a division, sqrt or rsqrt (exact, or within an ulp of
-// std::pow; a per-element std::pow is 10-20x slower), and 1 a copy. The VJP
-// and the traced program follow from those ops, so there is one place for
-// this. Other exponents, and non-float inputs (which pow refuses with its
-// own error), take the general op.
+// Note [pow fast paths]: a scalar exponent of 1, 2, 3, -1, 0.5 or -0.5
+// becomes a copy, multiplies, a division, sqrt or rsqrt, and any other
+// integer exponent n with |n| <= kMaxMultiplyExponent repeated squaring
+// (x^n in at most 2 log2 |n| multiplies; a negative n is 1 / x^|n|). Those
+// are exact or within a few ulp of std::pow, and a per-element std::pow is
+// 10-20x slower than a multiply. As in torch (and numpy for 0.5), sqrt and
+// rsqrt decide the signed zero and -inf: pow(-0, -0.5) = -inf and
+// pow(-inf, +-0.5) = nan, where C's pow gives +inf, +inf and 0. Integer
+// tensors with a non-negative integer exponent (any size) take the
+// multiplies too, exact and wrapping as numpy's power, and x^0 is ones; the
+// pow op itself is float-only. The VJP and the traced program follow from
+// those ops, so this function is the one place for the rule. Other float
+// exponents (0 included: pow(x, 0) is 1 even for NaN, its gradient 0) take
+// the general op. Python's x ** e, x.pow(e), oar.pow and paddle.pow reach
+// this through pow_scalar (frontends/python/oar/math.py).
+namespace {
+constexpr double kMaxMultiplyExponent = 32;
+
+// x^n for an integer n >= 1 by repeated squaring.
+Tensor pow_by_squaring(const Tensor& x, int64_t n) {
+  if (n == 1) return x;
+  if (n == 2) return x * x;
+  if (n == 3) return x * x * x;
+  Tensor half = pow_by_squaring(x, n / 2);
+  Tensor even = half * half;
+  return n % 2 == 1 ? even * x : even;
+}
+}  // namespace
+
 Tensor pow(const Tensor& a, double exponent) {
+  const bool integer_exponent = exponent == std::nearbyint(exponent) && std::fabs(exponent) <= kMaxMultiplyExponent;
   if (is_floating(a.dtype())) {
     if (exponent == 1) return a * 1.0;
-    if (exponent == 2) return a * a;
-    if (exponent == 3) return a * a * a;
-    if (exponent == -1) return 1.0 / a;
-    if (exponent == -2) return 1.0 / (a * a);
     if (exponent == 0.5) return sqrt(a);
     if (exponent == -0.5) return rsqrt(a);
+    if (exponent == -1) return 1.0 / a;
+    if (integer_exponent && exponent > 0) return pow_by_squaring(a, static_cast<int64_t>(exponent));
+    if (integer_exponent && exponent < 0) return 1.0 / pow_by_squaring(a, static_cast<int64_t>(-exponent));
+  } else if (a.dtype() != DType::boolean && !is_complex(a.dtype()) && exponent >= 0 && exponent < 0x1p62 &&
+             exponent == std::nearbyint(exponent)) {
+    if (exponent == 0) return ones_like(a);
+    return exponent == 1 ? a * 1.0 : pow_by_squaring(a, static_cast<int64_t>(exponent));
   }
   return pow(a, scalar_like(a, exponent));
 }

@@ -117,8 +117,9 @@ SpmdResult softmax_spmd(const SpmdArgs& args) {
 // begin_axis..: a sharding of a batch dim (before begin_axis; sequence
 // parallel shards the sequence dim) passes through with weight and bias
 // replicated; a sharded normalized dim or a Partial x is gathered first
-// (Paddle's layer_norm rule). Their VJPs differentiate the decomposition
-// (no VJP rule), whose ops have rules of their own.
+// (Paddle's layer_norm rule). rms_norm's VJP differentiates the
+// decomposition (no VJP rule), whose ops have rules of their own;
+// layer_norm has a rule (layer_norm_vjp).
 SpmdResult norm_spmd(const SpmdArgs& args) {
   const Placement& p = args.placements[0];
   std::vector<Placement> inputs(args.inputs.size(), Placement::Replicate());
@@ -150,6 +151,48 @@ Grads log_softmax_vjp(const VjpContext& c) {
   int64_t axis = c.attrs.get_int("axis");
   const Tensor &y = c.outputs[0], &g = c.grads[0];
   return {g - exp(y) * sum(g, {axis}, true)};
+}
+
+// layer_norm: with xhat = (x - mean) * rstd over the normalized dims,
+//   dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)),  gw = g * weight,
+//   dweight = sum(g * xhat), dbias = sum(g) over the batch dims.
+// mean and rstd are recomputed from x (the fused kernel keeps neither).
+// layer_norm_grad (inputs x, weight, g; outputs dx, dweight, dbias) is that
+// formula as a composite op: a device kernel (cpu: kernels_fused.cpp) does
+// it in two passes; grad-of-grad differentiates the decomposition. With the
+// rule a training step runs the fused forward kernel instead of the
+// nine-op decomposition and its nine backward rules.
+std::vector<Tensor> layer_norm_grad_decompose(std::span<const Tensor> in, const Attrs& attrs) {
+  const int64_t begin = attrs.get_int("begin_axis");
+  const auto axes = axes_from(begin, in[0].dim());
+  std::vector<int64_t> batch(static_cast<size_t>(begin));
+  std::iota(batch.begin(), batch.end(), int64_t{0});
+  Tensor x = upcast_half(in[0]);
+  Tensor g = upcast_half(in[2]);
+  Tensor centered = x - mean(x, axes, true);
+  Tensor rstd = rsqrt(mean(centered * centered, axes, true) + attrs.get_float("epsilon"));
+  Tensor xhat = centered * rstd;
+  Tensor gw = g * upcast_half(in[1]);
+  Tensor dx = rstd * (gw - mean(gw, axes, true) - xhat * mean(gw * xhat, axes, true));
+  auto over_batch = [&](const Tensor& t) { return batch.empty() ? t : sum(t, batch, false); };
+  return {cast_back(dx, in[0].dtype()), cast_back(over_batch(g * xhat), in[1].dtype()),
+          cast_back(over_batch(g), in[1].dtype())};
+}
+
+std::vector<TensorMeta> layer_norm_grad_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs& attrs) {
+  std::array<TensorMeta, 2> x_and_weight{in[0], in[1]};
+  norm_meta(op, x_and_weight, attrs);
+  OAR_CHECK_ARG(in[2].shape == in[0].shape && in[2].dtype == in[0].dtype,
+                op.name + ": the gradient has shape " + shape_str(in[2].shape) + " and dtype " +
+                    std::string(dtype_name(in[2].dtype)) + " but x has " + shape_str(in[0].shape) + " and " +
+                    std::string(dtype_name(in[0].dtype)));
+  return {in[0], in[1], in[1]};
+}
+
+Grads layer_norm_vjp(const VjpContext& c) {
+  if (!c.grads[0].defined()) return Grads(3);
+  std::array<Tensor, 3> in{c.inputs[0], c.inputs[1], c.grads[0]};
+  return current_builder().apply(OAR_OP("layer_norm_grad"), in, c.attrs, nullptr);
 }
 
 Tensor composite(const OpDef& op, std::span<const Tensor> in, Attrs attrs = {}) { return apply1(op, in, attrs); }
@@ -196,10 +239,16 @@ OAR_REGISTER_OPS(nn) {
                 softmax_spmd);
   add_composite("log_softmax", 1, axis_meta, log_softmax_decompose, log_softmax_vjp, {axis}, "log(softmax(x))",
                 softmax_spmd);
-  add_composite("layer_norm", 3, norm_meta, layer_norm_decompose, nullptr,
+  add_composite("layer_norm", 3, norm_meta, layer_norm_decompose, layer_norm_vjp,
                 {attr("epsilon", 1e-5, "added to the variance"),
                  attr("begin_axis", AttrKind::int_, "first normalized dim")},
                 "(x - mean) / sqrt(var + eps) * weight + bias over dims begin_axis..", norm_spmd);
+  OpDef layer_norm_grad = composite_def(
+      "layer_norm_grad", 3, layer_norm_grad_meta, layer_norm_grad_decompose, nullptr,
+      {attr("epsilon", 1e-5, "added to the variance"), attr("begin_axis", AttrKind::int_, "first normalized dim")},
+      "layer_norm's gradients (dx, dweight, dbias) from x, weight and the output's gradient");
+  layer_norm_grad.num_outputs = 3;
+  add_op(std::move(layer_norm_grad));
   add_composite("rms_norm", 2, norm_meta, rms_norm_decompose, nullptr,
                 {attr("epsilon", 1e-6, "added to the mean square"),
                  attr("begin_axis", AttrKind::int_, "first normalized dim")},

@@ -7,7 +7,7 @@ import numbers
 
 from .. import _C
 from ..autograd import no_grad
-from ..framework import Tensor
+from ..framework import Tensor, bfloat16 as _bfloat16, float16 as _float16, float32 as _float32
 from .lr import LRScheduler
 
 _ops = _C.ops
@@ -93,12 +93,20 @@ class Optimizer:
 
     @no_grad()
     def step(self):
+        self._step()
+
+    def _step(self, before=None, after=None):
+        """One optimizer step. The per-parameter hooks (used by
+        dist.shard_optimizer): before(p, g) -> the gradient to use,
+        after(p, new) -> the value p takes. Without hooks the updates may run
+        fused across parameters (_apply_updates)."""
         triples = self._params_grads()
         if self._grad_clip is not None and triples:
             clipped = self._grad_clip([(p, g) for p, g, _ in triples])
             triples = [(p, g, grp) for (p, g), (_, _, grp) in zip(clipped, triples)]
         self._step_count += 1
         base_lr = self.get_lr()
+        entries = []
         for p, g, group in triples:
             if g is None:
                 continue
@@ -106,8 +114,23 @@ class Optimizer:
                 "learning_rate", 1.0)
             if g.dtype != p.dtype:
                 g = _ops.cast(g, p.dtype)
+            if before is None and after is None:
+                entries.append((p, g, lr, group))
+                continue
+            if before is not None:
+                g = before(p, g)
             new = self._update(p, g, lr, group)
+            if after is not None:
+                new = after(p, new)
             p._set_data_(new.detach())
+        if entries:
+            self._apply_updates(entries)
+
+    def _apply_updates(self, entries):
+        """Updates every (param, grad, lr, group) of `entries`; an optimizer
+        with a fused update overrides it."""
+        for p, g, lr, group in entries:
+            p._set_data_(self._update(p, g, lr, group).detach())
 
     def minimize(self, loss, startup_program=None, parameters=None, no_grad_set=None):
         loss.backward()
@@ -201,6 +224,7 @@ class Adam(Optimizer):
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
         self._beta1, self._beta2, self._epsilon = float(beta1), float(beta2), float(epsilon)
         self._amsgrad = amsgrad
+        self._multi_precision = bool(multi_precision)
 
     def _adam(self, p, g, lr):
         t = self._bump_step(p)
@@ -226,6 +250,67 @@ class Adam(Optimizer):
             return _ops.multiply_scalar(_ops.complex(part(_ops.real), part(_ops.imag)), lr_t)
         denom = _ops.add_scalar(_ops.sqrt(v), eps)
         return _ops.multiply_scalar(_ops.divide(m, denom), lr_t)
+
+    # ---- the fused update: Note [Fused Adam] in core/src/ops/optimizer_ops.cpp ----
+    def _fused_terms(self, p, g, lr, group):
+        """(gradient, learning rate, decoupled weight decay) of the fused op."""
+        return self._regularized(p, g, group), lr, 0.0
+
+    def _fused_key(self, p, g):
+        """How p batches into one adam_update call, or None for the op-by-op
+        update (complex, integer or distributed params, moments of another dtype)."""
+        d = p.dtype
+        if not d.is_floating_point or d.is_complex or g.dtype != d or p.is_dist():
+            return None
+        half = d in (_float16, _bfloat16)
+        moment = _float32 if half else d
+        for name in ("moment1", "moment2") + (("moment2_max",) if self._amsgrad else ()):
+            acc = self._accumulators.get((name, id(p)))
+            if acc is not None and acc.dtype != moment:
+                return None
+        master = half and self._multi_precision
+        return moment, master, p._device
+
+    def _apply_updates(self, entries):
+        batches, rest = {}, []
+        for p, g, lr, group in entries:
+            key = self._fused_key(p, g)
+            if key is None:
+                rest.append((p, g, lr, group))
+                continue
+            g, lr_eff, wd = self._fused_terms(p, g, lr, group)
+            t = self._accumulators.get(("step", id(p)), 0) + 1
+            batches.setdefault((key, float(lr_eff), t, float(wd)), []).append((p, g))
+        super()._apply_updates(rest)
+        for ((moment, master, _), lr, t, wd), items in batches.items():
+            self._fused_adam(items, moment, master, lr, t, wd)
+
+    def _fused_adam(self, items, moment, master, lr, t, wd):
+        names = ("moment1", "moment2") + (("moment2_max",) if self._amsgrad else ())
+        params = [p.detach() for p, _ in items]
+        inputs = params + [g for _, g in items]
+        for name in names:
+            for p, value in zip(items, params):
+                key = (name, id(p[0]))
+                if key not in self._accumulators:
+                    self._accumulators[key] = _ops.cast(_ops.full_like(value, 0.0), moment)
+                inputs.append(self._accumulators[key])
+        if master:
+            names += ("master_weight",)
+            for p, value in zip(items, params):
+                key = ("master_weight", id(p[0]))
+                if key not in self._accumulators:
+                    self._accumulators[key] = _ops.cast(value, moment)
+                inputs.append(self._accumulators[key])
+        outs = _ops.call("adam_update", inputs, {
+            "lr": lr, "beta1": self._beta1, "beta2": self._beta2, "epsilon": self._epsilon, "step": t,
+            "weight_decay": wd, "amsgrad": self._amsgrad, "master_weights": master})
+        n = len(items)
+        for i, (p, _) in enumerate(items):
+            p._set_data_(outs[i])
+            for k, name in enumerate(names):
+                self._accumulators[(name, id(p))] = outs[(k + 1) * n + i]
+            self._accumulators[("step", id(p))] = t
 
     def _bump_step(self, p):
         key = ("step", id(p))
@@ -263,11 +348,20 @@ class AdamW(Adam):
         self._lr_ratio = lr_ratio
         self._apply_decay_param_fun = apply_decay_param_fun
 
-    def _update(self, p, g, lr, group):
+    def _decoupled(self, p, lr, group):
+        """(lr * lr_ratio, the decay coefficient or 0 where apply_decay_param_fun excludes p)."""
         coeff = float(group.get("weight_decay", self._coeff))
         ratio = self._lr_ratio(p) if self._lr_ratio is not None else 1.0
-        value = p.detach()
         decay = self._apply_decay_param_fun is None or self._apply_decay_param_fun(getattr(p, "name", None))
-        if decay and coeff != 0.0:
-            value = _ops.multiply_scalar(value, 1.0 - lr * ratio * coeff)
-        return _ops.subtract(value, self._adam(p, g, lr * ratio))
+        return lr * ratio, (coeff if decay else 0.0)
+
+    def _fused_terms(self, p, g, lr, group):
+        lr_eff, coeff = self._decoupled(p, lr, group)
+        return g, lr_eff, coeff
+
+    def _update(self, p, g, lr, group):
+        lr_eff, coeff = self._decoupled(p, lr, group)
+        value = p.detach()
+        if coeff != 0.0:
+            value = _ops.multiply_scalar(value, 1.0 - lr_eff * coeff)
+        return _ops.subtract(value, self._adam(p, g, lr_eff))

@@ -289,26 +289,19 @@ class _ShardOptimizer:
 
     @no_grad()
     def step(self):
-        inner, fn = self._inner_opt, self._shard_fn
-        triples = inner._params_grads()
-        if inner._grad_clip is not None and triples:
-            clipped = inner._grad_clip([(p, g) for p, g, _ in triples])
-            triples = [(p, g, grp) for (p, g), (_, _, grp) in zip(clipped, triples)]
-        inner._step_count += 1
-        base_lr = inner.get_lr()
-        for p, g, group in triples:
-            if g is None:
-                continue
-            self._shard_accumulators(p)
-            lr = float(group.get("learning_rate", 1.0)) * base_lr * getattr(p, "optimize_attr", {}).get(
-                "learning_rate", 1.0)
-            if g.dtype != p.dtype:
-                g = g.astype(p.dtype)
-            g = fn("grad", p, g)
-            new = inner._update(p, g, lr, group)
-            if new.is_dist() and (list(new.placements) != list(p.placements) or new.process_mesh != p.process_mesh):
-                new = _api.reshard(new, p.process_mesh, list(p.placements))
-            p._set_data_(new.detach())
+        # The inner optimizer's step with per-parameter hooks: the stage's
+        # state and gradient placement before each update, the parameter's
+        # own placement after it.
+        self._inner_opt._step(before=self._before_update, after=self._after_update)
+
+    def _before_update(self, p, g):
+        self._shard_accumulators(p)
+        return self._shard_fn("grad", p, g)
+
+    def _after_update(self, p, new):
+        if new.is_dist() and (list(new.placements) != list(p.placements) or new.process_mesh != p.process_mesh):
+            new = _api.reshard(new, p.process_mesh, list(p.placements))
+        return new
 
     def minimize(self, loss, startup_program=None, parameters=None, no_grad_set=None):
         loss.backward()
