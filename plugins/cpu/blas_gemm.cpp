@@ -180,7 +180,7 @@ OarStatus blas_matmul(const OarKernelContext* ctx, const OarTensorView& a, const
   const int64_t batches = oar_view_numel(&y) / (p.M * p.N);
   char* py = static_cast<char*>(oar_view_ptr(&y));
   const double work = static_cast<double>(batches) * p.M * p.N * p.K;
-  const int threads = work < static_cast<double>(kGemmParallelMin) ? 1 : g_num_threads;
+  const int threads = work < static_cast<double>(kGemmParallelMin) ? 1 : current_threads();
   // Pieces: whole batches when there are enough of them, else each batch
   // split along M (or along N when N is the longer side).
   const int64_t per_batch = batches >= threads ? 1 : (threads + batches - 1) / batches;

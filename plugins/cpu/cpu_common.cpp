@@ -17,7 +17,7 @@
 namespace oar_cpu {
 
 const OarHostApi* g_host = nullptr;
-int g_num_threads = 1;
+std::atomic<int> g_num_threads{1};  // written by refresh_num_threads on any calling thread
 int g_configured_threads = 1;
 bool g_adaptive_threads = true;
 
@@ -71,7 +71,7 @@ void refresh_num_threads() {
     } else if (waited < 0.03) {
       threads = std::min(g_configured_threads, threads * 2);
     }
-    __atomic_store_n(&g_num_threads, threads, __ATOMIC_RELAXED);
+    g_num_threads.store(threads, std::memory_order_relaxed);
   }
   last_ns = now;
   last_wait = wait;
@@ -81,7 +81,7 @@ void apply_num_threads_to_this_thread() {
   refresh_num_threads();
   thread_local int applied = 0;
   if (applied != g_num_threads) {
-    omp_set_num_threads(g_num_threads);
+    omp_set_num_threads(current_threads());
     applied = g_num_threads;
   }
 }
@@ -186,7 +186,7 @@ void iter_run(const StridedIter& it, RowFn fn, void* fn_ctx) {
       fn(fn_ctx, ptrs, inner_strides, std::min(kTile, inner - col));
     };
     if (parallel && tiles > 1) {
-#pragma omp parallel for num_threads(g_num_threads) schedule(static)
+#pragma omp parallel for num_threads(current_threads()) schedule(static)
       for (int64_t t = 0; t < tiles; ++t) run_tile(t);
     } else {
       for (int64_t t = 0; t < tiles; ++t) run_tile(t);
@@ -211,7 +211,7 @@ void iter_run(const StridedIter& it, RowFn fn, void* fn_ctx) {
     }
   };
   if (parallel && tiles > 1) {
-#pragma omp parallel for num_threads(g_num_threads) schedule(static)
+#pragma omp parallel for num_threads(current_threads()) schedule(static)
     for (int64_t t = 0; t < tiles; ++t) {
       run_rows(t * rows_per_tile, std::min(rows, (t + 1) * rows_per_tile));
     }

@@ -4,6 +4,7 @@
 // (sdk/include/oar/plugin.hpp), which is the only project header here.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
@@ -16,7 +17,9 @@ namespace oar_cpu {
 // ---------------------------------------------------------------- host ---
 
 extern const OarHostApi* g_host;  // not owned; valid from init to shutdown
-extern int g_num_threads;         // OpenMP threads of the next parallel regions
+extern std::atomic<int> g_num_threads;  // OpenMP threads of the next parallel regions
+/// g_num_threads now (any thread may change it: Note [Threads on a busy machine]).
+inline int current_threads() { return g_num_threads.load(std::memory_order_relaxed); }
 extern int g_configured_threads;  // OAR_NUM_THREADS, else all cores
 extern bool g_adaptive_threads;   // OAR_ADAPTIVE_THREADS != 0 (Note [Threads on a busy machine])
 
@@ -61,7 +64,7 @@ void parallel_range(int64_t n, int64_t grain, F&& body) {
     body(int64_t{0}, n);
     return;
   }
-#pragma omp parallel for num_threads(g_num_threads) schedule(static)
+#pragma omp parallel for num_threads(static_cast<int>(pieces)) schedule(static)
   for (int64_t p = 0; p < pieces; ++p) body(n * p / pieces, n * (p + 1) / pieces);
 }
 

@@ -310,9 +310,10 @@ extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host,
   using namespace oar_cpu;
   if (OarStatus s = op::accept_host(host, info, "oar-cpu")) return s;
   g_host = host;
-  g_configured_threads = g_num_threads = choose_num_threads(host);
+  g_configured_threads = choose_num_threads(host);
+  g_num_threads = g_configured_threads;
   g_adaptive_threads = adaptive_threads(host);
-  omp_set_num_threads(g_num_threads);
+  omp_set_num_threads(current_threads());
 
   if (g_state == nullptr) {
     g_state = new (std::nothrow) CpuState();
@@ -367,7 +368,7 @@ extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host,
   if (host->log != nullptr) {
     char message[320];
     std::snprintf(message, sizeof message, "cpu plugin %s: %s (%s), %d threads", kPluginVersion,
-                  g_state->name.c_str(), g_state->isa.c_str(), g_num_threads);
+                  g_state->name.c_str(), g_state->isa.c_str(), current_threads());
     host->log(host->host, OAR_LOG_INFO, message);
   }
   return OAR_OK;

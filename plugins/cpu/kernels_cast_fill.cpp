@@ -200,7 +200,7 @@ void random_blocks(T* out, int64_t n, uint64_t seed, uint64_t offset, double a, 
     for (int j = 0; j < 4 && i0 + j < n; ++j) out[i0 + j] = cast_to<T>(v[j]);
   };
   if (n >= 16384) refresh_num_threads();  // Note [Threads on a busy machine]
-#pragma omp parallel for num_threads(g_num_threads) schedule(static) if (n >= 16384)
+#pragma omp parallel for num_threads(current_threads()) schedule(static) if (n >= 16384)
   for (int64_t k = 0; k < blocks; ++k) one_block(k);
 }
 
@@ -222,7 +222,7 @@ OarStatus random_kernel(const OarKernelContext* ctx) {
     visit_float(y.dtype, [&](auto tag) {
       using T = decltype(tag);
       T* out = static_cast<T*>(oar_view_ptr(&y));
-#pragma omp parallel for num_threads(g_num_threads) schedule(static) if (n >= 4096)
+#pragma omp parallel for num_threads(current_threads()) schedule(static) if (n >= 4096)
       for (int64_t i = 0; i < n; ++i) {
         const uint64_t u = position(i);
         const double v = kNormal ? a + b * oar_normal_at(seed, offset, u)

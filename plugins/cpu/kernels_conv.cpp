@@ -293,7 +293,7 @@ double ld(const T* p, int64_t i) {
 template <class T>
 void conv_forward_loop(const Geometry& g, const T* x, const T* w, T* y) {
   const int64_t cin = g.C / g.groups, cout = g.Cout / g.groups;
-#pragma omp parallel for collapse(2) num_threads(g_num_threads) schedule(static)
+#pragma omp parallel for collapse(2) num_threads(current_threads()) schedule(static)
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t oc = 0; oc < g.Cout; ++oc) {
       const int64_t c0 = (oc / cout) * cin;
@@ -315,7 +315,7 @@ void conv_forward_loop(const Geometry& g, const T* x, const T* w, T* y) {
 template <class T>
 void conv_backward_data_loop(const Geometry& g, const T* dy, const T* w, T* dx) {
   const int64_t cin = g.C / g.groups, cout = g.Cout / g.groups;
-#pragma omp parallel for collapse(2) num_threads(g_num_threads) schedule(static)
+#pragma omp parallel for collapse(2) num_threads(current_threads()) schedule(static)
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t c = 0; c < g.C; ++c) {
       const int64_t group = c / cin;
@@ -341,7 +341,7 @@ void conv_backward_data_loop(const Geometry& g, const T* dy, const T* w, T* dx) 
 template <class T>
 void conv_backward_weights_loop(const Geometry& g, const T* x, const T* dy, T* dw) {
   const int64_t cin = g.C / g.groups, cout = g.Cout / g.groups;
-#pragma omp parallel for collapse(2) num_threads(g_num_threads) schedule(static)
+#pragma omp parallel for collapse(2) num_threads(current_threads()) schedule(static)
   for (int64_t oc = 0; oc < g.Cout; ++oc)
     for (int64_t ic = 0; ic < cin; ++ic) {
       const int64_t c = (oc / cout) * cin + ic;
@@ -385,7 +385,7 @@ int64_t window_count(const Geometry& g, int64_t oh, int64_t ow) {
 
 template <class T, bool kMax>
 void pool_forward_loop(const Geometry& g, const T* x, T* y) {
-#pragma omp parallel for num_threads(g_num_threads) schedule(static)
+#pragma omp parallel for num_threads(current_threads()) schedule(static)
   for (int64_t p = 0; p < g.N * g.C; ++p) {
     const T* plane = x + p * g.H * g.W;
     for (int64_t oh = 0; oh < g.Ho; ++oh)
@@ -412,7 +412,7 @@ void pool_forward_loop(const Geometry& g, const T* x, T* y) {
 /// Backward of pooling; x is used by max pooling only.
 template <class T, bool kMax>
 void pool_backward_loop(const Geometry& g, const T* x, const T* dy, T* dx) {
-#pragma omp parallel num_threads(g_num_threads)
+#pragma omp parallel num_threads(current_threads())
   {
     std::vector<double> acc(static_cast<size_t>(g.H * g.W));
 #pragma omp for schedule(static)

@@ -218,7 +218,7 @@ OarStatus norm_kernel(const OarKernelContext* ctx) {
   const T* w = in_ptr<T>(ctx, 1);
   const T* b = kRms ? nullptr : in_ptr<T>(ctx, 2);
   T* y = out_ptr<T>(ctx);
-#pragma omp parallel for num_threads(g_num_threads) if (rows * cols > kParallelMin)
+#pragma omp parallel for num_threads(current_threads()) if (rows * cols > kParallelMin)
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * cols;
     T* yr = y + r * cols;
@@ -264,7 +264,7 @@ OarStatus layer_norm_grad_kernel(const OarKernelContext* ctx) {
   std::vector<T> mean_of(static_cast<size_t>(rows)), rstd_of(static_cast<size_t>(rows));
   const auto n = static_cast<double>(cols);
   if (rows * cols > kParallelMin) refresh_num_threads();  // Note [Threads on a busy machine]
-#pragma omp parallel for num_threads(g_num_threads) if (rows * cols > kParallelMin)
+#pragma omp parallel for num_threads(current_threads()) if (rows * cols > kParallelMin)
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * cols;
     const T* gr = g + r * cols;
@@ -292,7 +292,7 @@ OarStatus layer_norm_grad_kernel(const OarKernelContext* ctx) {
     mean_of[static_cast<size_t>(r)] = m;
     rstd_of[static_cast<size_t>(r)] = s;
   }
-#pragma omp parallel for num_threads(g_num_threads) if (rows * cols > kParallelMin)
+#pragma omp parallel for num_threads(current_threads()) if (rows * cols > kParallelMin)
   for (int64_t c = 0; c < cols; ++c) {
     double sw = 0, sb = 0;
     for (int64_t r = 0; r < rows; ++r) {

@@ -121,7 +121,7 @@ std::vector<float> to_float(const OarTensorView& v, OarTensorView* fv) {
   std::vector<float> buf(static_cast<size_t>(n));
   const T* src = static_cast<const T*>(oar_view_ptr(&v));
   float* dst = buf.data();
-#pragma omp parallel for num_threads(g_num_threads) schedule(static) if (n >= kParallelMin)
+#pragma omp parallel for num_threads(current_threads()) schedule(static) if (n >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) dst[i] = Num<T>::load(src[i]);
   *fv = v;
   fv->data = buf.data();
@@ -150,7 +150,7 @@ void matmul_via_f32(const OarTensorView& a, const OarTensorView& b, const OarTen
   }
   T* out = static_cast<T*>(oar_view_ptr(&y));
   const float* src = y_buf.data();
-#pragma omp parallel for num_threads(g_num_threads) schedule(static) if (n >= kParallelMin)
+#pragma omp parallel for num_threads(current_threads()) schedule(static) if (n >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) out[i] = cast_to<T>(src[i]);
 }
 
@@ -184,7 +184,7 @@ void matmul_loop(const OarTensorView& a, const OarTensorView& b, const OarTensor
   const int64_t rows = batches * s.M;
   const int64_t N = s.N, K = s.K;
   const bool parallel = rows * N * K >= kParallelMin;
-#pragma omp parallel num_threads(g_num_threads) if (parallel)
+#pragma omp parallel num_threads(current_threads()) if (parallel)
   {
     std::vector<Acc> acc(static_cast<size_t>(N));
 #pragma omp for schedule(static)

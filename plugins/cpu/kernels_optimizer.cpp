@@ -179,7 +179,7 @@ OarStatus adam_update_kernel(const OarKernelContext* ctx) {
   };
   const auto count = static_cast<int64_t>(chunks.size());
   if (total >= kParallelMin) refresh_num_threads();  // Note [Threads on a busy machine]
-#pragma omp parallel for num_threads(g_num_threads) schedule(static) if (g_num_threads > 1 && count > 1 && total >= kParallelMin)
+#pragma omp parallel for num_threads(current_threads()) schedule(static) if (g_num_threads > 1 && count > 1 && total >= kParallelMin)
   for (int64_t c = 0; c < count; ++c) run(chunks[static_cast<size_t>(c)]);
   return OAR_OK;
 }

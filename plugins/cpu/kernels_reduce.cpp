@@ -268,7 +268,7 @@ void reduce_inner(const RedPlan& p, const T* x, typename RedTypes<T, kOp>::Out* 
                    });
     return;
   }
-  if (p.outer_count >= g_num_threads || total < kParallelMin) {
+  if (p.outer_count >= current_threads() || total < kParallelMin) {
     parallel_range(p.outer_count, row_grain, [&](int64_t o0, int64_t o1) {
       if (p.nred == 0 && L <= kBlock) {  // rows back to back, one block each: no index arithmetic
         for (int64_t o = o0; o < o1; ++o) {
@@ -290,7 +290,7 @@ void reduce_inner(const RedPlan& p, const T* x, typename RedTypes<T, kOp>::Out* 
   std::unique_ptr<Acc[]> partial(new Acc[static_cast<size_t>(pieces)]);
   for (int64_t o = 0; o < p.outer_count; ++o) {
     const T* base = x + p.kept_offset(o);
-#pragma omp parallel for num_threads(g_num_threads) schedule(static)
+#pragma omp parallel for num_threads(current_threads()) schedule(static)
     for (int64_t k = 0; k < pieces; ++k) partial[static_cast<size_t>(k)] = piece(base, k);
     Acc acc = Op::template identity<Acc>();
     for (int64_t k = 0; k < pieces; ++k) acc = Op::f(acc, partial[static_cast<size_t>(k)]);
@@ -369,7 +369,7 @@ void reduce_outer(const RedPlan& p, const T* x, typename RedTypes<T, kOp>::Out* 
     }
   };
   const int64_t total = p.outer_count * p.red_count * B;
-  if (tiles >= g_num_threads || total < kParallelMin) {
+  if (tiles >= current_threads() || total < kParallelMin) {
     const int64_t tile_grain = std::max<int64_t>(1, kParallelMin / std::max<int64_t>(1, total / tiles));
     parallel_range(tiles, tile_grain, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
@@ -398,7 +398,7 @@ void reduce_outer(const RedPlan& p, const T* x, typename RedTypes<T, kOp>::Out* 
     const int64_t c0 = (t % col_tiles) * kRowTile;
     const int64_t w = std::min(kRowTile, B - c0);
     const T* base = x + p.kept_offset(o) + c0;
-#pragma omp parallel for num_threads(g_num_threads) schedule(static)
+#pragma omp parallel for num_threads(current_threads()) schedule(static)
     for (int64_t rb = 0; rb < row_blocks; ++rb)
       block(base, rb, w, &partial[static_cast<size_t>(rb * w)]);
     for (int64_t b = 0; b < w; ++b) {
@@ -521,7 +521,7 @@ OarStatus arg_kernel(const OarKernelContext* ctx) {
     const int64_t tiles_per_a = (B + kRowTile - 1) / kRowTile;
     const int64_t tiles = A * tiles_per_a;
     if (A * R * B >= kParallelMin) refresh_num_threads();
-#pragma omp parallel for num_threads(g_num_threads) schedule(static) if (A * R * B >= kParallelMin)
+#pragma omp parallel for num_threads(current_threads()) schedule(static) if (A * R * B >= kParallelMin)
     for (int64_t t = 0; t < tiles; ++t) {
       const int64_t a = t / tiles_per_a;
       const int64_t b0 = (t % tiles_per_a) * kRowTile;

@@ -321,7 +321,7 @@ OarStatus gather_kernel(const OarKernelContext* ctx) {
     T* dst = static_cast<T*>(oar_view_ptr(&y));
     const int64_t rows = xs.pre * count;
     const int64_t post = xs.post;
-#pragma omp parallel for num_threads(g_num_threads) \
+#pragma omp parallel for num_threads(current_threads()) \
     schedule(static) if (rows * post >= kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t p = r / count;
@@ -377,10 +377,11 @@ OarStatus scatter_add_kernel(const OarKernelContext* ctx) {
     const int64_t post = xs.post * lanes;
     // Threads own disjoint ranges of destination rows (and of `pre`), and
     // every destination row takes its updates in index order: deterministic.
-    const int64_t ranges = xs.pre >= g_num_threads ? 1 : std::min<int64_t>(g_num_threads, xs.n);
+    const int threads = current_threads();
+    const int64_t ranges = xs.pre >= threads ? 1 : std::min<int64_t>(threads, xs.n);
     const int64_t units = xs.pre * ranges;
     const bool parallel = xs.pre * count * post >= kParallelMin;
-#pragma omp parallel for num_threads(g_num_threads) schedule(static) if (parallel)
+#pragma omp parallel for num_threads(current_threads()) schedule(static) if (parallel)
     for (int64_t unit = 0; unit < units; ++unit) {
       const int64_t p = unit / ranges;
       const int64_t r = unit % ranges;
