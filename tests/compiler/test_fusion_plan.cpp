@@ -1,0 +1,438 @@
+// The fusion planner (compiler/include/oar_compiler/fusion.h): plans of
+// traced, decomposed programs checked as text against tests/compiler/plans/
+// (read them: each says which ops fuse), and rules checked on their own:
+// every plan is a partition of fusible ops whose contraction has no cycle,
+// cycle-creating candidates are refused with a logged reason.
+// OAR_UPDATE_PLANS=1 rewrites the expected files (then read the diff).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "oar/ir/autodiff.h"
+#include "oar/ir/pass.h"
+#include "oar/ir/printer.h"
+#include "oar/ir/trace.h"
+#include "oar/ops.h"
+#include "oar_compiler/fusion.h"
+
+using namespace oar;
+using oar::compiler::FusionOptions;
+using oar::compiler::Group;
+using oar::compiler::GroupKind;
+
+namespace {
+
+std::filesystem::path plan_dir() {
+#ifdef OAR_COMPILER_TEST_DIR
+  return std::filesystem::path(OAR_COMPILER_TEST_DIR) / "plans";
+#else
+  return std::filesystem::path(__FILE__).parent_path() / "plans";
+#endif
+}
+
+// Decomposes every composite op, as the compiler pipeline does, but those
+// taking a shape from an operand (their decompositions would bake in one
+// size of a dynamic dim; Note [Dynamic dims] in trace.h).
+void decompose_all(ir::Program& p) {
+  static const std::set<std::string> keep = {"full_like", "broadcast_to_like", "shape", "numel"};
+  ir::make_decomposition_pass([](const OpDef& d) { return keep.count(d.name) == 0; })->run(p);
+  ir::make_dce_pass()->run(p);
+}
+
+ir::Program traced(const ir::TracedFunction& f, const std::vector<ir::InputSpec>& specs) {
+  ir::Trace t = ir::trace(f, specs);
+  decompose_all(t.program);
+  return std::move(t.program);
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A value as plan_text names it: its interface name or op<position>.
+std::string name_of(const ir::Value* v) {
+  if (!v->name().empty()) return v->name();
+  const ir::Operation* op = v->producer();
+  std::string out = "op" + std::to_string(op->block()->index_of(op));
+  return op->results().size() > 1 ? out + "." + std::to_string(v->result_index()) : out;
+}
+
+// Compares the plan with plans/<name>.txt (the program is listed first in
+// the file as comment lines, one op per line with its position, so the
+// plan can be read against it).
+void check_plan(const std::string& name, ir::Program& p, const std::vector<Group>& groups) {
+  std::string text = "# " + name + ": the decomposed program, then its fusion plan\n";
+  for (const ir::Operation* op : p.block().ops()) {
+    text += "# " + std::to_string(op->block()->index_of(op)) + ": " + op->name() + "(";
+    for (size_t i = 0; i < op->operands().size(); ++i)
+      text += (i ? ", " : "") + name_of(op->operand(i));
+    text +=
+        ") -> " + (op->results().empty() ? std::string("()") : op->result()->type().str()) + "\n";
+  }
+  for (const auto& out : p.outputs())
+    text += "# output " + out.name + " = " + name_of(out.value) + "\n";
+  text += compiler::plan_text(groups);
+  const auto path = plan_dir() / (name + ".txt");
+  if (const char* update = std::getenv("OAR_UPDATE_PLANS"); update && std::string(update) == "1") {
+    std::ofstream(path) << text;
+  }
+  CHECK_MESSAGE(read_file(path) == text, "plan of " << name << " differs from " << path.string()
+                                                    << ":\n"
+                                                    << text);
+}
+
+// The rules every plan keeps, checked independently of the planner: each op
+// in at most one group; no opaque op in a group; inputs and outputs are
+// exactly the values crossing the group's boundary; contracting each group
+// to one node leaves the program acyclic (a topological order exists).
+void check_valid(const ir::Program& p, const std::vector<Group>& groups) {
+  std::map<const ir::Operation*, int> group_of;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (const ir::Operation* op : groups[g].ops) {
+      CHECK_MESSAGE(group_of.count(op) == 0, op->name() << " is in two groups");
+      CHECK(compiler::classify(*op) != compiler::OpClass::opaque);
+      group_of[op] = static_cast<int>(g);
+    }
+  }
+  std::map<const ir::Operation*, int> pos;
+  for (const ir::Operation* op : p.block().ops()) pos[op] = static_cast<int>(pos.size());
+  // Nodes: groups as -1 - g, other ops by position.
+  auto node = [&](const ir::Operation* op) {
+    return group_of.count(op) ? -1 - group_of[op] : pos[op];
+  };
+  std::map<int, std::set<int>> succ;
+  std::map<int, int> indegree;
+  for (const ir::Operation* op : p.block().ops()) indegree[node(op)] += 0;
+  for (const ir::Operation* op : p.block().ops()) {
+    for (const ir::Value* v : op->operands()) {
+      if (!v->producer()) continue;
+      int from = node(v->producer()), to = node(op);
+      if (from != to && succ[from].insert(to).second) indegree[to]++;
+    }
+  }
+  std::vector<int> ready;
+  for (auto& [n, d] : indegree)
+    if (d == 0) ready.push_back(n);
+  size_t done = 0;
+  while (!ready.empty()) {
+    int n = ready.back();
+    ready.pop_back();
+    ++done;
+    for (int s : succ[n])
+      if (--indegree[s] == 0) ready.push_back(s);
+  }
+  CHECK_MESSAGE(done == indegree.size(), "the plan's groups make a cycle");
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::set<const ir::Operation*> ops(groups[g].ops.begin(), groups[g].ops.end());
+    std::vector<ir::Value*> inputs, outputs;
+    for (const ir::Operation* op : groups[g].ops) {
+      for (ir::Value* v : op->operands())
+        if ((!v->producer() || !ops.count(v->producer())) &&
+            std::find(inputs.begin(), inputs.end(), v) == inputs.end())
+          inputs.push_back(v);
+      for (ir::Value* r : op->results()) {
+        bool outside = r->interface_uses() > 0;
+        for (const ir::Use& u : r->uses()) outside = outside || !ops.count(u.user);
+        if (outside) outputs.push_back(r);
+      }
+    }
+    CHECK(inputs == groups[g].inputs);
+    CHECK(outputs == groups[g].outputs);
+  }
+}
+
+std::vector<Group> plan(ir::Program& p, std::string* log = nullptr, FusionOptions options = {}) {
+  std::ostringstream os;
+  auto groups = compiler::plan_fusion(p.block(), options, &os);
+  if (log) *log = os.str();
+  check_valid(p, groups);
+  return groups;
+}
+
+size_t count_ops(const Group& g, const std::string& name) {
+  return static_cast<size_t>(
+      std::count_if(g.ops.begin(), g.ops.end(), [&](auto* op) { return op->name() == name; }));
+}
+
+}  // namespace
+
+TEST_CASE("classify: a table by op name, opaque for matmul, random and complex ops") {
+  ir::Program p;
+  ir::Value* x = p.add_input("x", {DType::f32, {4, 4}});
+  ir::Value* z = p.add_input("z", {DType::c64, {4}});
+  auto op = [&](const char* name, std::vector<ir::Value*> in, Attrs attrs, ir::TensorType t) {
+    return p.append(OpRegistry::instance().get(name), std::move(in), std::move(attrs), {t});
+  };
+  using compiler::OpClass;
+  CHECK(compiler::classify(*op("exp", {x}, {}, x->type())) == OpClass::elementwise);
+  CHECK(compiler::classify(*op("add", {x, x}, {}, x->type())) == OpClass::elementwise);
+  CHECK(compiler::classify(*op("sum", {x}, {{"axes", std::vector<int64_t>{1}}, {"keepdim", true}},
+                               {DType::f32, {4, 1}})) == OpClass::reduce);
+  CHECK(compiler::classify(*op("reshape", {x}, {{"shape", std::vector<int64_t>{16}}},
+                               {DType::f32, {16}})) == OpClass::reshape);
+  CHECK(compiler::classify(*op("transpose", {x}, {{"perm", std::vector<int64_t>{1, 0}}},
+                               x->type())) == OpClass::transpose);
+  CHECK(compiler::classify(*op("matmul", {x, x}, {}, x->type())) == OpClass::opaque);
+  CHECK(compiler::classify(*op("exp", {z}, {}, z->type())) == OpClass::opaque);  // complex
+}
+
+TEST_CASE("plan: RMSNorm is one reduce group (square, mean, rsqrt and both multiplies)") {
+  ir::Program p = traced(
+      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{rms_norm(in[0], in[1])}; },
+      {{{-1, 768}, DType::f32, "x"}, {{768}, DType::f32, "w"}});
+  std::string log;
+  auto groups = plan(p, &log);
+  REQUIRE(groups.size() == 1);
+  const Group& g = groups[0];
+  CHECK(g.kind == GroupKind::reduce);
+  CHECK(g.ops.size() == p.block().size());  // every op of the decomposition
+  CHECK(count_ops(g, "sum") == 1);
+  CHECK(g.inputs.size() >= 2);
+  CHECK(g.inputs[0] == p.find("x"));
+  REQUIRE(g.outputs.size() == 1);
+  CHECK(g.outputs[0] == p.outputs()[0].value);
+  CHECK(log.find("fusion: 1 groups") != std::string::npos);
+  check_plan("rms_norm", p, groups);
+}
+
+TEST_CASE("plan: softmax is one group with two reductions over the same rows (max and sum)") {
+  ir::Program p =
+      traced([](const std::vector<Tensor>& in) { return std::vector<Tensor>{softmax(in[0], -1)}; },
+             {{{-1, 128}, DType::f32, "x"}});
+  auto groups = plan(p);
+  REQUIRE(groups.size() == 1);
+  CHECK(groups[0].kind == GroupKind::reduce);
+  CHECK(count_ops(groups[0], "max") == 1);
+  CHECK(count_ops(groups[0], "sum") == 1);
+  CHECK(groups[0].ops.size() == p.block().size());
+  check_plan("softmax", p, groups);
+}
+
+TEST_CASE("plan: log_softmax is one group") {
+  ir::Program p = traced(
+      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{log_softmax(in[0], -1)}; },
+      {{{-1, 7, 33}, DType::f32, "x"}});
+  auto groups = plan(p);
+  REQUIRE(groups.size() == 1);
+  CHECK(groups[0].kind == GroupKind::reduce);
+  CHECK(groups[0].ops.size() == p.block().size());
+}
+
+TEST_CASE("plan: layer_norm is one group (mean and variance over the same rows)") {
+  ir::Program p = traced(
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{layer_norm(in[0], in[1], in[2], 1e-5, -1)};
+      },
+      {{{-1, 256}, DType::f32, "x"}, {{256}, DType::f32, "w"}, {{256}, DType::f32, "b"}});
+  auto groups = plan(p);
+  REQUIRE(groups.size() == 1);
+  CHECK(groups[0].kind == GroupKind::reduce);
+  CHECK(count_ops(groups[0], "sum") == 2);
+  CHECK(groups[0].ops.size() == p.block().size());
+  check_plan("layer_norm", p, groups);
+}
+
+TEST_CASE("plan: bias + gelu is one elementwise group") {
+  ir::Program p =
+      traced([](const std::vector<Tensor>& in) { return std::vector<Tensor>{gelu(in[0] + in[1])}; },
+             {{{-1, 3072}, DType::f32, "x"}, {{3072}, DType::f32, "bias"}});
+  auto groups = plan(p);
+  REQUIRE(groups.size() == 1);
+  CHECK(groups[0].kind == GroupKind::elementwise);
+  CHECK(count_ops(groups[0], "erf") == 1);
+  CHECK(groups[0].ops.size() == p.block().size());
+  check_plan("bias_gelu", p, groups);
+}
+
+TEST_CASE("plan: cross_entropy forward and backward") {
+  ir::Trace t = ir::trace(
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{cross_entropy(in[0], in[1])};
+      },
+      {{{-1, 10}, DType::f32, "logits"}, {{-1}, DType::i64, "label"}});
+  ir::Program& p = t.program;
+  decompose_all(p);
+  SUBCASE(
+      "forward: the log_softmax with the label pick is one group, the mean over the batch "
+      "another") {
+    std::string log;
+    auto groups = plan(p, &log);
+    CHECK(groups.size() <= 2);
+    size_t reductions = 0;
+    for (const Group& g : groups) reductions += count_ops(g, "sum") + count_ops(g, "max");
+    CHECK(reductions == 5);  // max, sum(exp), sum(pick), sum(loss), sum(valid): none duplicated
+    check_plan("cross_entropy", p, groups);
+  }
+  SUBCASE("backward") {
+    std::vector<ir::Value*> g = ir::append_backward(p, {p.outputs()[0].value}, {p.find("logits")});
+    p.add_output(g[0], "grad_logits");
+    decompose_all(p);
+    auto groups = plan(p);
+    CHECK(!groups.empty());
+    check_plan("cross_entropy_backward", p, groups);
+  }
+}
+
+TEST_CASE(
+    "plan: a candidate that would make a cycle through an opaque op is refused, with the reason "
+    "logged") {
+  // a = exp(x); m = matmul(a, w); c = a * m. Fusing exp into the multiply
+  // would make the group both feed and read the matmul.
+  ir::Program p = traced(
+      [](const std::vector<Tensor>& in) {
+        Tensor a = exp(in[0]);
+        return std::vector<Tensor>{a * matmul(a, in[1])};
+      },
+      {{{8, 8}, DType::f32, "x"}, {{8, 8}, DType::f32, "w"}});
+  std::string log;
+  auto groups = plan(p, &log);
+  REQUIRE(groups.size() == 2);
+  CHECK(groups[0].ops.size() == 1);
+  CHECK(groups[1].ops.size() == 1);
+  CHECK(
+      log.find(
+          "refused vertical {op 0 (exp)} + {op 2 (mul)}: it would make a cycle: {op 1 (matmul)}") !=
+      std::string::npos);
+
+  // Horizontally: exp(x) and x + matmul(exp(x), w) read x over the same
+  // space, but the second depends on the first through the matmul.
+  ir::Program q = traced(
+      [](const std::vector<Tensor>& in) {
+        Tensor a = exp(in[0]);
+        return std::vector<Tensor>{a, in[0] + matmul(a, in[1])};
+      },
+      {{{8, 8}, DType::f32, "x"}, {{8, 8}, DType::f32, "w"}});
+  groups = plan(q, &log);
+  CHECK(groups.size() == 2);
+  CHECK(log.find("refused horizontal {op 0 (exp)} + {op 2 (add)}: it would make a cycle") !=
+        std::string::npos);
+}
+
+TEST_CASE(
+    "plan: horizontal fusion of independent groups reading the same input over the same space") {
+  auto f = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{sum(in[0] * in[0], {1}, true), max(in[0], {1}, true), exp(in[1]),
+                               sin(in[1])};
+  };
+  ir::Program p = traced(f, {{{-1, 64}, DType::f32, "x"}, {{-1, 64}, DType::f32, "y"}});
+  auto groups = plan(p);
+  REQUIRE(groups.size() == 2);
+  CHECK(groups[0].kind == GroupKind::reduce);
+  CHECK(groups[0].outputs.size() == 2);  // the sum of squares and the max, one read of x
+  CHECK(groups[1].kind == GroupKind::elementwise);
+  CHECK(groups[1].outputs.size() == 2);
+  check_plan("horizontal", p, groups);
+  ir::Program q = traced(f, {{{-1, 64}, DType::f32, "x"}, {{-1, 64}, DType::f32, "y"}});
+  CHECK(compiler::plan_fusion(q.block(), {.horizontal = false}, nullptr).size() == 4);
+}
+
+TEST_CASE("plan: reductions aligned through a reshape share a group; another axis set does not") {
+  // sum(x, {2}) of x [4, 6, 8] and max(reshape(x, [24, 8]), {1}) reduce the
+  // same 24 rows of 8; sum(x, {1, 2}) reduces 4 rows of 48.
+  ir::Program p = traced(
+      [](const std::vector<Tensor>& in) {
+        const Tensor& x = in[0];
+        Tensor a = sum(x, {2}, true);
+        Tensor b = reshape(max(reshape(x, {24, 8}), {1}, true), {4, 6, 1});
+        Tensor c = sum(x, {1, 2}, true);
+        return std::vector<Tensor>{(b - a) * c};
+      },
+      {{{4, 6, 8}, DType::f32, "x"}});
+  std::string log;
+  auto groups = plan(p, &log);
+  REQUIRE(groups.size() == 2);
+  CHECK(count_ops(groups[0], "sum") == 1);
+  CHECK(count_ops(groups[0], "max") == 1);
+  CHECK(count_ops(groups[0], "sub") == 1);
+  CHECK(log.find("reduce different axis sets") != std::string::npos);
+  check_plan("reshape_alignment", p, groups);
+}
+
+TEST_CASE("plan: a column reduction and a transpose stay out of groups, saying why") {
+  ir::Program p = traced(
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{sum(exp(in[0]), {0}), exp(transpose(in[0], {1, 0}))};
+      },
+      {{{-1, 16}, DType::f32, "x"}});
+  std::string log;
+  auto groups = plan(p, &log);
+  for (const Group& g : groups) {
+    CHECK(count_ops(g, "sum") == 0);
+    CHECK(count_ops(g, "transpose") == 0);
+  }
+  CHECK(log.find("not the trailing ones") != std::string::npos);
+  CHECK(log.find("is a transpose") != std::string::npos);
+}
+
+namespace {
+
+// A decomposed single-head transformer block: pre-norm attention and MLP,
+// residuals; the weights are inputs so no tensor is made eagerly.
+std::vector<Tensor> block_fn(const std::vector<Tensor>& in) {
+  const Tensor &x = in[0], &g1 = in[1], &b1 = in[2], &wq = in[3], &wk = in[4], &wv = in[5],
+               &wo = in[6];
+  const Tensor &g2 = in[7], &b2 = in[8], &w1 = in[9], &c1 = in[10], &w2 = in[11], &c2 = in[12];
+  Tensor h = layer_norm(x, g1, b1, 1e-5, -1);
+  Tensor q = matmul(h, wq), k = matmul(h, wk), v = matmul(h, wv);
+  Tensor att = softmax(matmul(q, k, false, true) * 0.25, -1);
+  Tensor x1 = x + matmul(matmul(att, v), wo);
+  Tensor m = gelu(matmul(layer_norm(x1, g2, b2, 1e-5, -1), w1) + c1);
+  Tensor y = x1 + matmul(m, w2) + c2;
+  return {y};
+}
+
+std::vector<ir::InputSpec> block_specs() {
+  const int64_t C = 16, H = 64;
+  auto f32 = [](std::vector<int64_t> s, const char* name) {
+    return ir::InputSpec{std::move(s), DType::f32, name};
+  };
+  return {f32({-1, 8, C}, "x"), f32({C}, "g1"),    f32({C}, "b1"),    f32({C, C}, "wq"),
+          f32({C, C}, "wk"),    f32({C, C}, "wv"), f32({C, C}, "wo"), f32({C}, "g2"),
+          f32({C}, "b2"),       f32({C, H}, "w1"), f32({H}, "c1"),    f32({H, C}, "w2"),
+          f32({C}, "c2")};
+}
+
+}  // namespace
+
+TEST_CASE("plan: a decomposed transformer block, forward and backward") {
+  ir::Trace t = ir::trace(block_fn, block_specs());
+  ir::Program& p = t.program;
+  decompose_all(p);
+  SUBCASE(
+      "forward: two layer_norms, the softmax (with its scale), bias+gelu and the residual adds") {
+    auto groups = plan(p);
+    size_t reduce_groups = 0;
+    for (const Group& g : groups) reduce_groups += g.kind == GroupKind::reduce;
+    CHECK(reduce_groups == 3);  // layer_norm, softmax, layer_norm
+    for (const Group& g : groups) CHECK(count_ops(g, "matmul") == 0);
+    check_plan("transformer_block", p, groups);
+  }
+  SUBCASE("backward (append_backward of mean(y^2) with respect to x and every weight)") {
+    ir::Value* y = p.outputs()[0].value;
+    (void)y;
+    ir::Trace l = ir::trace(
+        [](const std::vector<Tensor>& in) {
+          Tensor y = block_fn(in)[0];
+          return std::vector<Tensor>{mean(y * y)};
+        },
+        block_specs());
+    ir::Program& q = l.program;
+    std::vector<ir::Value*> wrt(q.inputs().begin(), q.inputs().end());
+    std::vector<ir::Value*> grads = ir::append_backward(q, {q.outputs()[0].value}, wrt);
+    for (size_t i = 0; i < grads.size(); ++i) q.add_output(grads[i], "grad_" + wrt[i]->name());
+    decompose_all(q);
+    auto groups = plan(q);
+    size_t reduce_groups = 0;
+    for (const Group& g : groups) reduce_groups += g.kind == GroupKind::reduce;
+    CHECK(reduce_groups >= 6);  // forward 3 (+ the loss), layer_norm and softmax backward
+    check_plan("transformer_block_backward", q, groups);
+  }
+}
