@@ -15,7 +15,7 @@
 // A merge is legal when
 //  - both groups are fusible (no opaque op; a reduction over axes that are
 //    not the trailing ones is a column reduction C3's schedules do not
-//    take, and a transpose is a boundary in this version);
+//    take);
 //  - the result has at most max_ops operations;
 //  - the iteration spaces agree. An elementwise group iterates over the
 //    numel N of its consumer's result. A reduce group iterates over
@@ -26,10 +26,14 @@
 //    axis sets. Sizes are compared as products of symbolic dims, evaluated
 //    at the two samples of Note [Symbolic dims] (shape_inference.h), so a
 //    reshape [B, T, C] -> [B*T, C] keeps the rows of a reduction over C:
-//    axes are aligned through reshapes that keep the row-major order;
+//    axes are aligned through reshapes that keep the row-major order, and
+//    through transposes of values computed before the reductions (the
+//    lowering reads them at permuted coordinates: a reduction over the
+//    last axis of transpose(x) is a row reduction with strided loads);
 //  - every value computed from a reduction in the group is per row (numel
 //    rows, read only where the broadcast maps an element to its own row)
-//    or covers [rows, cols]; other values (a weight [C], a scalar) are
+//    or covers [rows, cols], and is never transposed (that would read
+//    other rows' results); other values (a weight [C], a scalar) are
 //    computed from the group's inputs alone and may be read anywhere;
 //  - every output of the group (a value used outside it or named by the
 //    program) covers the iteration space, or has one element per row in a
@@ -194,10 +198,6 @@ class Planner {
       if (c == OpClass::opaque) {
         g.fusible = false;
         g.why_not = op_str(static_cast<int>(i)) + " is opaque (a group boundary)";
-      } else if (c == OpClass::transpose) {
-        g.fusible = false;
-        g.why_not = op_str(static_cast<int>(i)) +
-                    " is a transpose (a boundary: no schedule takes permuted loads yet)";
       } else if (op.results().size() != 1) {
         g.fusible = false;
         g.why_not = op_str(static_cast<int>(i)) + " has " + std::to_string(op.results().size()) +
@@ -270,6 +270,10 @@ class Planner {
       }
       from_reduction[r] = dep;
       if (!dep) continue;
+      if (classify(op) == OpClass::transpose)
+        return op_str(p) +
+               " permutes a value computed from the group's reductions, so its elements would " +
+               "read reduction results of other rows";
       const Size n = numel(r);
       if (!(n == full || n == d.rows))
         return op_str(p) + " computes a " + shape_str(r) +
