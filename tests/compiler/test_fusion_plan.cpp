@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "fusion_programs.h"
 #include "oar/ir/autodiff.h"
 #include "oar/ir/pass.h"
 #include "oar/ir/printer.h"
@@ -24,6 +25,10 @@ using namespace oar;
 using oar::compiler::FusionOptions;
 using oar::compiler::Group;
 using oar::compiler::GroupKind;
+using oar_test::block_fn;
+using oar_test::block_specs;
+using oar_test::decompose_all;
+using oar_test::traced;
 
 namespace {
 
@@ -33,21 +38,6 @@ std::filesystem::path plan_dir() {
 #else
   return std::filesystem::path(__FILE__).parent_path() / "plans";
 #endif
-}
-
-// Decomposes every composite op, as the compiler pipeline does, but those
-// taking a shape from an operand (their decompositions would bake in one
-// size of a dynamic dim; Note [Dynamic dims] in trace.h).
-void decompose_all(ir::Program& p) {
-  static const std::set<std::string> keep = {"full_like", "broadcast_to_like", "shape", "numel"};
-  ir::make_decomposition_pass([](const OpDef& d) { return keep.count(d.name) == 0; })->run(p);
-  ir::make_dce_pass()->run(p);
-}
-
-ir::Program traced(const ir::TracedFunction& f, const std::vector<ir::InputSpec>& specs) {
-  ir::Trace t = ir::trace(f, specs);
-  decompose_all(t.program);
-  return std::move(t.program);
 }
 
 std::string read_file(const std::filesystem::path& path) {
@@ -397,36 +387,6 @@ TEST_CASE("plan: axes aligned through a transpose; a reduction's result is never
   CHECK(log.find("permutes a value computed from the group's reductions") != std::string::npos);
 }
 
-namespace {
-
-// A decomposed single-head transformer block: pre-norm attention and MLP,
-// residuals; the weights are inputs so no tensor is made eagerly.
-std::vector<Tensor> block_fn(const std::vector<Tensor>& in) {
-  const Tensor &x = in[0], &g1 = in[1], &b1 = in[2], &wq = in[3], &wk = in[4], &wv = in[5],
-               &wo = in[6];
-  const Tensor &g2 = in[7], &b2 = in[8], &w1 = in[9], &c1 = in[10], &w2 = in[11], &c2 = in[12];
-  Tensor h = layer_norm(x, g1, b1, 1e-5, -1);
-  Tensor q = matmul(h, wq), k = matmul(h, wk), v = matmul(h, wv);
-  Tensor att = softmax(matmul(q, k, false, true) * 0.25, -1);
-  Tensor x1 = x + matmul(matmul(att, v), wo);
-  Tensor m = gelu(matmul(layer_norm(x1, g2, b2, 1e-5, -1), w1) + c1);
-  Tensor y = x1 + matmul(m, w2) + c2;
-  return {y};
-}
-
-std::vector<ir::InputSpec> block_specs() {
-  const int64_t C = 16, H = 64;
-  auto f32 = [](std::vector<int64_t> s, const char* name) {
-    return ir::InputSpec{std::move(s), DType::f32, name};
-  };
-  return {f32({-1, 8, C}, "x"), f32({C}, "g1"),    f32({C}, "b1"),    f32({C, C}, "wq"),
-          f32({C, C}, "wk"),    f32({C, C}, "wv"), f32({C, C}, "wo"), f32({C}, "g2"),
-          f32({C}, "b2"),       f32({C, H}, "w1"), f32({H}, "c1"),    f32({H, C}, "w2"),
-          f32({C}, "c2")};
-}
-
-}  // namespace
-
 TEST_CASE("plan: a decomposed transformer block, forward and backward") {
   ir::Trace t = ir::trace(block_fn, block_specs());
   ir::Program& p = t.program;
@@ -441,19 +401,7 @@ TEST_CASE("plan: a decomposed transformer block, forward and backward") {
     check_plan("transformer_block", p, groups);
   }
   SUBCASE("backward (append_backward of mean(y^2) with respect to x and every weight)") {
-    ir::Value* y = p.outputs()[0].value;
-    (void)y;
-    ir::Trace l = ir::trace(
-        [](const std::vector<Tensor>& in) {
-          Tensor y = block_fn(in)[0];
-          return std::vector<Tensor>{mean(y * y)};
-        },
-        block_specs());
-    ir::Program& q = l.program;
-    std::vector<ir::Value*> wrt(q.inputs().begin(), q.inputs().end());
-    std::vector<ir::Value*> grads = ir::append_backward(q, {q.outputs()[0].value}, wrt);
-    for (size_t i = 0; i < grads.size(); ++i) q.add_output(grads[i], "grad_" + wrt[i]->name());
-    decompose_all(q);
+    ir::Program q = oar_test::block_backward_program();
     auto groups = plan(q);
     size_t reduce_groups = 0;
     for (const Group& g : groups) reduce_groups += g.kind == GroupKind::reduce;
