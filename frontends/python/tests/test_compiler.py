@@ -96,8 +96,9 @@ CASES = {
     "layer_norm": (layer_norm, np_layer_norm, [lambda r, c: [r, c], lambda r, c: [c], lambda r, c: [c]], False),
     "bias_gelu": (bias_gelu, np_bias_gelu, [lambda r, c: [r, c], lambda r, c: [c]], False),
 }
-# Per dtype: (oar dtype name, tolerance against the uncompiled program, tolerance against numpy)
-DTYPES = {"float32": (2e-5, 2e-5), "float64": (1e-12, 1e-12), "bfloat16": (4e-2, 4e-2), "float16": (4e-3, 4e-3)}
+# Per oar dtype name: (tolerance against the uncompiled program, tolerance against numpy)
+# (uncompiled rounds every op to bf16/f16, the compiled kernel once: they may differ by both errors.)
+DTYPES = {"float32": (2e-5, 2e-5), "float64": (1e-12, 1e-12), "bfloat16": (8e-2, 4e-2), "float16": (8e-3, 4e-3)}
 
 
 def make_inputs(case, rows, cols, dtype, rng):
