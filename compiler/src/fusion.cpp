@@ -69,6 +69,9 @@ using ir::Value;
 // Every log line starts so (the compiler's log, log.h).
 constexpr const char* kPrefix = "oar compiler: fusion: ";
 
+// Horizontal fusion looks at this many readers of each value.
+constexpr size_t kMaxReaders = 16;
+
 // A product of dims, as its values at the two samples of the symbols
 // (wrapping: equal products give equal keys).
 struct Size {
@@ -450,9 +453,12 @@ class Planner {
       }
     }
     for (const Value* v : order) {
+      // The first kMaxReaders readers only: a value read by hundreds of ops
+      // (a shared scalar) would cost a cycle check per pair.
       const auto& list = readers[v];
-      for (size_t x = 0; x < list.size(); ++x) {
-        for (size_t y = x + 1; y < list.size(); ++y) {
+      const size_t n = std::min(list.size(), kMaxReaders);
+      for (size_t x = 0; x < n; ++x) {
+        for (size_t y = x + 1; y < n; ++y) {
           int a = find(list[x]), b = find(list[y]);
           if (a == b || !group(a).fusible || !group(b).fusible || !same_space(group(a), group(b)))
             continue;

@@ -409,3 +409,22 @@ TEST_CASE("plan: a decomposed transformer block, forward and backward") {
     check_plan("transformer_block_backward", q, groups);
   }
 }
+
+TEST_CASE("plan: no group grows past max_ops") {
+  // 100 chained exps: 64 in the first group, the other 36 in the second.
+  ir::Program p = traced(
+      [](const std::vector<Tensor>& in) {
+        Tensor y = in[0];
+        for (int i = 0; i < 100; ++i) y = exp(y);
+        return std::vector<Tensor>{y};
+      },
+      {{{-1, 4}, DType::f32, "x"}});
+  std::string log;
+  auto groups = plan(p, &log);
+  REQUIRE(groups.size() == 2);
+  CHECK(groups[0].ops.size() == 64);
+  CHECK(groups[1].ops.size() == 36);
+  CHECK(groups[1].inputs[0] == groups[0].outputs[0]);
+  CHECK(log.find("more than max_ops = 64 operations") != std::string::npos);
+  CHECK(compiler::plan_fusion(p.block(), {.max_ops = 10}, nullptr).size() == 10);
+}
