@@ -428,3 +428,46 @@ TEST_CASE("plan: no group grows past max_ops") {
   CHECK(log.find("more than max_ops = 64 operations") != std::string::npos);
   CHECK(compiler::plan_fusion(p.block(), {.max_ops = 10}, nullptr).size() == 10);
 }
+
+TEST_CASE("plan: bf16 RMSNorm (computed in f32 between casts) is one group") {
+  ir::Program p = traced(
+      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{rms_norm(in[0], in[1])}; },
+      {{{-1, 4096}, DType::bf16, "x"}, {{4096}, DType::bf16, "w"}});
+  auto groups = plan(p);
+  REQUIRE(groups.size() == 1);
+  CHECK(groups[0].kind == GroupKind::reduce);
+  CHECK(count_ops(groups[0], "cast") == 3);  // x and w up, the result down
+  CHECK(groups[0].ops.size() == p.block().size());
+  REQUIRE(groups[0].outputs.size() == 1);
+  CHECK(groups[0].outputs[0]->type().dtype == DType::bf16);
+}
+
+TEST_CASE(
+    "plan: multi-head attention (heads by reshape and transpose): the scaled, masked softmax is "
+    "one group") {
+  // x [B, 8, 16] -> q, k, v [B, 2, 8, 8] (2 heads of 8); softmax over keys.
+  ir::Program p = traced(
+      [](const std::vector<Tensor>& in) {
+        const Tensor &x = in[0], &w = in[1], &mask = in[2];
+        auto heads = [](const Tensor& t) {
+          return transpose(reshape(t, {-1, 8, 2, 8}), {0, 2, 1, 3});
+        };
+        Tensor q = heads(matmul(x, w)), k = heads(matmul(x * 2.0, w)),
+               v = heads(matmul(x * 3.0, w));
+        Tensor att = softmax(matmul(q, k, false, true) * 0.35 + mask, -1);
+        return std::vector<Tensor>{reshape(transpose(matmul(att, v), {0, 2, 1, 3}), {-1, 8, 16})};
+      },
+      {{{-1, 8, 16}, DType::f32, "x"}, {{16, 16}, DType::f32, "w"}, {{8, 8}, DType::f32, "mask"}});
+  auto groups = plan(p);
+  const Group* softmax_group = nullptr;
+  for (const Group& g : groups)
+    if (count_ops(g, "max") == 1) softmax_group = &g;
+  REQUIRE(softmax_group != nullptr);
+  CHECK(softmax_group->kind == GroupKind::reduce);
+  CHECK(count_ops(*softmax_group, "sum") == 1);
+  CHECK(count_ops(*softmax_group, "exp") == 1);
+  CHECK(count_ops(*softmax_group, "add") == 1);  // the mask
+  REQUIRE(softmax_group->outputs.size() == 1);
+  CHECK(softmax_group->outputs[0]->type().dims == std::vector<int64_t>{-1, 2, 8, 8});
+  check_plan("multi_head_attention", p, groups);
+}
