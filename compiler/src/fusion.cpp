@@ -368,9 +368,12 @@ class Planner {
     GroupState &ga = group(a), &gb = group(b);
     std::string why = merge_problem(a, b);
     if (!why.empty()) {
-      if (log_)
-        *log_ << kPrefix << "refused " << how << " " << group_str(a) << " + " << group_str(b)
-              << ": " << why << "\n";
+      if (log_) {
+        std::string line =
+            std::string("refused ") + how + " " + group_str(a) + " + " + group_str(b) + ": " + why;
+        if (logged_.insert(line).second)
+          *log_ << kPrefix << line << "\n";  // once per pair and reason
+      }
       return false;
     }
     Domain d = domain(ga, gb);
@@ -537,6 +540,7 @@ class Planner {
   std::unordered_map<const Value*, SymShape> shapes_;
   std::vector<int> parent_;
   std::vector<GroupState> groups_;
+  std::unordered_set<std::string> logged_;  // refusals written to the log
 };
 
 std::string value_name(const Value* v) {

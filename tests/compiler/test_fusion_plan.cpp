@@ -143,6 +143,12 @@ std::vector<Group> plan(ir::Program& p, std::string* log = nullptr, FusionOption
   std::ostringstream os;
   auto groups = compiler::plan_fusion(p.block(), options, &os);
   if (log) *log = os.str();
+  // Each refusal is logged once (a pair of groups may meet over several values).
+  std::istringstream lines(os.str());
+  std::set<std::string> refusals;
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("refused") != std::string::npos)
+      CHECK_MESSAGE(refusals.insert(line).second, "logged twice: " << line);
   check_valid(p, groups);
   return groups;
 }
