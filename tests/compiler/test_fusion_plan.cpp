@@ -477,3 +477,115 @@ TEST_CASE(
   CHECK(softmax_group->outputs[0]->type().dims == std::vector<int64_t>{-1, 2, 8, 8});
   check_plan("multi_head_attention", p, groups);
 }
+
+namespace {
+
+// A random program over a few shapes: elementwise ops with broadcasting,
+// row and column reductions, reshapes, transposes and matmuls (opaque).
+std::vector<Tensor> random_program(const std::vector<Tensor>& in, uint64_t seed) {
+  uint64_t state = seed * 6364136223846793005ull + 1442695040888963407ull;
+  auto next = [&](uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<size_t>((state >> 33) % n);
+  };
+  std::vector<Tensor> pool(in.begin(), in.end());
+  auto pick = [&](const Shape& s) -> Tensor {
+    std::vector<Tensor> fit;
+    for (const Tensor& t : pool)
+      if (t.shape() == s) fit.push_back(t);
+    return fit.empty() ? Tensor() : fit[next(fit.size())];
+  };
+  for (int step = 0; step < 40; ++step) {
+    const Tensor a = pool[next(pool.size())];
+    Tensor out;
+    switch (next(9)) {
+      case 0:
+        out = exp(a * 0.01);
+        break;
+      case 1:
+      case 2: {
+        Tensor b = pool[next(pool.size())];
+        try {
+          out = a + b;
+        } catch (const Error&) {
+          out = Tensor();
+        }
+        break;
+      }
+      case 3:
+        if (a.dim() >= 1) out = sum(a, {a.dim() - 1}, true);
+        break;
+      case 4:
+        if (a.dim() == 2) out = max(a, {0}, true);  // a column reduction
+        break;
+      case 5:
+        if (a.shape() == Shape{4, 6})
+          out = matmul(a, pick({6, 6}).defined() ? pick({6, 6}) : in[2]);
+        break;
+      case 6:
+        if (a.dim() == 2) out = transpose(a, {1, 0});
+        break;
+      case 7:
+        if (a.shape() == Shape{4, 6})
+          out = reshape(a, {2, 2, 6});
+        else if (a.shape() == Shape{2, 2, 6})
+          out = reshape(a, {4, 6});
+        break;
+      case 8:
+        if (a.shape() == Shape{4, 6}) out = a * sum(a, {1}, true);  // epilogue
+        break;
+    }
+    if (out.defined()) pool.push_back(out);
+  }
+  return {pool.back(), pool[pool.size() / 2], pool[pool.size() - 3]};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "plan: random programs give valid plans (a partition of fusible ops, acyclic, one row set per "
+    "group)") {
+  size_t fused_reductions = 0, merged = 0;  // the programs exercise the rules
+  for (uint64_t seed = 0; seed < 60; ++seed) {
+    INFO("seed " << seed);
+    ir::Program p =
+        traced([seed](const std::vector<Tensor>& in) { return random_program(in, seed); },
+               {{{4, 6}, DType::f32, "x"}, {{4, 1}, DType::f32, "r"}, {{6, 6}, DType::f32, "w"}});
+    auto groups = plan(p);
+    for (const Group& g : groups) {
+      // Every reduction of a group reduces the trailing axes of the same rows x cols.
+      int64_t rows = -1, cols = -1;
+      for (const ir::Operation* op : g.ops) {
+        if (compiler::classify(*op) != compiler::OpClass::reduce) continue;
+        const auto& dims = op->operand(0)->type().dims;
+        const auto& axes = op->attrs().get_ints("axes");
+        const size_t k = dims.size() - axes.size();
+        for (size_t j = 0; j < axes.size(); ++j) CHECK(axes[j] == static_cast<int64_t>(k + j));
+        int64_t r = 1, c = 1;
+        for (size_t j = 0; j < dims.size(); ++j) (j < k ? r : c) *= dims[j];
+        if (rows < 0) rows = r, cols = c;
+        CHECK(r == rows);
+        CHECK(c == cols);
+      }
+      CHECK((rows >= 0) == (g.kind == GroupKind::reduce));
+      fused_reductions += rows >= 0 && g.ops.size() > 1;
+      merged += g.ops.size() > 1;
+      // Outputs cover the iteration space (or are per row).
+      for (const ir::Value* out : g.outputs) {
+        int64_t n = 1;
+        for (int64_t d : out->type().dims) n *= d;
+        if (rows >= 0)
+          CHECK((n == rows * cols || n == rows));
+        else
+          CHECK(n == [&] {
+            int64_t m = 1;
+            for (int64_t d : g.outputs[0]->type().dims) m *= d;
+            return m;
+          }());
+      }
+    }
+  }
+  MESSAGE(merged << " groups of several ops, " << fused_reductions << " of them with reductions");
+  CHECK(fused_reductions >= 30);
+  CHECK(merged >= 60);
+}
