@@ -219,9 +219,7 @@ class Planner {
   void init_reduce(int i, GroupState& g) {
     const Operation& op = *ops_[static_cast<size_t>(i)];
     const SymShape& in = shape(op.operand(0));
-    const auto* axes_attr = op.attrs().find("axes");
-    std::vector<int64_t> axes =
-        axes_attr ? std::get<std::vector<int64_t>>(*axes_attr) : std::vector<int64_t>{};
+    const std::vector<int64_t> axes = reduce_axes(op);
     const auto rank = static_cast<int64_t>(in.size());
     const auto k = rank - static_cast<int64_t>(axes.size());
     bool trailing = true;
@@ -239,6 +237,13 @@ class Planner {
     g.reduce = true;
     g.rows = size_of(in, 0, static_cast<size_t>(k));
     g.cols = size_of(in, static_cast<size_t>(k), in.size());
+  }
+
+  // A reduction's "axes" (sorted, normalized; none when it lacks them).
+  static std::vector<int64_t> reduce_axes(const Operation& op) {
+    const auto* axes = op.attrs().find("axes");
+    const auto* list = axes ? std::get_if<std::vector<int64_t>>(axes) : nullptr;
+    return list ? *list : std::vector<int64_t>{};
   }
 
   bool in_members(const std::vector<int>& members, int p) const {
@@ -263,7 +268,7 @@ class Planner {
       if (classify(op) == OpClass::reduce) {
         const Value* in = op.operand(0);
         const SymShape& s = shape(in);
-        const size_t k = s.size() - std::get<std::vector<int64_t>>(*op.attrs().find("axes")).size();
+        const size_t k = s.size() - reduce_axes(op).size();
         if (!(size_of(s, 0, k) == d.rows && size_of(s, k, s.size()) == d.cols))
           return op_str(p) + " reduces " + shape_str(in) +
                  " over other rows or columns than the group's reductions";
