@@ -69,6 +69,12 @@ using ir::Value;
 // Every log line starts so (the compiler's log, log.h).
 constexpr const char* kPrefix = "oar compiler: fusion: ";
 
+// Ops that make values without reading data: alone they are nothing to fuse.
+bool is_fill(const Operation& op) {
+  const std::string& n = op.name();
+  return n == "full" || n == "full_like" || n == "arange" || n == "numel";
+}
+
 // Horizontal fusion looks at this many readers of each value.
 constexpr size_t kMaxReaders = 16;
 
@@ -486,8 +492,7 @@ class Planner {
       for (int p : group(r).members) {
         const Operation& op = *ops_[static_cast<size_t>(p)];
         const OpClass c = classify(op);
-        compute = compute || c == OpClass::reduce ||
-                  (c == OpClass::elementwise && op.name() != "full" && op.name() != "full_like");
+        compute = compute || c == OpClass::reduce || (c == OpClass::elementwise && !is_fill(op));
       }
       if (compute) roots.push_back(r);
     }
@@ -518,8 +523,7 @@ class Planner {
       const Operation* first = result.ops.front();
       for (const Operation* op : result.ops) {
         const OpClass c = classify(*op);
-        if (c == OpClass::reduce ||
-            (c == OpClass::elementwise && op->name() != "full" && op->name() != "full_like")) {
+        if (c == OpClass::reduce || (c == OpClass::elementwise && !is_fill(*op))) {
           first = op;
           break;
         }

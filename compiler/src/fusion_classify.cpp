@@ -56,6 +56,9 @@ const std::unordered_map<std::string_view, OpClass>& op_table() {
       // constant folding ran), and x's shape filled with one (x is not read).
       {"full", elementwise},
       {"full_like", elementwise},
+      // An integer range, and x's element count (x's shape is read, not its data).
+      {"arange", elementwise},
+      {"numel", elementwise},
       {"broadcast_to", broadcast},
       {"broadcast_to_like", broadcast},
       {"sum", reduce},
