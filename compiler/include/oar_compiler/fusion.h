@@ -45,16 +45,22 @@ struct Group {
   GroupKind kind = GroupKind::elementwise;
 };
 
+/// Knobs of plan_fusion.
 struct FusionOptions {
-  bool horizontal = true;  ///< also merge independent groups over the same iteration space
-  int max_ops = 64;        ///< no group grows past this many operations
+  /// Also merge independent groups over the same iteration space that read
+  /// a common input (Note [Fusion rules]).
+  bool horizontal = true;
+  int max_ops = 64;  ///< no group grows past this many operations
 };
 
 /// Plans the fusion groups of the top-level operations of `block` (regions
 /// are left alone). Groups come in program order of their first operation;
-/// each operation is in at most one group, and opaque ones in none. Groups
-/// holding only reshapes, fills and broadcasts are not returned. Every refused merge is
-/// written to `log` (when not null) with its reason, then every group.
+/// each operation is in at most one group, and opaque ones in none; the
+/// graph with each group contracted to one node has no cycle. Groups holding
+/// only reshapes, transposes, fills and broadcasts are not returned. Each
+/// refused merge (once per pair and reason) and each boundary that is not
+/// plainly opaque is written to `log` (when not null) with its reason, then
+/// the plan, every line starting "oar compiler: fusion: ".
 std::vector<Group> plan_fusion(ir::Block& block, const FusionOptions& options, std::ostream* log);
 
 /// The plan as stable text: one block of lines per group (name, kind, ops
