@@ -22,6 +22,10 @@
 // vectorizes, the rows are the sequential loop.
 // Size buckets (chosen when the kernel runs, never by compiling again):
 // work below kParallelMin elements runs without a parallel region.
+// Stores are plain: on this project's machine (AMD EPYC, AVX-512) a plain
+// RMSNorm over [16384, 4096] f32 reaches about 80% of memcpy at one
+// thread, and a variant writing blocks through an L1 buffer with
+// non-temporal stores measured 3x slower, so it was dropped.
 #include <cmath>
 #include <set>
 #include <sstream>
