@@ -39,6 +39,9 @@
 //    program) covers the iteration space, or has one element per row in a
 //    reduce group (written once per row, at its own linear index = the
 //    row); a smaller value would have to be written from a larger loop;
+//  - the reductions iterate the same rows and columns also within the
+//    group alone, where each input's dynamic dims are its own symbols
+//    (what the lowering sees: local_rows_problem);
 //  - no cycle: no path leaves one group and enters the other through
 //    groups outside both (checked on the graph of groups, so a path
 //    through two ops of a third group counts). Then the merged group can
@@ -146,9 +149,12 @@ class Planner {
   }
 
   Size size_of(const SymShape& s, size_t begin, size_t end) const {
+    return size_in(symbols_, s, begin, end);
+  }
+  static Size size_in(const ir::SymbolTable& symbols, const SymShape& s, size_t begin, size_t end) {
     SymShape part(s.begin() + static_cast<std::ptrdiff_t>(begin),
                   s.begin() + static_cast<std::ptrdiff_t>(end));
-    Shape a = symbols_.sample(part, 0), b = symbols_.sample(part, 1);
+    Shape a = symbols.sample(part, 0), b = symbols.sample(part, 1);
     Size out;
     for (size_t i = 0; i < a.size(); ++i) {
       out.a *= static_cast<uint64_t>(a[i]);
@@ -319,6 +325,58 @@ class Planner {
     return "";
   }
 
+  // The group as lower_group sees it: its inputs' dynamic dims are symbols
+  // of their own, equal only where an op of the group makes them so (a
+  // binary op unifies its operands' dims). Two reductions whose rows or
+  // columns are equal in the program but come from inputs that never meet
+  // in the group (cross_entropy's sum(valid [B, 1]) and sum(loss [B])) could
+  // not be shown to iterate the same rows; "" when they can.
+  std::string local_rows_problem(const std::vector<int>& members) {
+    size_t reductions = 0;
+    for (int p : members) reductions += classify(*ops_[static_cast<size_t>(p)]) == OpClass::reduce;
+    if (reductions < 2) return "";
+    ir::SymbolTable local;
+    std::unordered_map<const Value*, SymShape> shapes;
+    auto get = [&](const Value* v) -> const SymShape& {
+      auto it = shapes.find(v);
+      if (it == shapes.end()) it = shapes.emplace(v, local.fresh_shape(v->type())).first;
+      return it->second;
+    };
+    std::vector<ir::SymMeta> metas;
+    for (int p : members) {
+      const Operation& op = *ops_[static_cast<size_t>(p)];
+      metas.clear();
+      for (const Value* v : op.operands()) metas.push_back({v->type().dtype, get(v)});
+      std::vector<ir::SymMeta> out;
+      try {
+        out = local.infer(op.def(), metas, op.attrs());
+      } catch (const std::exception& e) {
+        return op_str(p) +
+               " rejects its operands once the group's inputs have dims of their own: " + e.what();
+      }
+      for (size_t i = 0; i < out.size() && i < op.results().size(); ++i)
+        shapes[op.result(i)] = out[i].shape;
+    }
+    bool first = true;
+    Size rows, cols;
+    for (int p : members) {
+      const Operation& op = *ops_[static_cast<size_t>(p)];
+      if (classify(op) != OpClass::reduce) continue;
+      const SymShape& in = get(op.operand(0));
+      const size_t k = in.size() - reduce_axes(op).size();
+      Size r = size_in(local, in, 0, k), c = size_in(local, in, k, in.size());
+      if (first) {
+        rows = r, cols = c, first = false;
+      } else if (!(r == rows && c == cols)) {
+        return op_str(p) +
+               " reduces rows and columns that equal the group's only through the program " +
+               "around it: within the group its input's dims are unrelated to the other "
+               "reductions'";
+      }
+    }
+    return "";
+  }
+
   // A per-row value u broadcast into `out`: u (padded with leading 1s) is
   // out[:j] followed by 1s, where out[:j] holds exactly the rows.
   bool reads_own_row(const SymShape& u, const SymShape& out, Size rows) const {
@@ -432,6 +490,8 @@ class Planner {
                std::back_inserter(members));
     const Value* example = nullptr;
     std::string why = check(members, d, &example);
+    if (!why.empty()) return why;
+    if (d.reduce) why = local_rows_problem(members);
     if (!why.empty()) return why;
     std::string via = cycle_through(a, b);
     if (!via.empty())

@@ -258,10 +258,16 @@ TEST_CASE("plan: cross_entropy forward and backward") {
   decompose_all(p);
   SUBCASE(
       "forward: the log_softmax with the label pick is one group, the mean over the batch "
-      "another") {
+      "another; the count of valid labels is summed alone") {
     std::string log;
     auto groups = plan(p, &log);
-    CHECK(groups.size() <= 2);
+    REQUIRE(groups.size() == 3);
+    CHECK(groups[0].ops.size() == 18);
+    CHECK(groups[1].ops.size() == 1);  // sum(valid): one op, which the cpu plugin runs
+    CHECK(groups[2].ops.size() == 2);  // sum(loss) / sum(valid)
+    // sum(valid [B, 1]) and sum(loss [B]) reduce the same B only through the
+    // program: in a group of their own the two B would be unrelated.
+    CHECK(log.find("equal the group's only through the program around it") != std::string::npos);
     size_t reductions = 0;
     for (const Group& g : groups) reductions += count_ops(g, "sum") + count_ops(g, "max");
     CHECK(reductions == 5);  // max, sum(exp), sum(pick), sum(loss), sum(valid): none duplicated
