@@ -318,13 +318,12 @@ class CpuEmitter {
     os_ << "  if (" << work << " < " << kParallelMin << " || nt <= 1 || " << n << " == 1) {\n";
     os_ << "    run(0, " << n << ");\n";
     os_ << "  } else {\n";
-    os_ << "#pragma omp parallel num_threads(nt)\n";
-    os_ << "    {\n";
-    os_ << "      const int64_t nth = omp_get_num_threads(), tid = omp_get_thread_num();\n";
-    os_ << "      const int64_t per = " << n << " / nth, extra = " << n << " % nth;\n";
-    os_ << "      const int64_t b = tid * per + (tid < extra ? tid : extra);\n";
-    os_ << "      run(b, b + per + (tid < extra ? 1 : 0));\n";
-    os_ << "    }\n";
+    // Chunks of about an eighth of a thread's share, handed out dynamically:
+    // a thread the machine deschedules does not hold the others back.
+    os_ << "    const int64_t chunk = " << n << " / ((int64_t)nt * 8) > 0 ? " << n << " / ((int64_t)nt * 8) : 1;\n";
+    os_ << "    const int64_t n_chunks = (" << n << " + chunk - 1) / chunk;\n";
+    os_ << "#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)\n";
+    os_ << "    for (int64_t c = 0; c < n_chunks; ++c) run(c * chunk, c * chunk + chunk < " << n << " ? c * chunk + chunk : " << n << ");\n";
     os_ << "  }\n";
   }
 
