@@ -9,6 +9,11 @@
 // everywhere. (Running the kernels needs a GPU: bench/gpu_compiler.sh.)
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+
 #include "cuda_test_programs.h"
 #include "oar_compiler/nvrtc.h"
 
@@ -176,4 +181,24 @@ TEST_CASE("emit_cuda refuses a dtype it cannot express with a sentence; dim chec
   CHECK(src.find("extern \"C\" __global__ void __launch_bounds__(1024) copy_f32(const float* __restrict__ b0") !=
         std::string::npos);
   CHECK(src.find("long long d1)") != std::string::npos);
+}
+
+TEST_CASE("the GPU runner of bench/gpu_compiler.sh says 'no CUDA device' and exits 2 without a driver") {
+  const char* bin = std::getenv("OAR_BIN_DIR");
+  REQUIRE_MESSAGE(bin != nullptr, "OAR_BIN_DIR is set by ctest");
+  const std::string runner = std::string(bin) + "/gpu_compiler_runner";
+  REQUIRE_MESSAGE(std::filesystem::exists(runner), runner << " is built with the compiler (target gpu_compiler_runner)");
+  // A driver library that does not exist: the path a machine without a GPU takes.
+  const std::string cmd = "OAR_LIBCUDA=liboar-no-such-libcuda.so.1 " + runner + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buf[512];
+  while (fgets(buf, sizeof buf, pipe)) out += buf;
+  const int status = pclose(pipe);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK_MESSAGE(out.find("gpu_compiler_runner: no CUDA device: the CUDA driver library "
+                         "liboar-no-such-libcuda.so.1 could not be opened") != std::string::npos,
+                out);
 }
