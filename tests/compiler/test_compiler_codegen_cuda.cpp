@@ -202,3 +202,40 @@ TEST_CASE("the GPU runner of bench/gpu_compiler.sh says 'no CUDA device' and exi
                          "liboar-no-such-libcuda.so.1 could not be opened") != std::string::npos,
                 out);
 }
+
+TEST_CASE("a col_reduce kernel (a bias gradient: sum over the rows) gives each thread a column and compiles") {
+  Kernel k;
+  k.name = "g0_bias_grad";
+  k.kind = ScheduleKind::col_reduce;
+  k.dims = {{0, 0}, {0, 1}};
+  const Expr d0 = dim_expr(0), d1 = dim_expr(1), v0 = var_expr(0), v1 = var_expr(1);
+  k.inputs = {{"dy", DType::bf16, {d0, d1}}};
+  k.outputs = {{"db", DType::bf16, {d1}}};
+  k.domain = {d0, d1};
+  Node load;
+  load.kind = NodeKind::load;
+  load.dtype = DType::bf16;
+  load.buffer = 0;
+  load.index = v0 * d1 + v1;
+  Node reduced;
+  reduced.kind = NodeKind::reduced;
+  reduced.dtype = DType::bf16;
+  reduced.reduction = 0;
+  k.nodes = {load, reduced};
+  k.reductions = {{ReduceOp::sum, 0, DType::bf16}};
+  k.stores = {{0, 1, v1}};
+  REQUIRE(verify_kernel(k).empty());
+  const std::string src = emit_cuda(k, "bias_grad");
+  CHECK(src.find("for (long long v0 = 0; v0 < rows; ++v0)") != std::string::npos);
+  CHECK(src.find("float acc0 = 0.0f;") != std::string::npos);  // bf16 sums in f32
+  CHECK(src.find("b1[v1] = oar_f32_to_bf16") != std::string::npos);
+  CudaLaunch l = cuda_launch_config(k, std::vector<int64_t>{4096, 1000});
+  CHECK(l.block == 128);
+  CHECK(l.grid == 8);  // 1000 columns / 128
+  const Nvrtc* nvrtc = toolkit_or_skip();
+  if (!nvrtc) return;
+  PtxResult ptx = nvrtc->compile(src, "bias_grad.cu");
+  REQUIRE_MESSAGE(ptx.ok, ptx.error);
+  PtxasResult as = run_ptxas(ptx.ptx, "sm_90");
+  CHECK_MESSAGE(as.ok, as.error);
+}
