@@ -60,6 +60,32 @@ static inline uint16_t oar_f32_to_bf16(float f) {
   uint32_t nan = (u >> 16) | 0x40u;
   return (uint16_t)(f != f ? nan : rounded);
 }
+/* exp in f32 that vectorizes without -ffast-math (libm's expf does not):
+   Cody-Waite reduction x = k ln2 + r, cephes' degree-6 polynomial (within
+   about 1 ulp of libm in the normal range), 2^k applied as two factors so
+   subnormal results and k = 128 stay right; inf and nan as libm. */
+static inline float oar_expf(float x) {
+  float xc = x > 88.72283935546875f ? 88.72283935546875f : (x < -103.97208f ? -103.97208f : x);
+  float kf = rintf(xc * 1.44269504088896341f);
+  float r = __builtin_fmaf(kf, -0.693359375f, xc);
+  r = __builtin_fmaf(kf, 2.12194440e-4f, r);
+  float p = 1.9875691500e-4f;
+  p = __builtin_fmaf(p, r, 1.3981999507e-3f);
+  p = __builtin_fmaf(p, r, 8.3334519073e-3f);
+  p = __builtin_fmaf(p, r, 4.1665795894e-2f);
+  p = __builtin_fmaf(p, r, 1.6666665459e-1f);
+  p = __builtin_fmaf(p, r, 5.0000001201e-1f);
+  float y = __builtin_fmaf(p, r * r, r) + 1.0f;
+  int32_t k = (int32_t)kf;
+  int32_t k1 = k >> 1, k2 = k - k1;
+  uint32_t b1 = (uint32_t)(k1 + 127) << 23, b2 = (uint32_t)(k2 + 127) << 23;
+  float s1, s2;
+  memcpy(&s1, &b1, 4);
+  memcpy(&s2, &b2, 4);
+  y = y * s1 * s2;
+  y = x > 88.72283935546875f ? INFINITY : y;
+  return x != x ? x : y;
+}
 static inline float oar_f16_to_f32(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
   uint32_t em = h & 0x7FFFu;

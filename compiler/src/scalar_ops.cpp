@@ -55,7 +55,10 @@ const std::map<std::string, OpForm>& table() {
          if (t == DType::f64) return "fabs(" + a[0] + ")";
          return wrap(t, a[0] + " < 0 ? -" + a[0] + " : " + a[0]);
        }}},
-      {"exp", LIBM("exp")},
+      // On the CPU oar_expf (the emit_cpu prelude), which vectorizes; CUDA's expf does.
+      {"exp", {1, [](DType t, DType, Args a, bool cuda) {
+         return t == DType::f32 && !cuda ? "oar_expf(" + a[0] + ")" : libm("exp", t, a);
+       }}},
       {"expm1", LIBM("expm1")},
       {"log", LIBM("log")},
       {"sqrt", LIBM("sqrt")},

@@ -120,6 +120,22 @@ inline Tensor random_tensor(const Shape& shape, DType dtype, uint32_t seed, doub
   return oar::cast(Tensor::from_vector(v, shape, oar::Device{"cpu", 0}), dtype);
 }
 
+/// |got - want| <= tol + tol * |want| elementwise; equal values (infinities)
+/// and two NaNs match. Stops at the first mismatch (big tensors).
+inline void check_values(const Tensor& got_t, const Tensor& want_t, double tol) {
+  std::vector<double> got = oar_test::values(got_t), want = oar_test::values(want_t);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    bool ok = got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i])) ||
+              std::abs(got[i] - want[i]) <= tol + tol * std::abs(want[i]);
+    if (!ok) {
+      INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
+      CHECK(ok);
+      return;
+    }
+  }
+}
+
 /// Tolerances by dtype: f16/bf16 results are rounded once more or less
 /// than the unfused program's (which rounds after every op).
 inline double tolerance(DType t) {

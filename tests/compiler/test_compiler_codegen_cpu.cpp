@@ -51,7 +51,7 @@ void check_cases(std::vector<Case>& cases, const std::vector<std::vector<std::ve
           CHECK(got[o].shape() == want[o].shape());
           CHECK(got[o].dtype() == want[o].dtype());
           double tol = tolerance(want[o].dtype());
-          oar_test::check_close(oar_test::values(got[o]), oar_test::values(want[o]), tol, tol);
+          check_values(got[o], want[o], tol);
         }
       }
     }
@@ -163,4 +163,15 @@ TEST_CASE("a dynamic dim that broadcasts at run time makes the kernel refuse the
   run_kernel(cases[0].kernel, lib.get("k"), {random_tensor({3, 4}, DType::f32, 1), random_tensor({1, 4}, DType::f32, 2)}, 1,
              &status);
   CHECK(status == oar::compiler::kKernelShapeMismatch);
+}
+
+TEST_CASE("exp in generated f32 kernels matches libm on extreme and special values") {
+  auto fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{oar::exp(in[0])}; };
+  std::vector<Case> cases;
+  cases.push_back(make_case("exp", fn, {{{-1}, DType::f32, "x"}}));
+  std::vector<double> v = {-110, -104, -103.9, -100, -88, -87.3, -20, -1e-8, 0, 1e-8, 0.5, 1, 10, 80, 88.7, 88.72, 88.73, 89,
+                           NAN, INFINITY, -INFINITY};
+  for (int i = -200; i <= 200; ++i) v.push_back(i * 0.437);
+  std::vector<std::vector<std::vector<Tensor>>> inputs{{{oar::cast(Tensor::from_vector(v, {static_cast<int64_t>(v.size())}), DType::f32)}}};
+  check_cases(cases, inputs, {1});
 }

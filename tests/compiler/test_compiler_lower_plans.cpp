@@ -120,7 +120,7 @@ void check_model(const Model& m) {
         CHECK(got[o].shape() == want[o].shape());
         double tol = tolerance(want[o].dtype()) * 10;
         if (oar::is_floating(want[o].dtype())) {
-          oar_test::check_close(oar_test::values(got[o]), oar_test::values(want[o]), tol, tol);
+          check_values(got[o], want[o], tol);
         } else {
           CHECK(oar_test::values(oar::cast(got[o], DType::f64)) == oar_test::values(oar::cast(want[o], DType::f64)));
         }
