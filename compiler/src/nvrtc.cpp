@@ -45,6 +45,8 @@ struct Nvrtc::Api {
   nvrtcResult (*GetPTX)(nvrtcProgram, char*);
   nvrtcResult (*GetProgramLogSize)(nvrtcProgram, size_t*);
   nvrtcResult (*GetProgramLog)(nvrtcProgram, char*);
+  nvrtcResult (*GetCUBINSize)(nvrtcProgram, size_t*);  // optional (NVRTC 11.1+)
+  nvrtcResult (*GetCUBIN)(nvrtcProgram, char*);        // optional
 };
 
 namespace {
@@ -125,6 +127,8 @@ const Nvrtc* Nvrtc::get(std::string* why_not) {
       resolve(lib, "nvrtcGetPTX", api->GetPTX, &missing);
       resolve(lib, "nvrtcGetProgramLogSize", api->GetProgramLogSize, &missing);
       resolve(lib, "nvrtcGetProgramLog", api->GetProgramLog, &missing);
+      api->GetCUBINSize = reinterpret_cast<decltype(api->GetCUBINSize)>(dlsym(lib, "nvrtcGetCUBINSize"));
+      api->GetCUBIN = reinterpret_cast<decltype(api->GetCUBIN)>(dlsym(lib, "nvrtcGetCUBIN"));
       if (!missing.empty()) {
         tried += "\n  " + c + ": opened but lacks " + missing;
         delete api;
@@ -173,6 +177,15 @@ PtxResult Nvrtc::compile(const std::string& source, const std::string& name,
   if (rc != 0) {
     result.error = "NVRTC failed to compile " + name + " for " + arch + " (" +
                    api_->GetErrorString(rc) + "):\n" + result.log;
+  } else if (arch.rfind("sm_", 0) == 0) {
+    size_t size = 0;
+    if (!api_->GetCUBINSize || !api_->GetCUBIN || api_->GetCUBINSize(prog, &size) != 0) {
+      result.error = "NVRTC " + std::to_string(major_) + "." + std::to_string(minor_) + " gives no CUBIN for " + arch;
+    } else {
+      result.ptx.resize(size);
+      api_->GetCUBIN(prog, result.ptx.data());
+      result.ok = true;
+    }
   } else {
     size_t ptx_size = 0;
     api_->GetPTXSize(prog, &ptx_size);

@@ -144,7 +144,19 @@ CUmodule load_module(const std::string& name, const std::string& source, const s
   *ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!ptx.ok) throw std::runtime_error(ptx.error);
   CUmodule m = nullptr;
-  check("cuModuleLoadDataEx", cu.ModuleLoadDataEx(&m, ptx.ptx.c_str(), 0, nullptr, nullptr));
+  int rc = cu.ModuleLoadDataEx(&m, ptx.ptx.c_str(), 0, nullptr, nullptr);
+  if (rc == 222 || rc == 218) {
+    // CUDA_ERROR_UNSUPPORTED_PTX_VERSION / INVALID_PTX: a driver older than
+    // NVRTC's PTX; NVRTC's own SASS (sm_XY) needs no JIT in the driver.
+    static bool said = false;
+    if (!said) std::printf("  note: %s; loading CUBIN for sm_%s instead\n", cu.describe("cuModuleLoadDataEx", rc).c_str(),
+                           arch.substr(8).c_str());
+    said = true;
+    PtxResult cubin = Nvrtc::get()->compile(source, name + ".cu", "sm_" + arch.substr(8));
+    if (!cubin.ok) throw std::runtime_error(cubin.error);
+    rc = cu.ModuleLoadDataEx(&m, cubin.ptx.data(), 0, nullptr, nullptr);
+  }
+  check("cuModuleLoadDataEx", rc);
   return m;
 }
 

@@ -65,6 +65,11 @@ TEST_CASE("NVRTC compiles a hand-written kernel to PTX that ptxas accepts; broke
   CHECK_MESSAGE(as.ok, as.error);
   CHECK(as.log.find("twice") != std::string::npos);  // -v: the entry's registers
 
+  // A real architecture gives SASS (a CUBIN, an ELF file) for drivers older than the PTX.
+  PtxResult cubin = nvrtc->compile("extern \"C\" __global__ void nop() {}\n", "nop.cu", "sm_90");
+  REQUIRE_MESSAGE(cubin.ok, cubin.error);
+  CHECK(cubin.ptx.substr(0, 4) == "\x7f" "ELF");
+
   PtxResult bad = nvrtc->compile("__global__ void broken( {", "broken.cu");
   CHECK_FALSE(bad.ok);
   CHECK(bad.error.find("NVRTC failed to compile broken.cu for compute_90") != std::string::npos);

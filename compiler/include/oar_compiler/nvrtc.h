@@ -13,7 +13,7 @@ namespace oar::compiler {
 /// The result of compiling one CUDA C translation unit with NVRTC.
 struct PtxResult {
   bool ok = false;   ///< true when NVRTC produced PTX
-  std::string ptx;   ///< the PTX text (empty unless ok)
+  std::string ptx;   ///< the PTX text (empty unless ok); for a real arch ("sm_90"): the CUBIN bytes
   std::string log;   ///< NVRTC's program log (warnings, or the errors)
   std::string error; ///< a sentence saying what failed (empty when ok)
 };
@@ -38,7 +38,10 @@ class Nvrtc {
 
   /// Compiles `source` (named `name` in messages) to PTX for `arch`
   /// (a virtual architecture, "compute_90" by default) with `-std=c++17`
-  /// plus `extra_options`. Never throws; a failure is reported in the result.
+  /// plus `extra_options`; for a real architecture ("sm_90") the result
+  /// holds the CUBIN instead (NVRTC 11.1+), which a driver older than the
+  /// toolkit's PTX version still loads. Never throws; a failure is reported
+  /// in the result.
   PtxResult compile(const std::string& source, const std::string& name,
                     const std::string& arch = "compute_90",
                     const std::vector<std::string>& extra_options = {}) const;
