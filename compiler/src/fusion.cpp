@@ -35,6 +35,9 @@
 //    or covers [rows, cols], and is never transposed (that would read
 //    other rows' results); other values (a weight [C], a scalar) are
 //    computed from the group's inputs alone and may be read anywhere;
+//  - a reduction over every element (one row: a loss) keeps its prologue
+//    but no per-element epilogue, which would run in one row, one thread
+//    (the backward of a mean starts so);
 //  - every output of the group (a value used outside it or named by the
 //    program) covers the iteration space, or has one element per row in a
 //    reduce group (written once per row, at its own linear index = the
@@ -300,6 +303,10 @@ class Planner {
                " value from the group's reductions that is neither per row nor over the whole "
                "iteration space";
       if (!(n == full) || d.rows == full) continue;
+      if (d.rows == Size{}) {
+        return op_str(p) + " would apply a reduction over everything to every element in one row " +
+               "(one thread); it runs better as an elementwise group of its own";
+      }
       for (const Value* u : op.operands()) {
         auto it = from_reduction.find(u);
         if (it == from_reduction.end() || !it->second || numel(u) == full) continue;

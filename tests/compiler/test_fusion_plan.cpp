@@ -414,7 +414,12 @@ TEST_CASE("plan: a decomposed transformer block, forward and backward") {
   }
   SUBCASE("backward (append_backward of mean(y^2) with respect to x and every weight)") {
     ir::Program q = oar_test::block_backward_program();
-    auto groups = plan(q);
+    std::string log;
+    auto groups = plan(q, &log);
+    // The loss mean(y^2) is one row: its backward's broadcast of the seed
+    // over [B, 8, 16] goes to an elementwise group, not into that row.
+    CHECK(log.find("would apply a reduction over everything to every element in one row") !=
+          std::string::npos);
     size_t reduce_groups = 0;
     for (const Group& g : groups) reduce_groups += g.kind == GroupKind::reduce;
     CHECK(reduce_groups >= 6);  // forward 3 (+ the loss), layer_norm and softmax backward
