@@ -129,13 +129,14 @@ class GuardedPass final : public Pass {
   std::string what_;
 };
 
-// Every composite op but those that take their shape from an operand
-// (their decompositions read the example shape, which a dynamic dim does
-// not have: Note [Dynamic dims] in trace.h; the planner takes them as they
-// are) and fusion groups (already compiled).
+// Every composite op but those whose decompositions read the example
+// shape of an operand (full_like, broadcast_to_like, shape, numel: a
+// dynamic dim has none, Note [Dynamic dims] in trace.h; the planner takes
+// them as they are) and fusion groups (already compiled). sum_to_like is
+// decomposed: its decomposition depends only on ranks and on which dims are
+// 1, and whole it would cut every broadcasting VJP out of its group.
 bool decomposed_for_compiler(const OpDef& def) {
-  static const std::set<std::string> kept = {"full_like", "broadcast_to_like", "sum_to_like", "shape", "numel",
-                                             "fusion_group"};
+  static const std::set<std::string> kept = {"full_like", "broadcast_to_like", "shape", "numel", "fusion_group"};
   return kept.count(def.name) == 0;
 }
 
