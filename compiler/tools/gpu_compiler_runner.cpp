@@ -7,7 +7,8 @@
 // takes the scalar path) and compares with the uncompiled program run by the
 // CPU interpreter; then times RMSNorm against the device's memcpy bandwidth.
 // Run by bench/gpu_compiler.sh. Exit status: 0 all kernels match, 1 a
-// mismatch or error, 2 no CUDA device (or no driver / NVRTC).
+// mismatch or error, 2 no CUDA device (or no driver / NVRTC). `--no-gpu`
+// runs everything but the device (NVRTC, the CPU reference, the buffers).
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -160,7 +161,9 @@ CUmodule load_module(const std::string& name, const std::string& source, const s
   return m;
 }
 
-int check_kernels(const std::string& arch) {
+// With `gpu` false (--no-gpu): everything but the device: NVRTC, the CPU
+// reference, and that each kernel's buffers match its group's values.
+int check_kernels(const std::string& arch, bool gpu) {
   int failures = 0, runs = 0;
   for (auto& [name, make] : cuda_test::cuda_test_programs()) {
     ir::Program p = make();
@@ -169,7 +172,15 @@ int check_kernels(const std::string& arch) {
     for (const std::string& r : refused) std::printf("  note: not lowered: %s\n", r.c_str());
     if (cases.empty()) continue;
     double compile_ms = 0;
-    CUmodule module = load_module(name, cuda_test::module_source(cases), arch, &compile_ms);
+    CUmodule module = nullptr;
+    if (gpu) {
+      module = load_module(name, cuda_test::module_source(cases), arch, &compile_ms);
+    } else {
+      const auto t0 = std::chrono::steady_clock::now();
+      PtxResult ptx = Nvrtc::get()->compile(cuda_test::module_source(cases), name + ".cu", arch);
+      compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (!ptx.ok) throw std::runtime_error(ptx.error);
+    }
     std::printf("%s: %zu kernels, NVRTC %.0f ms\n", name.c_str(), cases.size(), compile_ms);
     // The groups' inputs and outputs become program outputs: one CPU run gives them all.
     const size_t first_extra = p.outputs().size();
@@ -190,6 +201,22 @@ int check_kernels(const std::string& arch) {
         at += c.inputs.size();
         std::vector<Tensor> ref(values.begin() + at, values.begin() + at + c.outputs.size());
         at += c.outputs.size();
+        if (!gpu) {  // the buffers the kernel would get are the group's values
+          ++runs;
+          std::vector<int64_t> dims;
+          for (const DimSymbol& d : c.kernel.dims) dims.push_back(in.at(d.input).shape().at(d.axis));
+          bool ok = in.size() == c.kernel.inputs.size() && ref.size() == c.kernel.outputs.size();
+          for (size_t i = 0; ok && i < in.size(); ++i) ok = in[i].dtype() == c.kernel.inputs[i].dtype;
+          for (size_t i = 0; ok && i < ref.size(); ++i) {
+            Shape s;
+            for (const Expr& e : c.kernel.outputs[i].shape) s.push_back(evaluate(e, dims));
+            ok = s == ref[i].shape() && ref[i].dtype() == c.kernel.outputs[i].dtype;
+          }
+          failures += !ok;
+          if (!ok) std::printf("  FAIL %s batch %lld: buffers differ from the group's values\n", c.group.c_str(),
+                               static_cast<long long>(batch));
+          continue;
+        }
         CUfunction fn = nullptr;
         check("cuModuleGetFunction", cu.ModuleGetFunction(&fn, module, c.symbol.c_str()));
         for (bool misaligned : {false, true}) {
@@ -210,9 +237,9 @@ int check_kernels(const std::string& arch) {
         }
       }
     }
-    cu.ModuleUnload(module);
+    if (module) cu.ModuleUnload(module);
   }
-  std::printf("\n%d kernel runs, %d failures\n", runs, failures);
+  std::printf("\n%d kernel %s, %d failures\n", runs, gpu ? "runs" : "buffer checks (no GPU)", failures);
   return failures;
 }
 
@@ -296,9 +323,21 @@ void time_rms_norm(const std::string& arch) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   std::string why;
   int count = 0;
+  if (argc > 1 && std::string(argv[1]) == "--no-gpu") {  // the harness without a device
+    if (!Nvrtc::get(&why)) {
+      std::printf("gpu_compiler_runner: %s\n", why.c_str());
+      return 2;
+    }
+    try {
+      return check_kernels("compute_90", false) == 0 ? 0 : 1;
+    } catch (const std::exception& e) {
+      std::printf("gpu_compiler_runner: error: %s\n", e.what());
+      return 1;
+    }
+  }
   if (!cu.load(&why)) {
     std::printf("gpu_compiler_runner: no CUDA device: %s\n", why.c_str());
     return 2;
@@ -332,7 +371,7 @@ int main() {
     const std::string arch = "compute_" + std::to_string(major * 10 + minor);
     std::printf("device 0: %s, sm_%d%d, %d SMs, driver %d; NVRTC %d.%d (%s), PTX for %s\n\n", name, major, minor, sms,
                 driver, nvrtc->major(), nvrtc->minor(), nvrtc->path().c_str(), arch.c_str());
-    const int failures = check_kernels(arch);
+    const int failures = check_kernels(arch, true);
     time_rms_norm(arch);
     return failures == 0 ? 0 : 1;
   } catch (const std::exception& e) {

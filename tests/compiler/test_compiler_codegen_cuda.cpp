@@ -206,6 +206,18 @@ TEST_CASE("the GPU runner of bench/gpu_compiler.sh says 'no CUDA device' and exi
   CHECK_MESSAGE(out.find("gpu_compiler_runner: no CUDA device: the CUDA driver library "
                          "liboar-no-such-libcuda.so.1 could not be opened") != std::string::npos,
                 out);
+
+  // --no-gpu: the harness up to the device (NVRTC, the CPU reference run of each
+  // program, each kernel's buffers equal to its group's values in dtype and shape).
+  if (!toolkit_or_skip()) return;
+  pipe = popen((runner + " --no-gpu 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  out.clear();
+  while (fgets(buf, sizeof buf, pipe)) out += buf;
+  const int no_gpu_status = pclose(pipe);
+  CHECK_MESSAGE(WIFEXITED(no_gpu_status), out);
+  CHECK_MESSAGE(WEXITSTATUS(no_gpu_status) == 0, out);
+  CHECK_MESSAGE(out.find("kernel buffer checks (no GPU), 0 failures") != std::string::npos, out);
 }
 
 TEST_CASE("a col_reduce kernel (a bias gradient: sum over the rows) gives each thread a column and compiles") {
