@@ -90,8 +90,9 @@ def test_without_a_switch_nothing_is_compiled(tmp_path):
 def test_the_environment_switches_the_compiler_on_and_decomposes_composites(tmp_path, env):
     result, _ = run_child(tmp_path, env=env)
     assert result["error"] < 1e-5
-    # the primitives' RMSNorm and F.softmax (decomposed first) each fuse
-    assert result["groups"] >= 2, result
+    # the primitives' RMSNorm and F.softmax (decomposed first) fuse (into one
+    # group: both reduce the rows of x, so they merge horizontally)
+    assert result["groups"] >= 1, result
     assert not result["softmax_op"], "F.softmax was not decomposed under " + str(env)
     assert libraries(tmp_path)
 
@@ -114,7 +115,7 @@ def test_log_prints_groups_and_cache_misses_then_hits(tmp_path):
 def test_a_second_process_and_batch_size_load_the_cache_without_compiling(tmp_path):
     env = {"OAR_COMPILER": "1", "OAR_COMPILER_KEEP_SOURCE": "1"}
     result, _ = run_child(tmp_path, rows=8, env=env)
-    assert result["groups"] >= 2 and result["error"] < 1e-5
+    assert result["groups"] >= 1 and result["error"] < 1e-5
     before = entries(tmp_path)
     libs = [n for n in before if n.endswith(".so")]
     assert libs
@@ -143,8 +144,9 @@ def test_a_corrupt_cache_entry_is_recompiled_never_loaded(tmp_path, how):
     run_child(tmp_path, env=env)
     libs = libraries(tmp_path)
     original = {lib.name: corrupt(lib, how) for lib in libs}
-    result, stderr = run_child(tmp_path, env=env)
-    assert result["error"] < 1e-5 and result["groups"] >= 2, (result, stderr)
+    result, stderr = run_child(tmp_path, env=dict(env, OAR_COMPILER_LOG="1"))
+    assert result["error"] < 1e-5 and result["groups"] >= 1, (result, stderr)
+    assert "cache hit" not in stderr, "a corrupt entry was loaded:\n" + stderr
     for lib in libs:  # rebuilt: the same compiler and source give a sound binary again
         assert lib.stat().st_size == len(original[lib.name]), f"{lib.name} was not recompiled"
         assert lib.read_bytes()[:4096] == original[lib.name][:4096] or how == "truncated"
@@ -156,7 +158,7 @@ def test_two_processes_filling_one_empty_cache_at_once(tmp_path):
     for child in children:
         out, err = child.communicate(timeout=300)
         result, _ = parse(child.returncode, out, err)
-        assert result["error"] < 1e-5 and result["groups"] >= 2
+        assert result["error"] < 1e-5 and result["groups"] >= 1
     names = sorted(entries(tmp_path))
     assert not [n for n in names if ".tmp." in n], names
     assert libraries(tmp_path)
