@@ -62,8 +62,13 @@ const std::map<std::string, OpForm>& table() {
       {"expm1", LIBM("expm1")},
       {"log", LIBM("log")},
       {"sqrt", LIBM("sqrt")},
-      {"tanh", LIBM("tanh")},
-      {"erf", LIBM("erf")},
+      // On the CPU the vectorizable oar_tanhf / oar_erff of the emit_cpu prelude.
+      {"tanh", {1, [](DType t, DType, Args a, bool cuda) {
+         return t == DType::f32 && !cuda ? "oar_tanhf(" + a[0] + ")" : libm("tanh", t, a);
+       }}},
+      {"erf", {1, [](DType t, DType, Args a, bool cuda) {
+         return t == DType::f32 && !cuda ? "oar_erff(" + a[0] + ")" : libm("erf", t, a);
+       }}},
       {"sin", LIBM("sin")},
       {"cos", LIBM("cos")},
       {"floor", {1, [](DType t, DType, Args a, bool) { return is_float(t) ? libm("floor", t, a) : a[0]; }}},

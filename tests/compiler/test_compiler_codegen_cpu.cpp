@@ -165,8 +165,10 @@ TEST_CASE("a dynamic dim that broadcasts at run time makes the kernel refuse the
   CHECK(status == oar::compiler::kKernelShapeMismatch);
 }
 
-TEST_CASE("exp in generated f32 kernels matches libm on extreme and special values") {
-  auto fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{oar::exp(in[0])}; };
+TEST_CASE("exp, tanh and erf in generated f32 kernels match libm on extreme and special values") {
+  auto fn = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{oar::exp(in[0]), oar::tanh(in[0]), oar::erf(in[0]), oar::tanh(in[0] * 1e-3), oar::erf(in[0] * 1e-3)};
+  };
   std::vector<Case> cases;
   cases.push_back(make_case("exp", fn, {{{-1}, DType::f32, "x"}}));
   std::vector<double> v = {-110, -104, -103.9, -100, -88, -87.3, -20, -1e-8, 0, 1e-8, 0.5, 1, 10, 80, 88.7, 88.72, 88.73, 89,
