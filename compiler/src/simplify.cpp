@@ -22,6 +22,7 @@
 // proves v1 < cols and (v0 * cols + v1) < rows * cols without knowing the
 // sizes.
 #include <algorithm>
+#include <numeric>
 
 #include "oar/error.h"
 #include "oar_compiler/loop_ir.h"
@@ -263,6 +264,12 @@ class Simplifier {
   // v0 * 768 + v1 divided by d1 * 768 is v0 floordiv d1).
   std::optional<Expr> common_factor(ExprKind kind, const Poly& q, const Poly& r, const Term& n) {
     std::vector<Term> candidates;
+    if (n.atoms.empty()) {  // a constant n: the gcds of the coefficients with it (33 of 231 = 7 * 33)
+      for (const Term& t : r) {
+        int64_t g = std::gcd(t.coeff, n.coeff);
+        if (g > 1 && g < n.coeff) candidates.push_back(Term{g, {}});
+      }
+    }
     if (n.coeff > 1 && !n.atoms.empty()) candidates.push_back(Term{n.coeff, {}});
     for (size_t i = 0; i < n.atoms.size(); ++i) {
       Term without{n.coeff, n.atoms};

@@ -100,6 +100,9 @@ TEST_CASE("softmax, log_softmax and layer_norm fuse their reductions over the sa
     inputs.push_back({{random_tensor({5, 33}, t, 7, -30, 30)}, {random_tensor({3, 1025}, t, 8)}});
     cases.push_back(make_case("log_softmax_" + s, lsm, {{{-1, 64}, t, "x"}}));
     inputs.push_back({{random_tensor({9, 64}, t, 9)}, {random_tensor({1, 64}, t, 10)}});
+    // Rows over two axes, one of them static: [B, 7, 33].
+    cases.push_back(make_case("log_softmax3_" + s, lsm, {{{-1, 7, 33}, t, "x"}}));
+    inputs.push_back({{random_tensor({3, 7, 33}, t, 17)}, {random_tensor({1, 7, 33}, t, 18)}});
     // layer_norm over the last dim of [batch, seq, hidden]: rows are batch * seq.
     cases.push_back(make_case("layer_norm_" + s, ln, {{{-1, -1, 48}, t, "x"}, {{48}, t, "w"}, {{48}, t, "b"}}));
     CHECK(cases.back().kernel.reductions.size() == 2);  // mean, then the variance around it

@@ -139,4 +139,10 @@ TEST_CASE("simplify divides by a size with a common factor") {
   CHECK(same_expr(simplify(mod(flat, d1 * 768), ctx), simplify(mod(v0, d1) * 768 + v1, ctx)));
   check_same_values(floordiv(flat, d1 * 768), ctx);
   check_same_values(mod(flat, d1 * 768), ctx);
+  // A constant divisor sharing a factor with the row length: [B, 7, 33] rows of 33.
+  SimplifyContext rows7{{d0 * 7, Expr(33)}};
+  CHECK(to_string(simplify(floordiv(v0 * 33 + v1, 231), rows7)) == "v0 floordiv 7");
+  CHECK(same_expr(simplify(mod(v0 * 33 + v1, 231), rows7), simplify(mod(v0, 7) * 33 + v1, rows7)));
+  check_same_values(floordiv(v0 * 33 + v1, 231), rows7);
+  check_same_values(mod(v0 * 33 + v1, 231), rows7);
 }
