@@ -20,8 +20,12 @@
 // the later renames win, and a reader that meets one's .so with the
 // other's .meta (compiles are not bit-reproducible) recompiles rather
 // than load it. Within a process one mutex per key keeps threads from
-// compiling the same kernel twice.
+// compiling the same kernel twice. Temporary files of processes killed
+// mid-compile are removed by the next process that uses the directory
+// (sweep_stale_temporaries: only those of pids that no longer exist).
+#include <dirent.h>
 #include <dlfcn.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -35,6 +39,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "toolchain_internal.h"
@@ -153,6 +158,32 @@ Loaded load_path(const std::string& path, const std::string& symbol) {
   return out;
 }
 
+// Removes the temporary files (<name>.tmp.<pid>.<n>) that processes killed
+// mid-compile left in `dir`, once per directory and process. Only files of
+// pids that no longer exist go (a live process may still be writing).
+void sweep_stale_temporaries(const std::string& dir) {
+  static std::mutex mutex;
+  static auto* swept = new std::set<std::string>;
+  {
+    std::lock_guard lock(mutex);
+    if (!swept->insert(dir).second) return;
+  }
+  DIR* d = opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> stale;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    size_t at = name.find(".tmp.");
+    if (at == std::string::npos) continue;
+    long pid = std::strtol(name.c_str() + at + 5, nullptr, 10);
+    if (pid <= 0 || pid == static_cast<long>(getpid())) continue;
+    if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) stale.push_back(dir + "/" + name);
+  }
+  closedir(d);
+  for (const std::string& path : stale) unlink(path.c_str());
+  if (!stale.empty()) log("removed " + std::to_string(stale.size()) + " temporary files of ended processes in " + dir);
+}
+
 std::mutex& key_mutex(const std::string& key) {
   static std::mutex guard;
   static std::map<std::string, std::unique_ptr<std::mutex>>* mutexes = new std::map<std::string, std::unique_ptr<std::mutex>>;
@@ -214,6 +245,7 @@ CompiledLibrary compile_cpu(const std::string& source, const std::string& symbol
     ++g_failures;
     throw;
   }
+  sweep_stale_temporaries(dir);
   const std::string key_text = key_text_of(source, config, version);
   const std::string key = hex_hash128(key_text);
   const std::string so_path = dir + "/" + key + ".so", meta_path = dir + "/" + key + ".meta";

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -260,4 +261,22 @@ TEST_CASE("two processes compiling the same key at once both succeed and leave o
   cc::CompiledLibrary lib = cc::compile_cpu(src, "oar_test_shared", config_in(dir + "/cache"));
   CHECK(lib.cache_hit());
   CHECK(reinterpret_cast<AnswerFn>(lib.symbol())() == 77);
+}
+
+TEST_CASE("temporary files of a process killed mid-compile are removed; a live writer's are kept") {
+  std::string dir = fresh_dir("stale");
+  // A pid that does not exist: the highest pid_max allows is never handed out while we look.
+  pid_t dead = 0;
+  for (pid_t p = 4194000; p < 4194300 && !dead; ++p)
+    if (kill(p, 0) != 0 && errno == ESRCH) dead = p;
+  REQUIRE(dead > 0);
+  std::string stale = dir + "/0123abcd.so.tmp." + std::to_string(dead) + ".0";
+  std::string live = dir + "/0123abcd.so.tmp." + std::to_string(getppid()) + ".0";
+  std::ofstream(stale) << "half a library";
+  std::ofstream(live) << "still being written";
+  cc::CompiledLibrary lib = cc::compile_cpu(answer_source(9), "oar_test_answer", config_in(dir));
+  CHECK(call(lib) == 9);
+  std::set<std::string> files = files_in(dir);
+  CHECK(files.count("0123abcd.so.tmp." + std::to_string(dead) + ".0") == 0);
+  CHECK(files.count("0123abcd.so.tmp." + std::to_string(getppid()) + ".0") == 1);
 }
