@@ -233,3 +233,25 @@ TEST_CASE("a group whose compile fails or times out runs unfused, with a warning
                           1e-5);
   }
 }
+
+TEST_CASE("a fusion_group whose key attribute names another group's kernel still runs its own program") {
+  fs::path cache = fresh_dir("stale-key");
+  EnvVar dir("OAR_COMPILER_CACHE_DIR", cache.c_str());
+  // Two groups with equal buffer shapes and different results (epsilon 1e-6 vs 0.5).
+  ir::Trace a = rms_program(32, 1e-6), b = rms_program(32, 0.5);
+  ir::Program fa = compiled(a.program), fb = compiled(b.program);
+  auto group_of = [](ir::Program& p) -> ir::Operation* {
+    for (const auto& op : p.block().ops())
+      if (op->name() == "fusion_group") return op.get();
+    return nullptr;
+  };
+  ir::Operation* ga = group_of(fa);
+  ir::Operation* gb = group_of(fb);
+  REQUIRE(ga != nullptr);
+  REQUIRE(gb != nullptr);
+  std::vector<Tensor> in{random_tensor({3, 32}, 21), random_tensor({32}, 22)};
+  ir::Executor(fb, kCpu).run(in);  // b's kernel is known to this process under its key
+  ga->mutable_attrs().set("key", gb->attrs().get_string("key"));
+  oar_test::check_close(ir::Executor(fa, kCpu).run(in)[0], oar_test::values(ir::interpret(a.program, in)[0]), 1e-5,
+                        1e-5);
+}
