@@ -241,3 +241,21 @@ def test_a_group_with_a_matmul_boundary_keeps_the_matmul_and_fuses_around_it():
     np.testing.assert_allclose(compiled(x, w, b).numpy(), mlp(x, w, b).numpy(), rtol=2e-5, atol=2e-6)
     program = compiled.program
     assert "matmul" in program and "fusion_group" in program, program
+
+
+@pytest.mark.parametrize("case,shape", [("layer_norm", [8, 32]), ("softmax", [4, 8, 8]), ("rms_norm", [8, 32])])
+def test_rows_of_several_dims_fuse(case, shape):
+    # A transformer's norms reduce [batch, seq, d] over d and its attention
+    # softmax [batch, heads, seq, seq] over the last axis: the rows are
+    # several dims (one dynamic), and the group must still lower.
+    rng = np.random.default_rng(6)
+    cols = shape[-1]
+    fn, ref = CASES[case][0], CASES[case][1]
+    specs = [InputSpec([None] + shape)] + [InputSpec([cols])] * (len(CASES[case][2]) - 1)
+    compiled = oar.jit.to_static(fn, input_spec=specs, backend="CINN")
+    for batch in (1, 3):
+        arrays = [rng.standard_normal([batch] + shape).astype(np.float32)] + [
+            rng.standard_normal([cols]).astype(np.float32) for _ in specs[1:]]
+        got = compiled(*[oar.to_tensor(a) for a in arrays])
+        np.testing.assert_allclose(got.numpy(), ref(*[a.astype(np.float64) for a in arrays]), rtol=2e-5, atol=2e-5)
+    assert "fusion_group" in compiled.program, compiled.program
