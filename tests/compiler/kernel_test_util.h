@@ -1,14 +1,12 @@
 // Helpers of the compiler's kernel tests: trace and decompose a function
-// into the program a fusion group holds, compile generated C++ with the
-// system compiler (the flags of the toolchain), and run a kernel on
-// tensors.
+// into the program a fusion group holds, compile generated C++ through the
+// compiler's toolchain, and run a kernel on tensors.
 #pragma once
 
 #include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <random>
 #include <set>
 
@@ -16,6 +14,7 @@
 #include "oar/ir/pass.h"
 #include "oar/ir/trace.h"
 #include "oar_compiler/loop_ir.h"
+#include "oar_compiler/toolchain.h"
 #include "test_util.h"
 
 namespace kernel_test {
@@ -40,27 +39,31 @@ inline oar::ir::Program decomposed(const oar::ir::TracedFunction& fn, const std:
   return std::move(t.program);
 }
 
-/// A library compiled from generated source; symbols looked up by name.
+/// A library compiled from generated source by the compiler's toolchain
+/// (compile_cpu: its flags, its disk cache; a temporary cache unless
+/// OAR_COMPILER_CACHE_DIR is set, as ctest does); symbols looked up by name.
 class Library {
  public:
   explicit Library(const std::string& source) {
-    char dir_template[] = "/tmp/oar-kernel-test-XXXXXX";
-    REQUIRE(mkdtemp(dir_template) != nullptr);
-    dir_ = dir_template;
-    std::ofstream(dir_ + "/k.cpp") << source;
-    const char* cxx = std::getenv("OAR_COMPILER_CXX");
-    std::string cmd = std::string(cxx ? cxx : "c++") + " -O3 -march=native -fopenmp -fPIC -shared -std=c++17 " + dir_ +
-                      "/k.cpp -o " + dir_ + "/k.so";
-    std::string out = oar_test::run_command(cmd);
-    INFO(out);
-    handle_ = dlopen((dir_ + "/k.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+    oar::compiler::ToolchainConfig config = oar::compiler::toolchain_from_env();
+    if (!std::getenv("OAR_COMPILER_CACHE_DIR")) {
+      char dir_template[] = "/tmp/oar-kernel-test-XXXXXX";
+      REQUIRE(mkdtemp(dir_template) != nullptr);
+      temp_dir_ = dir_template;
+      config.cache_dir = temp_dir_;
+    }
+    const std::string marker = "extern \"C\" int ";
+    size_t at = source.find(marker);
+    REQUIRE(at != std::string::npos);
+    size_t begin = at + marker.size();
+    std::string first = source.substr(begin, source.find('(', begin) - begin);
+    library_ = oar::compiler::compile_cpu(source, first, config);
+    handle_ = dlopen(library_.path().c_str(), RTLD_NOW | RTLD_NOLOAD);
     REQUIRE_MESSAGE(handle_ != nullptr, dlerror());
   }
   ~Library() {
     if (handle_) dlclose(handle_);
-    std::remove((dir_ + "/k.cpp").c_str());
-    std::remove((dir_ + "/k.so").c_str());
-    rmdir(dir_.c_str());
+    if (!temp_dir_.empty()) oar_test::run_command("rm -rf " + temp_dir_);
   }
   Library(const Library&) = delete;
   Library& operator=(const Library&) = delete;
@@ -72,7 +75,8 @@ class Library {
   }
 
  private:
-  std::string dir_;
+  std::string temp_dir_;
+  oar::compiler::CompiledLibrary library_;
   void* handle_ = nullptr;
 };
 
