@@ -385,15 +385,22 @@ class CpuEmitter {
 
   // ---- row_reduce (Note [CPU schedules]) ----
 
-  static const char* identity(ReduceOp op, DType t) {
-    bool f32 = compute_dtype(t) == DType::f32;
-    switch (op) {
-      case ReduceOp::sum: return "0";
-      case ReduceOp::prod: return "1";
-      case ReduceOp::max: return f32 ? "-INFINITY" : "-(double)INFINITY";
-      case ReduceOp::min: return f32 ? "INFINITY" : "(double)INFINITY";
+  // The start value of an accumulator: -inf / inf for float max / min, the
+  // type's extremes for integers (and bool).
+  static std::string identity(ReduceOp op, DType t) {
+    DType c = compute_dtype(t);
+    if (op == ReduceOp::sum) return "0";
+    if (op == ReduceOp::prod) return "1";
+    bool is_max = op == ReduceOp::max;
+    switch (c) {
+      case DType::f32: return is_max ? "-INFINITY" : "INFINITY";
+      case DType::f64: return is_max ? "-(double)INFINITY" : "(double)INFINITY";
+      case DType::i64: return is_max ? "INT64_MIN" : "INT64_MAX";
+      case DType::i32: return is_max ? "INT32_MIN" : "INT32_MAX";
+      case DType::i8: return is_max ? "INT8_MIN" : "INT8_MAX";
+      case DType::u8: return is_max ? "0" : "UINT8_MAX";
+      default: return is_max ? "false" : "true";
     }
-    return "0";
   }
 
   void row_reduce() {

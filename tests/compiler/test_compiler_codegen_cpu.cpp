@@ -180,3 +180,15 @@ TEST_CASE("exp, tanh and erf in generated f32 kernels match libm on extreme and 
   std::vector<std::vector<std::vector<Tensor>>> inputs{{{oar::cast(Tensor::from_vector(v, {static_cast<int64_t>(v.size())}), DType::f32)}}};
   check_cases(cases, inputs, {1});
 }
+
+TEST_CASE("integer max and min reductions start from the type's extremes") {
+  auto fn = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{oar::max(in[0], {1}, false), oar::min(in[0], {1}, true), oar::sum(in[0], {1}, false)};
+  };
+  std::vector<Case> cases;
+  cases.push_back(make_case("imax", fn, {{{-1, 5}, DType::i64, "x"}}));
+  Tensor x = oar::cast(random_tensor({4, 5}, DType::f64, 50, -1e12, -1e9), DType::i64);  // all negative: max below 0
+  Tensor y = oar::cast(random_tensor({3, 5}, DType::f64, 51, 1e9, 1e12), DType::i64);    // all positive
+  std::vector<std::vector<std::vector<Tensor>>> inputs{{{x}, {y}}};
+  check_cases(cases, inputs, {1});
+}
