@@ -6,7 +6,8 @@ process and a second batch size load the cache without compiling; a
 truncated or overwritten .so is recompiled, never loaded; two processes
 filling one empty cache at once; a failing compiler (OAR_COMPILER_CXX=false)
 and a compile past OAR_COMPILER_TIMEOUT fall back to the uncompiled ops
-with a warning naming the group. docs/compiler.md describes them."""
+with a warning naming the group; a jit.save'd program with a fusion_group
+runs where nothing can be compiled. docs/compiler.md describes them."""
 import json
 import os
 import re
@@ -192,3 +193,42 @@ def test_a_compile_past_the_timeout_falls_back(tmp_path):
     assert re.search(r"time", stderr, re.I) and re.search(r"g\d+_", stderr), stderr
     assert elapsed < 50, f"the child took {elapsed:.0f} s: the hung compiler was not killed at the timeout"
     assert libraries(cache) == []
+
+
+SAVE_CHILD = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import oar
+    from oar.static import InputSpec
+    oar.set_device("cpu")
+    def rms(x, w):
+        return x * oar.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+    if sys.argv[1] == "save":
+        sf = oar.jit.to_static(rms, input_spec=[InputSpec([None, 64]), InputSpec([64])], backend="CINN")
+        oar.jit.save(sf, sys.argv[2])
+    else:
+        m = oar.jit.load(sys.argv[2])
+        rng = np.random.default_rng(0)
+        x, w = rng.standard_normal([7, 64]).astype(np.float32), rng.standard_normal([64]).astype(np.float32)
+        want = x / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True) + 1e-6) * w
+        print("RESULT", float(np.abs(m(oar.to_tensor(x), oar.to_tensor(w)).numpy() - want).max()))
+""")
+
+
+def test_a_saved_program_with_fusion_groups_runs_where_it_cannot_compile(tmp_path):
+    # Saved with its fusion_group; loaded where the compiler fails and the
+    # cache is empty: the group's kernel declines and its primitives run.
+    def child(*args, env):
+        full = {k: v for k, v in os.environ.items() if k not in CLEAN}
+        full.update(env, OAR_NUM_THREADS="1")
+        p = subprocess.run([sys.executable, "-c", SAVE_CHILD, *args], env=full, capture_output=True, text=True,
+                           timeout=240)
+        assert p.returncode == 0, p.stdout + p.stderr
+        return p.stdout
+    path = str(tmp_path / "saved" / "rms")
+    child("save", path, env={"OAR_COMPILER_CACHE_DIR": str(tmp_path / "c1")})
+    assert "fusion_group" in open(path + ".json").read()
+    out = child("load", path, env={"OAR_COMPILER_CACHE_DIR": str(tmp_path / "c2"), "OAR_COMPILER_CXX": "false"})
+    error = float([ln for ln in out.splitlines() if ln.startswith("RESULT")][0].split()[1])
+    assert error < 1e-5
+    assert not (tmp_path / "c2").exists() or not list((tmp_path / "c2").glob("*.so"))
