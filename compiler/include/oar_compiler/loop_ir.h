@@ -26,7 +26,8 @@
 ///    layer_norm: the variance around the mean): a reduction that uses an
 ///    earlier one needs a pass over the row of its own.
 ///  - col_reduce: domain [rows, cols]; each Reduction folds over v0 for
-///    each v1 (the bias gradient); stores not depending on v0.
+///    each v1 (the bias gradient); stores not depending on v0. Declared
+///    only: lower_group does not make it yet and emit_cpu refuses it.
 /// Which variables a node depends on is node_var_masks(); a reduced node
 /// depends on the variables the reduction is not over.
 #pragma once
@@ -325,8 +326,10 @@ std::string emit_cpu(const Kernel& kernel, const std::string& symbol);
 /// compute_dtype(dtype) of the node (`dtype`: the node's dtype; for
 /// comparisons and where, the operands' compute type is `operand_dtype`).
 /// Shared by emit_cpu and emit_cuda so both compute the same thing; throws
-/// oar::Error naming an op it does not know. `cuda` picks device
-/// intrinsics (rsqrtf, __expf is never used: results must match the CPU).
+/// oar::Error naming an op it does not know. `cuda` picks the target: on
+/// the CPU f32 exp, tanh and erf are the emit_cpu prelude's vectorizable
+/// oar_expf / oar_tanhf / oar_erff (within 5.1e-7 relative of libm); CUDA
+/// gets expf, tanhf, erff (never __expf or rsqrtf: results must match).
 std::string scalar_op_c(const std::string& op, DType dtype, DType operand_dtype,
                         const std::vector<std::string>& args, bool cuda);
 /// True when scalar_op_c knows `op` with `arity` arguments.
