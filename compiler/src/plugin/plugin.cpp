@@ -11,7 +11,10 @@
 //    out) or when the shapes fail the kernel's dim checks; the host then
 //    runs the op's decomposition (Note [Kernel fall-through]). So a saved
 //    program with fusion groups runs in `oar-run` with the plugin (compiled
-//    kernels) and without it (decomposed), with the same results.
+//    kernels) and without it (decomposed), with the same results. The
+//    executor decomposes a declined composite by op name, so once one
+//    fusion_group of a program declines its shapes, every fusion_group of
+//    that executor's program runs decomposed: correct, only slower.
 //  - the pipeline pass "compiler" (ir::register_pipeline_pass), which
 //    default_pipeline runs when the compiler is on (Note [The compiler in
 //    the pipeline] in core/ir/passes/pass_manager.cpp).
