@@ -48,8 +48,15 @@ def parse_args():
     return p.parse_args()
 
 
-def median_s(fn, reps, warmup=2, budget_s=4.0):
-    """Median seconds of fn() over `reps` runs (fewer when they exceed budget_s)."""
+# Warm-up calls and seconds per measurement; bench_ops lowers them for the
+# [16384, 4096] rows (a call there takes up to a second) to stay near 5 minutes.
+_PACE = {"warmup": 2, "budget_s": 4.0}
+
+
+def median_s(fn, reps, warmup=None, budget_s=None):
+    """Median seconds of fn() over `reps` runs (fewer, at least 3, when they exceed budget_s)."""
+    warmup = _PACE["warmup"] if warmup is None else warmup
+    budget_s = _PACE["budget_s"] if budget_s is None else budget_s
     for _ in range(warmup):
         fn()
     times, start = [], time.perf_counter()
@@ -138,6 +145,8 @@ def bench_ops(args, oar, F, peers, sizes, dtypes, reps):
     rows_out = []
     for case in args.cases.split(","):
         for rows, cols in sizes:
+            big = rows * cols >= 1 << 24
+            _PACE.update(warmup=1 if big else 2, budget_s=2.0 if big else 4.0)
             for dtype in dtypes:
                 arrays = case_arrays(case, rows, cols, np.random.default_rng(rows + cols))
                 xs = [oar.to_tensor(a) if dtype == "float32" else oar.to_tensor(a).astype(dtype) for a in arrays]
@@ -164,6 +173,7 @@ def bench_ops(args, oar, F, peers, sizes, dtypes, reps):
                         row.setdefault("notes", []).append(f"{name}: {type(e).__name__}: {str(e).strip().splitlines()[0][:90]}")
                 rows_out.append(row)
                 print(f"  measured {case} {row['shape']} {dtype}", file=sys.stderr, flush=True)
+    _PACE.update(warmup=2, budget_s=4.0)
     return rows_out
 
 
