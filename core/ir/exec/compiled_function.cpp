@@ -74,14 +74,15 @@ struct CompiledFunction::Impl {
   Program program;
   Device device;
   ExecutorOptions options;
+  PipelineOptions pipeline;  // the training forward and backward programs go through it
   Executor forward;
   std::mutex mutex;  // guards pairs and last_params (Note [Concurrent calls] in executor.h)
   std::map<std::string, std::shared_ptr<TrainingPair>> pairs;
   std::set<std::string> not_generic;  // masks whose pair needs fixed input shapes
   const ParamMap* last_params = nullptr;  // the executor that ran last
 
-  Impl(const Program& p, const Device& d, ExecutorOptions o)
-      : program(p.clone()), device(d), options(o), forward(p, d, o) {}
+  Impl(const Program& p, const Device& d, ExecutorOptions o, PipelineOptions po)
+      : program(p.clone()), device(d), options(o), pipeline(po), forward(p, d, o) {}
 
   // Outputs that carry gradients: floating dtypes.
   std::vector<size_t> differentiable_outputs() const {
@@ -172,7 +173,7 @@ struct CompiledFunction::Impl {
       auto [i, r] = position.at(saved[k]);
       f.add_output(f.block().op(i).result(r), "saved_" + std::to_string(k));
     }
-    default_pipeline(device).run(f);
+    default_pipeline(device, pipeline).run(f);
     pair->forward = std::make_unique<Executor>(f, device, options);
 
     // The backward: saved values become inputs; the forward part is dead.
@@ -192,14 +193,15 @@ struct CompiledFunction::Impl {
     for (size_t i = 0; i < forward_ops; ++i) forward_part.insert(&p.block().op(i));
     p.block().erase_if([&](const Operation& op) { return forward_part.count(&op) > 0; });
     p.drop_unused_constants();
-    default_pipeline(device).run(p);
+    default_pipeline(device, pipeline).run(p);
     pair->backward = std::make_unique<Executor>(p, device, options);
     return pair;
   }
 };
 
-CompiledFunction::CompiledFunction(const Program& program, const Device& device, ExecutorOptions options)
-    : impl_(std::make_shared<Impl>(program, device, options)) {}
+CompiledFunction::CompiledFunction(const Program& program, const Device& device, ExecutorOptions options,
+                                   PipelineOptions pipeline)
+    : impl_(std::make_shared<Impl>(program, device, options, pipeline)) {}
 CompiledFunction::~CompiledFunction() = default;
 CompiledFunction::CompiledFunction(CompiledFunction&&) noexcept = default;
 

@@ -338,7 +338,7 @@ class ProgramReader {
       fail(where, "has " + std::to_string(op.operands.size()) + " operands but " + name +
                       " takes " + std::to_string(def.num_inputs));
     }
-    if (op.results.size() != static_cast<size_t>(def.num_outputs)) {
+    if (def.num_outputs >= 0 && op.results.size() != static_cast<size_t>(def.num_outputs)) {
       fail(where, "has " + std::to_string(op.results.size()) + " results but " + name +
                       " produces " + std::to_string(def.num_outputs));
     }

@@ -284,11 +284,11 @@ struct StaticFunction::Impl {
     Trace t = trace(fn, trace_specs, options.parameters, device, examples);
     ++traces;
     if (options.optimize) {
-      PassManager pm = default_pipeline(device);
+      PassManager pm = default_pipeline(device, options.pipeline);
       pm.set_print_after_each(options.print_ir_after_each_pass);
       pm.run(t.program);
     }
-    auto function = std::make_unique<CompiledFunction>(t.program, device, options.executor);
+    auto function = std::make_unique<CompiledFunction>(t.program, device, options.executor, options.pipeline);
     cache.push_front(Entry{device, std::move(t), std::move(function)});
     while (cache.size() > std::max<size_t>(options.max_traces, 1)) cache.pop_back();
     return cache.front();

@@ -141,9 +141,12 @@ class StaticFunction:
     as constants otherwise. Pass tensors that change as arguments, or use a
     Layer."""
 
-    def __init__(self, function, input_spec=None, layer=None):
+    def __init__(self, function, input_spec=None, layer=None, backend=None):
         self._function = function
         self._layer = layer
+        self._backend = backend
+        # None: OAR_COMPILER / FLAGS_use_cinn decide; True: the compiler plugin (backend="CINN").
+        self._compiler = _compiler_of(backend)
         self._input_spec_arg = input_spec
         self._input_spec = _specs(input_spec, "to_static")
         self._cache = _C.ir.TraceCache(_MAX_TRACES)
@@ -169,7 +172,7 @@ class StaticFunction:
         bound = self._bound.get(instance)
         if bound is None:
             bound = StaticFunction(self._function.__get__(instance, owner), self._input_spec_arg,
-                                   layer=instance if isinstance(instance, Layer) else None)
+                                   layer=instance if isinstance(instance, Layer) else None, backend=self._backend)
             self._bound[instance] = bound
         return bound
 
@@ -267,13 +270,14 @@ class StaticFunction:
         trace = _C.ir.trace(traced, specs, params, device, examples)
         if result["updates"]:
             trace.program._outputs_to_updates(result["updates"])
-        _C.ir.default_pipeline(trace.program, device)
+        _C.ir.default_pipeline(trace.program, device, compiler=self._compiler)
         return trace, result["updates"], result["structure"]
 
     def _compile(self, specs, examples, rebuild, arguments, mode, device):
         """Traces, then caches the trace in C++ (which compiles it)."""
         trace, updates, structure = self._trace(specs, examples, rebuild, device)
-        entry = self._cache.insert(arguments, mode, device, trace.specs, trace.program, updates, structure)
+        entry = self._cache.insert(arguments, mode, device, trace.specs, trace.program, updates, structure,
+                                   compiler=self._compiler)
         slots = {name: (store, k) for name, store, k in self._state_slots()}
         captured = {n: t for n, t in trace.parameters.items() if n not in slots}
         # Where each program parameter lives: read on every call (optimizer
@@ -347,6 +351,16 @@ class StaticFunction:
         return f"StaticFunction({self._name}, input_spec={self._input_spec}, traces={self._cache.trace_count})"
 
 
+def _compiler_of(backend):
+    """to_static's backend as the pipeline's compiler switch: None keeps the
+    environment's choice, "CINN" turns the compiler plugin on."""
+    if backend is None or backend == "":
+        return None
+    if isinstance(backend, str) and backend.upper() == "CINN":
+        return True
+    raise ValueError(f"to_static: backend must be None or 'CINN' (the compiler plugin), got {backend!r}")
+
+
 def to_static(function=None, input_spec=None, build_strategy=None, backend=None, full_graph=True, **kwargs):
     """Compiles a function or a Layer to static mode (paddle.jit.to_static).
 
@@ -354,20 +368,27 @@ def to_static(function=None, input_spec=None, build_strategy=None, backend=None,
     on a Layer (its forward is replaced; `layer.forward.rollback()` undoes
     it) and on a Layer's forward method. `input_spec` lists an InputSpec per
     tensor argument (None dims are dynamic); without it the first call's
-    shapes are the spec. See StaticFunction for what runs statically."""
-    del build_strategy, backend, full_graph, kwargs  # Paddle options with no oar counterpart
+    shapes are the spec. See StaticFunction for what runs statically.
+
+    `backend="CINN"` compiles the function with the compiler plugin
+    (liboar_compiler.so: fused kernels generated for its groups, every
+    composite op decomposed first, as Paddle's CINN with FLAGS_prim_all);
+    None or "" keeps the environment's choice (OAR_COMPILER=1 or
+    FLAGS_use_cinn=1 turn the compiler on for every to_static function)."""
+    del build_strategy, full_graph, kwargs  # Paddle options with no oar counterpart
+    _compiler_of(backend)  # an unknown backend fails here, not at the first call
 
     def decorate(fn):
         if isinstance(fn, StaticFunction):
             return fn
         if isinstance(fn, Layer):
             if not isinstance(fn.forward, StaticFunction):
-                fn.__dict__["forward"] = StaticFunction(fn.forward, input_spec, layer=fn)
+                fn.__dict__["forward"] = StaticFunction(fn.forward, input_spec, layer=fn, backend=backend)
             return fn
         if not callable(fn):
             raise TypeError(f"to_static: expected a function or a Layer, got {type(fn).__name__}")
         owner = getattr(fn, "__self__", None)
-        return StaticFunction(fn, input_spec, layer=owner if isinstance(owner, Layer) else None)
+        return StaticFunction(fn, input_spec, layer=owner if isinstance(owner, Layer) else None, backend=backend)
 
     return decorate if function is None else decorate(function)
 

@@ -76,6 +76,18 @@ struct PyExecutor {
   std::unique_ptr<ir::Executor> executor;
 };
 
+// The pipeline of to_static: compiler None keeps the environment's choice
+// (OAR_COMPILER, FLAGS_use_cinn); True (backend="CINN") turns the compiler
+// on with every composite decomposed; False turns it off.
+ir::PipelineOptions pipeline_options(std::optional<bool> compiler) {
+  ir::PipelineOptions options;
+  if (compiler) {
+    options.compiler = *compiler;
+    if (*compiler) options.decompose_composites = true;
+  }
+  return options;
+}
+
 // A CompiledFunction (differentiable program calls) held by Python.
 struct PyCompiledFunction {
   std::unique_ptr<ir::CompiledFunction> function;
@@ -212,13 +224,15 @@ void bind_ir(py::module_& parent) {
 
   m.def(
       "default_pipeline",
-      [](ir::Program& program, const std::optional<std::string>& device, bool print) {
-        ir::PassManager pm = ir::default_pipeline(device_or_default(device));
+      [](ir::Program& program, const std::optional<std::string>& device, bool print, std::optional<bool> compiler) {
+        ir::PassManager pm = ir::default_pipeline(device_or_default(device), pipeline_options(compiler));
         pm.set_print_after_each(print);
         return pm.run(program);
       },
       py::arg("program"), py::arg("device") = py::none(), py::arg("print_after_each") = false,
-      "Runs constant folding, CSE and DCE in place; returns whether the program changed.");
+      py::arg("compiler") = py::none(),
+      "Runs constant folding, CSE and DCE in place, then the compiler plugin's passes when compiler is True "
+      "(None: OAR_COMPILER / FLAGS_use_cinn decide); returns whether the program changed.");
 
   py::class_<PyExecutor>(m, "Executor")
       .def(py::init([](const ir::Program& program, const std::optional<std::string>& device,
@@ -316,19 +330,21 @@ void bind_ir(py::module_& parent) {
           "insert",
           [](ir::TraceCache& c, int64_t arguments, std::vector<bool> mode, const std::optional<std::string>& device,
              std::vector<ir::InputSpec> specs, ProgramPtr program, std::vector<std::string> updates,
-             std::string structure) {
+             std::string structure, std::optional<bool> compiler) {
             ir::CachedTrace t;
             t.key = {arguments, std::move(mode), device_or_default(device)};
             t.specs = std::move(specs);
-            t.function = std::make_shared<ir::CompiledFunction>(*program, t.key.device);
+            t.function = std::make_shared<ir::CompiledFunction>(*program, t.key.device, ir::ExecutorOptions{},
+                                                                pipeline_options(compiler));
             t.program = std::move(program);
             t.updates = std::move(updates);
             t.structure = std::move(structure);
             return *cached(c.insert(std::move(t)));
           },
           py::arg("arguments"), py::arg("mode"), py::arg("device"), py::arg("specs"), py::arg("program"),
-          py::arg("updates"), py::arg("structure"),
-          "Compiles a new trace and adds it as the most recently used (one more trace counted).")
+          py::arg("updates"), py::arg("structure"), py::arg("compiler") = py::none(),
+          "Compiles a new trace and adds it as the most recently used (one more trace counted); its training "
+          "programs go through default_pipeline with `compiler` (None: the environment decides).")
       .def_property_readonly("latest", [](const ir::TraceCache& c) { return cached(c.latest()); })
       .def("entries",
            [](const ir::TraceCache& c) {

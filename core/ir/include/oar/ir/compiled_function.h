@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "oar/ir/executor.h"
+#include "oar/ir/pass.h"
 #include "oar/ir/trace.h"
 
 namespace oar::ir {
@@ -28,7 +29,10 @@ namespace oar::ir {
 /// it; call the function eagerly for those.
 class CompiledFunction {
  public:
-  CompiledFunction(const Program& program, const Device& device, ExecutorOptions options = {});
+  /// `pipeline`: what default_pipeline runs on the training forward and
+  /// backward programs it builds (the compiler, when on, fuses them too).
+  CompiledFunction(const Program& program, const Device& device, ExecutorOptions options = {},
+                   PipelineOptions pipeline = {});
   ~CompiledFunction();
   CompiledFunction(CompiledFunction&&) noexcept;
 

@@ -64,7 +64,39 @@ std::unique_ptr<Pass> make_cse_pass();
 /// `max_elements` are left alone (folding them would bloat the file).
 std::unique_ptr<Pass> make_constant_folding_pass(const Device& device, int64_t max_elements = 1 << 20);
 
-/// The default optimization pipeline: constant folding, CSE, DCE.
-PassManager default_pipeline(const Device& device);
+/// Makes a pass for the device a pipeline is built for.
+using PassFactory = std::function<std::unique_ptr<Pass>(const Device& device)>;
+
+/// Registers a pass that default_pipeline runs when the compiler is on
+/// (PipelineOptions::compiler), after the composite ops are decomposed, in
+/// registration order. The compiler plugin registers "compiler" from its
+/// oar_plugin_init. Registering a name again replaces its factory. Thread-safe.
+void register_pipeline_pass(const std::string& name, PassFactory factory);
+/// The names of the registered pipeline passes, in registration order.
+std::vector<std::string> registered_pipeline_passes();
+
+/// True when the environment asks for the compiler: OAR_COMPILER=1 or
+/// Paddle's FLAGS_use_cinn=1 (or "true"); OAR_COMPILER=0 turns it off.
+bool compiler_enabled_by_env();
+/// True when the environment asks for every composite op to be decomposed
+/// before the compiler runs: FLAGS_prim_all=1 (or "true") or OAR_COMPILER=1.
+bool prim_all_by_env();
+
+/// What default_pipeline runs (Note [The compiler in the pipeline] in
+/// pass_manager.cpp).
+struct PipelineOptions {
+  /// Run the registered pipeline passes (the compiler plugin's fusion).
+  bool compiler = compiler_enabled_by_env();
+  /// With `compiler`: decompose every composite op first, so the compiler
+  /// sees rms_norm's primitives rather than the fused op.
+  bool decompose_composites = prim_all_by_env();
+};
+
+/// The default optimization pipeline: constant folding, CSE, DCE; with
+/// options.compiler then: the decomposition of the composite ops (when
+/// options.decompose_composites), CSE, the registered pipeline passes, DCE.
+/// When the compiler is asked for and no pass is registered (the plugin is
+/// absent), one warning per process and the program runs uncompiled.
+PassManager default_pipeline(const Device& device, const PipelineOptions& options = {});
 
 }  // namespace oar::ir

@@ -32,6 +32,7 @@
 #include "oar/builder.h"
 #include "oar/device.h"
 #include "oar/ir/executor.h"
+#include "oar/ir/pass.h"
 #include "oar/ir/program.h"
 #include "oar/ir/shape_inference.h"
 #include "oar/runtime.h"
@@ -132,6 +133,7 @@ Trace trace(const TracedFunction& fn, const std::vector<InputSpec>& specs, const
 struct StaticOptions {
   ParamMap parameters;         ///< tensors to capture as named parameters
   bool optimize = true;        ///< run the default pass pipeline
+  PipelineOptions pipeline;    ///< what it runs (the compiler: OAR_COMPILER / FLAGS_use_cinn by default)
   bool print_ir_after_each_pass = false;
   size_t max_traces = 8;       ///< bounded cache: the least recently used trace is evicted
   ExecutorOptions executor;

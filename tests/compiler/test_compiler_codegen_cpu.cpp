@@ -1,0 +1,194 @@
+// Generated CPU kernels (lower_group + emit_cpu) equal the uncompiled
+// program (the interpreter over the cpu plugin) on random inputs: RMSNorm,
+// softmax, log_softmax, layer_norm, bias + gelu, broadcasts, at several
+// dynamic sizes (rows and columns that are not multiples of the vector
+// width) in f32, f64, bf16 and f16.
+#include <doctest/doctest.h>
+
+#include "kernel_test_util.h"
+#include "oar/ops.h"
+
+using namespace kernel_test;
+using oar::compiler::Kernel;
+using oar::compiler::ScheduleKind;
+namespace ir = oar::ir;
+
+namespace {
+
+struct Case {
+  std::string name;
+  ir::Program program;
+  Kernel kernel;
+};
+
+Case make_case(const std::string& name, const ir::TracedFunction& fn, const std::vector<ir::InputSpec>& specs) {
+  Case c{name, decomposed(fn, specs), {}};
+  std::string why;
+  auto k = oar::compiler::lower_group(c.program, &why);
+  INFO(name << ": " << why);
+  REQUIRE(k.has_value());
+  c.kernel = std::move(*k);
+  c.kernel.name = name;
+  return c;
+}
+
+// Compiles every case into one library and checks each on every input set.
+void check_cases(std::vector<Case>& cases, const std::vector<std::vector<std::vector<Tensor>>>& inputs,
+                 const std::vector<int>& threads = {1, 2}) {
+  std::string source;
+  for (const Case& c : cases) source += oar::compiler::emit_cpu(c.kernel, "k_" + c.name);
+  Library lib(source);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    KernelFn fn = lib.get("k_" + cases[i].name);
+    for (const auto& in : inputs[i]) {
+      std::vector<Tensor> want = ir::interpret(cases[i].program, in);
+      for (int nt : threads) {
+        std::vector<Tensor> got = run_kernel(cases[i].kernel, fn, in, nt);
+        REQUIRE(got.size() == want.size());
+        for (size_t o = 0; o < got.size(); ++o) {
+          INFO(cases[i].name << " input shape " << oar::shape_str(in[0].shape()) << " output " << o << " threads " << nt
+                             << "\n" << oar::compiler::to_string(cases[i].kernel));
+          CHECK(got[o].shape() == want[o].shape());
+          CHECK(got[o].dtype() == want[o].dtype());
+          double tol = tolerance(want[o].dtype());
+          check_values(got[o], want[o], tol);
+        }
+      }
+    }
+  }
+}
+
+std::vector<Tensor> rms_inputs(int64_t rows, int64_t cols, DType t, uint32_t seed) {
+  return {random_tensor({rows, cols}, t, seed), random_tensor({cols}, t, seed + 1, 0.5, 1.5)};
+}
+
+}  // namespace
+
+TEST_CASE("RMSNorm compiles to one row_reduce kernel equal to the unfused program") {
+  std::vector<Case> cases;
+  std::vector<std::vector<std::vector<Tensor>>> inputs;
+  for (DType t : {DType::f32, DType::f64, DType::bf16, DType::f16}) {
+    auto rms = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{oar::rms_norm(in[0], in[1], 1e-6)}; };
+    std::string name = "rms_" + std::string(oar::dtype_short_name(t));
+    cases.push_back(make_case(name, rms, {{{-1, 100}, t, "x"}, {{100}, t, "w"}}));
+    CHECK(cases.back().kernel.kind == ScheduleKind::row_reduce);
+    CHECK(cases.back().kernel.reductions.size() == 1);
+    inputs.push_back({rms_inputs(1, 100, t, 1), rms_inputs(7, 100, t, 2), rms_inputs(65, 100, t, 3)});
+  }
+  // Both dims dynamic: the columns are read at run time too.
+  auto rms = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{oar::rms_norm(in[0], in[1], 1e-5)}; };
+  cases.push_back(make_case("rms_dyn", rms, {{{-1, -1}, DType::f32, "x"}, {{-1}, DType::f32, "w"}}));
+  inputs.push_back({rms_inputs(3, 17, DType::f32, 4), rms_inputs(40, 1030, DType::f32, 5), rms_inputs(2, 1, DType::f32, 6)});
+  check_cases(cases, inputs);
+  // The loads and the store are contiguous rows: v0 * cols + v1.
+  const Kernel& k = cases[0].kernel;
+  CHECK(oar::compiler::to_string(k.stores[0].index) == "(v0 * 100) + v1");
+}
+
+TEST_CASE("softmax, log_softmax and layer_norm fuse their reductions over the same rows") {
+  std::vector<Case> cases;
+  std::vector<std::vector<std::vector<Tensor>>> inputs;
+  auto sm = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{oar::softmax(in[0], -1)}; };
+  auto lsm = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{oar::log_softmax(in[0], -1)}; };
+  auto ln = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{oar::layer_norm(in[0], in[1], in[2], 1e-5, 2)};
+  };
+  for (DType t : {DType::f32, DType::bf16}) {
+    std::string s(oar::dtype_short_name(t));
+    cases.push_back(make_case("softmax_" + s, sm, {{{-1, -1}, t, "x"}}));
+    CHECK(cases.back().kernel.reductions.size() == 2);  // max, then the sum of exp(x - max)
+    inputs.push_back({{random_tensor({5, 33}, t, 7, -30, 30)}, {random_tensor({3, 1025}, t, 8)}});
+    cases.push_back(make_case("log_softmax_" + s, lsm, {{{-1, 64}, t, "x"}}));
+    inputs.push_back({{random_tensor({9, 64}, t, 9)}, {random_tensor({1, 64}, t, 10)}});
+    // Rows over two axes, one of them static: [B, 7, 33].
+    cases.push_back(make_case("log_softmax3_" + s, lsm, {{{-1, 7, 33}, t, "x"}}));
+    inputs.push_back({{random_tensor({3, 7, 33}, t, 17)}, {random_tensor({1, 7, 33}, t, 18)}});
+    // layer_norm over the last dim of [batch, seq, hidden]: rows are batch * seq.
+    cases.push_back(make_case("layer_norm_" + s, ln, {{{-1, -1, 48}, t, "x"}, {{48}, t, "w"}, {{48}, t, "b"}}));
+    CHECK(cases.back().kernel.reductions.size() == 2);  // mean, then the variance around it
+    inputs.push_back({{random_tensor({2, 3, 48}, t, 11), random_tensor({48}, t, 12), random_tensor({48}, t, 13)},
+                      {random_tensor({5, 7, 48}, t, 14), random_tensor({48}, t, 15), random_tensor({48}, t, 16)}});
+  }
+  check_cases(cases, inputs);
+}
+
+TEST_CASE("bias + gelu and broadcasts compile to elementwise kernels") {
+  std::vector<Case> cases;
+  std::vector<std::vector<std::vector<Tensor>>> inputs;
+  auto bias_gelu = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{oar::gelu(in[0] + in[1], false)}; };
+  auto bias_gelu_tanh = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{oar::gelu(in[0] + in[1], true)}; };
+  // An outer product-like broadcast: [-1, 1] * [1, -1] - [-1, 1], with two outputs.
+  auto outer = [](const std::vector<Tensor>& in) {
+    Tensor p = in[0] * in[1];
+    return std::vector<Tensor>{p - in[0], oar::exp(p)};
+  };
+  for (DType t : {DType::f32, DType::f16}) {
+    std::string s(oar::dtype_short_name(t));
+    cases.push_back(make_case("bias_gelu_" + s, bias_gelu, {{{-1, 96}, t, "x"}, {{96}, t, "b"}}));
+    CHECK(cases.back().kernel.kind == ScheduleKind::elementwise);
+    inputs.push_back({{random_tensor({3, 96}, t, 20), random_tensor({96}, t, 21)},
+                      {random_tensor({400, 96}, t, 22), random_tensor({96}, t, 23)}});
+  }
+  cases.push_back(make_case("bias_gelu_tanh", bias_gelu_tanh, {{{-1, 96}, DType::f64, "x"}, {{96}, DType::f64, "b"}}));
+  inputs.push_back({{random_tensor({5, 96}, DType::f64, 24), random_tensor({96}, DType::f64, 25)}});
+  cases.push_back(make_case("outer", outer, {{{-1, 1}, DType::f32, "a"}, {{1, -1}, DType::f32, "b"}}));
+  inputs.push_back({{random_tensor({3, 1}, DType::f32, 26), random_tensor({1, 5}, DType::f32, 27)},
+                    {random_tensor({300, 1}, DType::f32, 28), random_tensor({1, 301}, DType::f32, 29)}});
+  check_cases(cases, inputs);
+  // The same-shape elementwise kernel is one flat loop.
+  auto add = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{oar::exp(in[0]) + in[1]}; };
+  Case flat = make_case("flat", add, {{{-1, 7, 5}, DType::f32, "a"}, {{-1, 7, 5}, DType::f32, "b"}});
+  CHECK(flat.kernel.domain.size() == 1);
+}
+
+TEST_CASE("lower_group refuses what it cannot lower, with the reason") {
+  std::string why;
+  auto mm = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{oar::matmul(in[0], in[1])}; };
+  ir::Program p = decomposed(mm, {{{-1, 4}, DType::f32, "a"}, {{4, 3}, DType::f32, "b"}});
+  CHECK_FALSE(oar::compiler::lower_group(p, &why).has_value());
+  CHECK(why == "lower_group: op 'matmul' has no loop form (not elementwise, broadcast, reshape, transpose or a reduction)");
+  auto col = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{oar::sum(in[0], {0}, false)}; };
+  ir::Program q = decomposed(col, {{{-1, 4}, DType::f32, "a"}});
+  CHECK_FALSE(oar::compiler::lower_group(q, &why).has_value());
+  CHECK(why.find("reduces axes that are not the trailing ones") != std::string::npos);
+}
+
+TEST_CASE("a dynamic dim that broadcasts at run time makes the kernel refuse the sizes") {
+  auto add = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + in[1]}; };
+  std::vector<Case> cases;
+  cases.push_back(make_case("two_dyn", add, {{{-1, 4}, DType::f32, "a"}, {{-1, 4}, DType::f32, "b"}}));
+  REQUIRE(cases[0].kernel.dim_checks.size() == 1);
+  std::vector<std::vector<std::vector<Tensor>>> inputs{
+      {{random_tensor({3, 4}, DType::f32, 1), random_tensor({3, 4}, DType::f32, 2)}}};
+  check_cases(cases, inputs);
+  Library lib(oar::compiler::emit_cpu(cases[0].kernel, "k"));
+  int status = -1;
+  run_kernel(cases[0].kernel, lib.get("k"), {random_tensor({3, 4}, DType::f32, 1), random_tensor({1, 4}, DType::f32, 2)}, 1,
+             &status);
+  CHECK(status == oar::compiler::kKernelShapeMismatch);
+}
+
+TEST_CASE("exp, tanh and erf in generated f32 kernels match libm on extreme and special values") {
+  auto fn = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{oar::exp(in[0]), oar::tanh(in[0]), oar::erf(in[0]), oar::tanh(in[0] * 1e-3), oar::erf(in[0] * 1e-3)};
+  };
+  std::vector<Case> cases;
+  cases.push_back(make_case("exp", fn, {{{-1}, DType::f32, "x"}}));
+  std::vector<double> v = {-110, -104, -103.9, -100, -88, -87.3, -20, -1e-8, 0, 1e-8, 0.5, 1, 10, 80, 88.7, 88.72, 88.73, 89,
+                           NAN, INFINITY, -INFINITY};
+  for (int i = -200; i <= 200; ++i) v.push_back(i * 0.437);
+  std::vector<std::vector<std::vector<Tensor>>> inputs{{{oar::cast(Tensor::from_vector(v, {static_cast<int64_t>(v.size())}), DType::f32)}}};
+  check_cases(cases, inputs, {1});
+}
+
+TEST_CASE("integer max and min reductions start from the type's extremes") {
+  auto fn = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{oar::max(in[0], {1}, false), oar::min(in[0], {1}, true), oar::sum(in[0], {1}, false)};
+  };
+  std::vector<Case> cases;
+  cases.push_back(make_case("imax", fn, {{{-1, 5}, DType::i64, "x"}}));
+  Tensor x = oar::cast(random_tensor({4, 5}, DType::f64, 50, -1e12, -1e9), DType::i64);  // all negative: max below 0
+  Tensor y = oar::cast(random_tensor({3, 5}, DType::f64, 51, 1e9, 1e12), DType::i64);    // all positive
+  std::vector<std::vector<std::vector<Tensor>>> inputs{{{x}, {y}}};
+  check_cases(cases, inputs, {1});
+}
