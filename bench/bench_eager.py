@@ -408,6 +408,12 @@ def run_worker(args, threads, rows, launch_only=False):
     env = dict(os.environ, **{WORKER_ENV: "1"})
     for var in ("OAR_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env[var] = str(threads)
+    # Paddle's Intel OpenMP workers spin KMP_BLOCKTIME (default 200 ms)
+    # after each of its regions, holding the cores while the next framework
+    # is timed: with 2 threads oar's and torch's matmul took twice as long
+    # beside it (24 and 40 ms against 12 and 16 ms). Sleeping at once keeps
+    # one framework from taxing another in the shared process.
+    env.setdefault("KMP_BLOCKTIME", "0")
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--rows", rows, "--peers", args.peers,
            "--repeats", str(args.repeats), "--step-repeats", str(args.step_repeats), "--warmup", str(args.warmup),
            "--launches", str(args.launches), "--oar-site", args.oar_site] + (["--launch-only"] if launch_only else [])
