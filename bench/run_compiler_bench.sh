@@ -32,6 +32,9 @@ SITE="$("$OAR_ROOT/.venv/bin/python" -c 'import sysconfig; print(sysconfig.get_p
 CACHE="$(mktemp -d)"
 trap 'rm -rf "$CACHE"' EXIT
 export OMP_NUM_THREADS="$THREADS" OAR_NUM_THREADS="$THREADS" MKL_NUM_THREADS="$THREADS"
+# Paddle's Intel OpenMP workers spin 200 ms (KMP_BLOCKTIME) after each of its
+# regions, taking the cores while oar or torch is timed next in this process.
+export KMP_BLOCKTIME="${KMP_BLOCKTIME:-0}"
 export OAR_COMPILER_CACHE_DIR="$CACHE" OAR_SITE="$SITE"
 echo "run_compiler_bench: $(uptime)"
 args=(--threads "$THREADS")
