@@ -223,6 +223,26 @@ class CpuEmitter {
  public:
   CpuEmitter(const Kernel& k, std::string symbol) : k_(k), symbol_(std::move(symbol)), masks_(node_var_masks(k)) {}
 
+  // Note [Buffer pointers inside the row lambda]: the loops live in a
+  // lambda that the OpenMP region calls. Pointers captured by reference
+  // were re-read through the closure in every vector lane: GCC vectorized
+  // the loads of in0 itself as gathers (vpgatherqq) inside the outlined
+  // region, about 4x slower than the serial call of the same lambda. So the
+  // lambda captures by value and declares its own __restrict pointers from
+  // `buffers`: loop-invariant locals, contiguous vector loads in both paths.
+  std::string buffer_decls(const std::string& indent) const {
+    std::ostringstream o;
+    for (size_t i = 0; i < k_.inputs.size(); ++i) {
+      o << indent << "const " << c_type(k_.inputs[i].dtype) << "* __restrict in" << i << " = (const "
+        << c_type(k_.inputs[i].dtype) << "*)buffers[" << i << "];\n";
+    }
+    for (size_t i = 0; i < k_.outputs.size(); ++i) {
+      o << indent << c_type(k_.outputs[i].dtype) << "* __restrict out" << i << " = (" << c_type(k_.outputs[i].dtype)
+        << "*)buffers[" << k_.inputs.size() + i << "];\n";
+    }
+    return o.str();
+  }
+
   std::string run() {
     std::string bad = verify_kernel(k_);
     if (!bad.empty()) throw Error(ErrorCode::invalid_argument, "emit_cpu: " + bad);
@@ -235,14 +255,6 @@ class CpuEmitter {
     }
     for (const DimCheck& c : k_.dim_checks) {
       os_ << "  if (" << expr(c.a) << " != " << expr(c.b) << ") return " << kKernelShapeMismatch << ";\n";
-    }
-    for (size_t i = 0; i < k_.inputs.size(); ++i) {
-      os_ << "  const " << c_type(k_.inputs[i].dtype) << "* __restrict in" << i << " = (const "
-          << c_type(k_.inputs[i].dtype) << "*)buffers[" << i << "];\n";
-    }
-    for (size_t i = 0; i < k_.outputs.size(); ++i) {
-      os_ << "  " << c_type(k_.outputs[i].dtype) << "* __restrict out" << i << " = (" << c_type(k_.outputs[i].dtype)
-          << "*)buffers[" << k_.inputs.size() + i << "];\n";
     }
     os_ << "  const int nt = num_threads > 0 ? num_threads : omp_get_max_threads();\n";
     os_ << "  (void)nt;\n";
@@ -359,7 +371,7 @@ class CpuEmitter {
                                    " < n_inner ? o * " + std::to_string(kChunk) + " + " + std::to_string(kChunk) +
                                    " : n_inner)"
                              : "n_inner";
-    os_ << "  auto run = [&](int64_t o_begin, int64_t o_end) {\n";
+    os_ << "  auto run = [=](int64_t o_begin, int64_t o_end) {\n" << buffer_decls("    ");
     os_ << "    for (int64_t o = o_begin; o < o_end; ++o) {\n";
     os_ << coords << outer;
     os_ << "      const int64_t lo = " << lo << ", hi = " << hi << ";\n";
@@ -480,7 +492,7 @@ class CpuEmitter {
     if (!epilogue.empty()) {
       row += "#pragma omp simd\n" + ri + "for (int64_t v1 = 0; v1 < cols; ++v1) {\n" + epilogue + ri + "}\n";
     }
-    os_ << "  auto run = [&](int64_t r_begin, int64_t r_end) {\n";
+    os_ << "  auto run = [=](int64_t r_begin, int64_t r_end) {\n" << buffer_decls("    ");
     os_ << "    for (int64_t v0 = r_begin; v0 < r_end; ++v0) {\n";
     os_ << row << "    }\n  };\n";
     parallel_dispatch("rows * cols", "rows");

@@ -24,7 +24,8 @@ namespace oar::compiler {
 struct ToolchainConfig {
   std::string cxx = "c++";  ///< the compiler command (looked up on PATH)
   /// Flags: no -ffast-math (results must match the uncompiled program).
-  std::vector<std::string> flags = {"-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=c++17"};
+  std::vector<std::string> flags = {"-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=c++17",
+                                    "-fno-math-errno"};  // sqrtf inlines (errno is never read)
   double timeout_seconds = 120;  ///< a compile running longer is killed
   std::string cache_dir;         ///< where <key>.so, <key>.meta (and <key>.cpp) live
   bool keep_source = false;      ///< keep <key>.cpp beside the binary
