@@ -18,6 +18,7 @@ import oar  # noqa: E402
 import oar.nn as nn  # noqa: E402
 import oar.nn.functional as F  # noqa: E402
 from oar.static import InputSpec  # noqa: E402
+from compiler_helpers import private_compiler_cache  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples", "python"))
 import pinn_poisson  # noqa: E402
@@ -25,16 +26,8 @@ import pinn_poisson  # noqa: E402
 
 @pytest.fixture(scope="module", autouse=True)
 def compiler_cache(tmp_path_factory):
-    path = tmp_path_factory.mktemp("compiler_cache_train")
-    previous_cache, previous_device = os.environ.get("OAR_COMPILER_CACHE_DIR"), oar._C.get_device()
-    os.environ["OAR_COMPILER_CACHE_DIR"] = str(path)
-    oar.set_device("cpu")
-    yield path
-    oar._C.set_device(previous_device)
-    if previous_cache is None:
-        os.environ.pop("OAR_COMPILER_CACHE_DIR", None)
-    else:
-        os.environ["OAR_COMPILER_CACHE_DIR"] = previous_cache
+    """A private compiler cache for this module, on the cpu device."""
+    yield from private_compiler_cache(tmp_path_factory, "compiler_cache_train")
 
 
 class BlockLoss(nn.Layer):
