@@ -203,17 +203,26 @@ OarStatus activation_kernel(const OarKernelContext* ctx) {
   return OAR_OK;
 }
 
+// The rows and columns of a norm over the dims from begin_axis on, and its
+// epsilon (layer_norm, rms_norm and layer_norm_grad read them alike).
+OarStatus norm_shape(const OarKernelContext* ctx, int64_t* rows, int64_t* cols, double* eps) {
+  Attrs attrs(ctx);
+  int64_t begin = attrs.get_int("begin_axis");
+  *eps = attrs.get_float("epsilon");
+  if (!attrs.ok()) return attrs.status();
+  const OarTensorView& xv = ctx->inputs[0];
+  *rows = 1, *cols = 1;
+  for (int64_t d = 0; d < xv.ndim; ++d) (d < begin ? *rows : *cols) *= xv.shape[d];
+  return OAR_OK;
+}
+
 // layer_norm (kRms = false: inputs x, weight, bias) and rms_norm (kRms:
 // inputs x, weight), normalizing over the dims from begin_axis on.
 template <class T, bool kRms>
 OarStatus norm_kernel(const OarKernelContext* ctx) {
-  Attrs attrs(ctx);
-  int64_t begin = attrs.get_int("begin_axis");
-  double eps = attrs.get_float("epsilon");
-  if (!attrs.ok()) return attrs.status();
-  const OarTensorView& xv = ctx->inputs[0];
   int64_t rows = 1, cols = 1;
-  for (int64_t d = 0; d < xv.ndim; ++d) (d < begin ? rows : cols) *= xv.shape[d];
+  double eps = 0;
+  if (OarStatus s = norm_shape(ctx, &rows, &cols, &eps)) return s;
   const T* x = in_ptr<T>(ctx, 0);
   const T* w = in_ptr<T>(ctx, 1);
   const T* b = kRms ? nullptr : in_ptr<T>(ctx, 2);
@@ -248,13 +257,9 @@ OarStatus norm_kernel(const OarKernelContext* ctx) {
 // dbias over the rows (no per-thread partial sums to merge).
 template <class T>
 OarStatus layer_norm_grad_kernel(const OarKernelContext* ctx) {
-  Attrs attrs(ctx);
-  int64_t begin = attrs.get_int("begin_axis");
-  double eps = attrs.get_float("epsilon");
-  if (!attrs.ok()) return attrs.status();
-  const OarTensorView& xv = ctx->inputs[0];
   int64_t rows = 1, cols = 1;
-  for (int64_t d = 0; d < xv.ndim; ++d) (d < begin ? rows : cols) *= xv.shape[d];
+  double eps = 0;
+  if (OarStatus s = norm_shape(ctx, &rows, &cols, &eps)) return s;
   const T* x = in_ptr<T>(ctx, 0);
   const T* w = in_ptr<T>(ctx, 1);
   const T* g = in_ptr<T>(ctx, 2);
@@ -307,13 +312,9 @@ OarStatus layer_norm_grad_kernel(const OarKernelContext* ctx) {
 }
 
 OarStatus layer_norm_onednn_kernel(const OarKernelContext* ctx) {
-  Attrs attrs(ctx);
-  int64_t begin = attrs.get_int("begin_axis");
-  double eps = attrs.get_float("epsilon");
-  if (!attrs.ok()) return attrs.status();
-  const OarTensorView& xv = ctx->inputs[0];
   int64_t rows = 1, cols = 1;
-  for (int64_t d = 0; d < xv.ndim; ++d) (d < begin ? rows : cols) *= xv.shape[d];
+  double eps = 0;
+  if (OarStatus s = norm_shape(ctx, &rows, &cols, &eps)) return s;
   std::string key = "layer_norm:" + dims_key({rows, cols}) + std::to_string(eps);
   auto plan = cached_plan(key, [&]() -> std::shared_ptr<Plan> {
     using tag = dnnl::memory::format_tag;
