@@ -44,9 +44,12 @@ void refresh_num_threads();
 // Elements below which a loop runs on the calling thread only.
 constexpr int64_t kParallelMin = 32768;
 // The same for the strided elementwise loops (iter_run): vectorized, a
-// [1024, 32] f32 add takes ~4 us, less than waking a second thread costs
-// (the PINN step with 2 threads: 4.2 ms at 32768, 2.8 ms at this value).
-constexpr int64_t kParallelMinElementwise = 131072;
+// [1024, 32] f32 add (32768 elements) takes ~4 us, less than waking a
+// second thread costs (the C++ PINN step, width 32, with 2 threads: 4.2 ms
+// at 32768, 2.8 ms above it). At [1024, 64] (65536) splitting pays: the
+// Python PINN step of bench_eager.py (width 64) with 2 threads took 9.8 ms
+// with this at 131072 and 7.1 ms at 65536 (same idle box, 2026-12-02).
+constexpr int64_t kParallelMinElementwise = 65536;
 
 /// Calls body(begin, end) on pieces of [0, n): one piece per thread when
 /// n >= grain and there are several threads, else one call on the calling
