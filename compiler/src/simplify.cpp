@@ -325,8 +325,8 @@ class Simplifier {
   Poly merge_divmod(Poly p) {
     for (bool changed = true; changed;) {
       changed = false;
-      for (size_t i = 0; i < p.size() && !changed; ++i) {
-        for (size_t j = 0; j < p[i].atoms.size() && !changed; ++j) {
+      for (size_t i = 0; !changed && i < p.size(); ++i) {
+        for (size_t j = 0; !changed && j < p[i].atoms.size(); ++j) {  // p may be replaced below: test changed first
           const Expr& m = p[i].atoms[j];
           if (m.kind() != ExprKind::mod) continue;
           Term f{p[i].coeff, p[i].atoms};
