@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "env_var.h"
 #include "oar/autograd.h"
 #include "oar/builder.h"
 #include "oar/ir/executor.h"
@@ -25,23 +26,6 @@ namespace {
 
 const int kDisablePlugin = (setenv("OAR_COMPILER_DISABLE", "1", 1), 0);
 
-// Restores an environment variable when the scope ends.
-struct EnvVar {
-  std::string name;
-  std::string old;
-  bool had;
-  EnvVar(const char* n, const char* value) : name(n) {
-    const char* o = std::getenv(n);
-    had = o != nullptr;
-    if (had) old = o;
-    if (value) setenv(n, value, 1);
-    else unsetenv(n);
-  }
-  ~EnvVar() {
-    if (had) setenv(name.c_str(), old.c_str(), 1);
-    else unsetenv(name.c_str());
-  }
-};
 
 // The group x * x + w as a sub-program: x f32[-1, 4], w f32[4].
 std::string square_plus_program() {

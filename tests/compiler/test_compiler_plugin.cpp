@@ -15,6 +15,7 @@
 #include <fstream>
 #include <string>
 
+#include "env_var.h"
 #include "oar/ir/executor.h"
 #include "oar/ir/interpreter.h"
 #include "oar/ir/pass.h"
@@ -34,21 +35,6 @@ namespace {
 
 const Device kCpu{"cpu", 0};
 
-struct EnvVar {
-  std::string name, old;
-  bool had;
-  EnvVar(const char* n, const char* value) : name(n) {
-    const char* o = std::getenv(n);
-    had = o != nullptr;
-    if (had) old = o;
-    if (value) setenv(n, value, 1);
-    else unsetenv(n);
-  }
-  ~EnvVar() {
-    if (had) setenv(name.c_str(), old.c_str(), 1);
-    else unsetenv(name.c_str());
-  }
-};
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
