@@ -33,6 +33,7 @@
 
 #include "dispatch/device_context.h"
 #include "dist/dist_internal.h"
+#include "oar/ir/control_flow.h"
 #include "oar/ir/schedule.h"
 #include "oar/ir/shape_inference.h"
 #include "resolve.h"
@@ -49,6 +50,7 @@ struct Executor::Impl {
     OarEvent_t record = nullptr;    // recorded after the launch (another stream waits for it)
     std::vector<OarEvent_t> waits;  // waited for before the launch
     bool host = false;              // a host op (Note [Host ops]): op.host runs instead of a kernel
+    bool regions = false;           // cond or while: the region runner runs it (Note [Control-flow ops])
   };
   // A view whose memory changes from run to run (inputs, parameters, outputs).
   struct Patch {
@@ -105,7 +107,8 @@ struct Executor::Impl {
       per_shape = true;
       program = source.clone();
       for (const auto& op : program.block().ops()) {
-        if (op->def().kind == OpKind::primitive && !op->def().host && !kernel_for_dtypes(*backend, *op))
+        if (op->def().kind == OpKind::primitive && !op->def().host && !is_control_flow(*op) &&
+            !kernel_for_dtypes(*backend, *op))
           throw no_kernel_error(*backend, *op, nullptr);
       }
       kernels.clear();
@@ -299,7 +302,8 @@ struct Executor::Impl {
       ++i;
       const Operation& op = *op_ptr;
       const bool host = op.def().host != nullptr;  // Note [Host ops]: run on every rank, even when empty
-      if (!host && !kernels[static_cast<size_t>(i)]) {  // view ops: aliases, no kernel
+      const bool regions = is_control_flow(op);    // Note [Control-flow ops]: runs its regions
+      if (!host && !regions && !kernels[static_cast<size_t>(i)]) {  // view ops: aliases, no kernel
         if (buffer(op.result(0)).placement != Placement::alias) {
           throw Error(ErrorCode::internal,
                       "executor: the memory plan does not alias the result of view op " + op.name() +
@@ -309,13 +313,21 @@ struct Executor::Impl {
       }
       bool any_elements = false;
       for (const Value* r : op.results()) any_elements = any_elements || shape_numel(shapes.at(r)) > 0;
-      if (!any_elements && !host) continue;
+      if (!any_elements && !host && !regions) continue;
       size_t index = launches.size();
       Launch launch;
       launch.op = &op;
       int rank = op.def().layout == InputLayout::broadcast ? static_cast<int>(shapes.at(op.result(0)).size()) : -1;
       for (const Value* v : op.operands()) add_view(launch, index, v, rank);
       for (const Value* v : op.results()) add_view(launch, index, v, -1);
+      if (regions) {
+        // The values its regions read get views too, so their memory is bound.
+        for (const Value* v : captured_values(op)) add_view(launch, index, v, -1);
+        launch.regions = true;
+        launches.push_back(std::move(launch));
+        launched.push_back(i);
+        continue;
+      }
       if (host) {
         launch.host = true;
         launches.push_back(std::move(launch));
@@ -379,6 +391,7 @@ struct Executor::Impl {
       case ValueKind::constant:
         return program.constant_value(root);
       case ValueKind::result:
+      case ValueKind::argument:  // region values never reach the executor's block
         break;
     }
     throw Error(ErrorCode::internal, "executor: result %" + std::to_string(root->id()) +
@@ -464,6 +477,32 @@ struct Executor::Impl {
     std::vector<TensorMeta> metas;
     for (const Value* r : op.results()) metas.push_back({r->type().dtype, shapes.at(r)});
     std::vector<Tensor> results = dist::run_host_op(op.def(), operands, op.attrs(), metas);
+    store_results(op, results);
+  }
+
+  // Note [Control-flow ops]: the work queued before is finished, the
+  // region runner runs the op on its planned operands and the values its
+  // regions read, and its results are copied into the planned results.
+  void launch_regions(Launch& l) {
+    synchronize_streams();
+    const Operation& op = *l.op;
+    std::vector<Tensor> operands;
+    for (const Value* v : op.operands()) operands.push_back(planned_tensor(v));
+    std::vector<Tensor> results =
+        run_control_flow(op, operands, [&](const Value* v) { return planned_tensor(v); }, device);
+    for (size_t k = 0; k < results.size(); ++k) {
+      if (results[k].shape() != shapes.at(op.result(k))) {
+        throw Error(ErrorCode::invalid_argument,
+                    "executor: " + op.name() + " gave result " + std::to_string(k) + " of shape " +
+                        shape_str(results[k].shape()) + " where the plan has " +
+                        shape_str(shapes.at(op.result(k))));
+      }
+    }
+    store_results(op, results);
+  }
+
+  // Copies the results of a host or control-flow op into its planned results.
+  void store_results(const Operation& op, const std::vector<Tensor>& results) {
     const OarDeviceApi& api = backend->api;
     for (size_t k = 0; k < results.size(); ++k) {
       Tensor src = results[k].device() == device ? results[k] : results[k].to(device);
@@ -482,8 +521,11 @@ struct Executor::Impl {
 
   void launch(Launch& l) {
     const OarDeviceApi& api = backend->api;
-    if (l.host) {
-      launch_host(l);
+    if (l.host || l.regions) {
+      if (l.host)
+        launch_host(l);
+      else
+        launch_regions(l);
       if (l.record) {
         host_clear_error();
         check(api.event_record(api.impl, device.index, l.record, l.ctx.stream), "event_record");

@@ -1,6 +1,7 @@
 // Kernel resolution and decomposition of unsupported ops (resolve.h).
 #include "resolve.h"
 
+#include "oar/ir/control_flow.h"
 #include "oar/ir/pass.h"
 
 namespace oar::ir {
@@ -47,7 +48,8 @@ std::vector<const KernelEntry*> resolve_kernels(const Program& program, const De
   std::vector<const KernelEntry*> kernels;
   for (const auto& op : program.block().ops()) {
     const KernelEntry* kernel = nullptr;
-    if (op->def().kind != OpKind::view && !op->def().host) {  // host ops: Note [Host ops]
+    // Host ops: Note [Host ops]; cond and while: the region runner (Note [Control-flow ops]).
+    if (op->def().kind != OpKind::view && !op->def().host && !is_control_flow(*op)) {
       kernel = kernel_for_dtypes(backend, *op);
       if (!kernel) throw no_kernel_error(backend, *op, nullptr);
     }

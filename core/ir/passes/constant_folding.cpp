@@ -6,6 +6,7 @@
 
 #include "oar/autograd.h"
 #include "oar/builder.h"
+#include "oar/ir/control_flow.h"
 #include "oar/ir/pass.h"
 
 namespace oar::ir {
@@ -25,6 +26,11 @@ class ConstantFoldingPass final : public Pass {
     for (Operation* next = block.front(); next != nullptr;) {
       Operation& op = *next;
       next = op.next();
+      if (&op.def() == &cond_op() && op.operand(0)->kind() == ValueKind::constant) {
+        inline_taken_branch(program, op);
+        changed = true;
+        continue;
+      }
       if (!foldable(op)) continue;
       std::vector<Tensor> results;
       try {
@@ -49,6 +55,20 @@ class ConstantFoldingPass final : public Pass {
   }
 
  private:
+  // A cond on a constant predicate becomes the operations of the branch it
+  // takes, moved before it (they read only what is visible at the cond),
+  // its results the values that branch yields. The moved operations are
+  // folded in turn when their operands are constants.
+  static void inline_taken_branch(Program& program, Operation& op) {
+    const bool taken = program.constant_value(op.operand(0)).item() != 0;
+    Block& region = op.region(taken ? 0 : 1);
+    const Operation* yield = terminator(region);
+    std::vector<Value*> yielded = yield->operands();
+    while (region.front() != yield) op.block()->insert(&op, region.remove(region.front()));
+    for (size_t i = 0; i < yielded.size(); ++i) program.replace_all_uses(op.result(i), yielded[i]);
+    op.block()->erase(&op);
+  }
+
   bool foldable(const Operation& op) const {
     if (has_side_effects(op.def()) || op.num_regions() > 0) return false;
     for (const Value* operand : op.operands()) {

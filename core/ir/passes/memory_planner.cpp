@@ -20,6 +20,7 @@
 #include <iostream>
 #include <unordered_set>
 
+#include "oar/ir/control_flow.h"
 #include "oar/ir/pass.h"
 #include "oar/ir/shape_inference.h"
 
@@ -142,7 +143,12 @@ MemoryPlan plan_memory(const Program& program,
   std::unordered_map<const Value*, std::vector<int>> root_readers;
   for (int i = 0; i < num_ops; ++i) {
     const Operation& op = block.op(static_cast<size_t>(i));
-    for (const Value* v : op.operands()) {
+    // A control-flow op reads what its regions read (Note [Control-flow ops]).
+    std::vector<Value*> read = op.operands();
+    if (is_control_flow(op)) {
+      for (Value* v : captured_values(op)) read.push_back(v);
+    }
+    for (const Value* v : read) {
       plan.last_use[v] = i;  // ops are visited in order
       auto& readers = root_readers[root_of(v)];
       if (readers.empty() || readers.back() != i) readers.push_back(i);

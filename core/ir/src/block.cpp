@@ -13,7 +13,8 @@ Block::iterator& Block::iterator::operator--() {
 Block::~Block() { clear(); }
 
 Block::Block(Block&& other) noexcept
-    : first_(other.first_), last_(other.last_), size_(other.size_), parent_op_(other.parent_op_) {
+    : first_(other.first_), last_(other.last_), size_(other.size_), parent_op_(other.parent_op_),
+      args_(std::move(other.args_)) {
   other.first_ = other.last_ = nullptr;
   other.size_ = 0;
   other.drop_index();
@@ -28,6 +29,7 @@ Block& Block::operator=(Block&& other) noexcept {
   last_ = other.last_;
   size_ = other.size_;
   parent_op_ = other.parent_op_;
+  args_ = std::move(other.args_);
   other.first_ = other.last_ = nullptr;
   other.size_ = 0;
   other.drop_index();

@@ -6,6 +6,7 @@
 #include "oar/autograd.h"
 #include "oar/builder.h"
 #include "oar/error.h"
+#include "oar/ir/control_flow.h"
 #include "oar/runtime.h"
 
 namespace oar::ir {
@@ -38,7 +39,10 @@ std::vector<Tensor> interpret(const Program& program, std::span<const Tensor> in
   for (const auto& op : program.block().ops()) {
     operands.clear();
     for (const Value* v : op->operands()) operands.push_back(env.at(v));
-    std::vector<Tensor> results = eager.apply(op->def(), operands, op->attrs(), &dev);
+    std::vector<Tensor> results =
+        is_control_flow(*op)
+            ? run_control_flow(*op, operands, [&](const Value* v) { return env.at(v); }, dev)
+            : eager.apply(op->def(), operands, op->attrs(), &dev);
     OAR_CHECK_ARG(results.size() == op->results().size(), "interpret: " + op->name() + " gave " +
                                                               std::to_string(results.size()) + " results, expected " +
                                                               std::to_string(op->results().size()));

@@ -49,7 +49,7 @@ class Printer {
         names_[r] = "%" + std::to_string(next_++);
         os_ << (i ? ", " : "") << names_[r] << ": " << r->type().str();
       }
-      os_ << " = " << op->name() << "(";
+      os_ << (op->results().empty() ? "" : " = ") << op->name() << "(";  // yield has none
       for (size_t i = 0; i < op->operands().size(); ++i)
         os_ << (i ? ", " : "") << name_of(op->operand(i));
       os_ << ")";
@@ -63,7 +63,18 @@ class Printer {
       }
       os_ << "\n";
       for (size_t r = 0; r < op->num_regions(); ++r) {
-        os_ << indent << "  region {\n";
+        const Block& region = op->region(r);
+        os_ << indent << "  region";
+        if (!region.arguments().empty()) {
+          os_ << "(";
+          for (size_t a = 0; a < region.arguments().size(); ++a) {
+            const Value* arg = region.argument(a);
+            names_[arg] = "%" + std::to_string(next_++);
+            os_ << (a ? ", " : "") << names_[arg] << ": " << arg->type().str();
+          }
+          os_ << ")";
+        }
+        os_ << " {\n";
         print_block(op->region(r), indent + "    ");
         os_ << indent << "  }\n";
       }

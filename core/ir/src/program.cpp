@@ -82,6 +82,14 @@ void Program::drop_unused_constants() {
   });
 }
 
+Value* Program::add_argument(Block& block, TensorType type) {
+  OAR_CHECK_ARG(block.parent_op() != nullptr,
+                "program: the top-level block takes no arguments; only a region does");
+  Value* v = new_value(ValueKind::argument, std::move(type), "");
+  block.args_.push_back(v);
+  return v;
+}
+
 Operation* Program::append(const OpDef& def, std::vector<Value*> operands, AttributeMap attrs,
                            const std::vector<TensorType>& result_types) {
   return insert_into(block_, nullptr, def, std::move(operands), std::move(attrs), result_types);
@@ -241,7 +249,11 @@ void Program::copy_ops(const Block& from, Block& to,
     for (Value* r : op->results()) types.push_back(r->type());
     Operation* copy = append(to, op->def(), std::move(operands), op->attrs(), types);
     for (size_t i = 0; i < types.size(); ++i) map[op->result(i)] = copy->result(i);
-    for (size_t r = 0; r < op->num_regions(); ++r) copy_ops(op->region(r), copy->add_region(), map);
+    for (size_t r = 0; r < op->num_regions(); ++r) {
+      Block& region = copy->add_region();
+      for (Value* a : op->region(r).arguments()) map[a] = add_argument(region, a->type());
+      copy_ops(op->region(r), region, map);
+    }
   }
 }
 

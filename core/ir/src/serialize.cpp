@@ -14,7 +14,10 @@
 //    "regions": [{"ops": [...]}, ...]
 // each region a list of operations like the program's; operations without
 // regions leave the key out, so files from before regions load unchanged
-// and still write the same text. to_json numbers values densely (inputs,
+// and still write the same text. A region with arguments (Note [Region
+// arguments]) has "args": [{"id": 5, "type": ...}] before its "ops"; a
+// program with any is written as version 2 (the first that reads them),
+// every other program still as version 1, which version 2 readers load. to_json numbers values densely (inputs,
 // parameters, constants, then results in block order, an operation's
 // results before the operations of its regions) and keeps attributes in their order, so equal
 // programs give equal text and to_json(from_json(j)) == j. Attributes carry
@@ -110,6 +113,7 @@ struct OpDesc {
   AttributeMap attrs;
   std::vector<ValueDesc> results;
   std::vector<std::vector<OpDesc>> regions;
+  std::vector<std::vector<ValueDesc>> region_args;  // per region: its arguments
   std::string where;  // "operation 1 (cond)", with its region path for nested ones
 };
 
@@ -348,7 +352,19 @@ class ProgramReader {
         fail(where, "nests regions deeper than " + std::to_string(kMaxRegionDepth) + " levels");
       for (size_t r = 0; r < regions.size(); ++r) {
         const std::string rwhere = "region " + std::to_string(r) + " of " + where;
-        check_keys(regions[r], {"ops"}, rwhere);
+        check_keys(regions[r], {"ops"}, rwhere, {"args"});
+        std::vector<ValueDesc> args;
+        if (regions[r].contains("args")) {
+          const Json& alist = list(regions[r], "args", rwhere);
+          for (size_t a = 0; a < alist.size(); ++a) {
+            std::string awhere = rwhere + " argument " + std::to_string(a);
+            check_keys(alist[a], {"id", "type"}, awhere);
+            args.push_back({.id = id_of(alist[a].at("id"), awhere),
+                            .name = "",
+                            .type = read_type(alist[a].at("type"), awhere)});
+          }
+        }
+        op.region_args.push_back(std::move(args));
         op.regions.push_back(read_ops(list(regions[r], "ops", rwhere), " in " + rwhere, depth + 1));
       }
     }
@@ -397,7 +413,11 @@ class ProgramReader {
         [&](const std::vector<OpDesc>& list) {
           for (const OpDesc& op : list) {
             for (const auto& r : op.results) define(r.id, op.where);
-            for (const auto& region : op.regions) define_results(region);
+            for (size_t g = 0; g < op.regions.size(); ++g) {
+              for (const auto& a : op.region_args[g])
+                define(a.id, "region " + std::to_string(g) + " of " + op.where);
+              define_results(op.regions[g]);
+            }
           }
         };
     define_results(ops);
@@ -459,11 +479,19 @@ class ProgramReader {
                 program.append(block, *op.def, std::move(operands), op.attrs, types);
             for (const auto& res : op.results) open.emplace(res.id, op.where);
             for (size_t r = 0; r < op.regions.size(); ++r) {
-              build_ops(op.regions[r], appended->add_region());
+              Block& region = appended->add_region();
+              for (const auto& a : op.region_args[r]) values[a.id] = program.add_argument(region, a.type);
+              build_ops(op.regions[r], region);
               // Drop what the region defined: its ids are the results in it.
               std::function<void(const std::vector<OpDesc>&)> hide =
                   [&](const std::vector<OpDesc>& inner) {
                     for (const OpDesc& o : inner) {
+                      for (const auto& args : o.region_args) {
+                        for (const auto& a : args) {
+                          values.erase(a.id);
+                          hidden.emplace(a.id, "region " + std::to_string(r) + " of " + op.where);
+                        }
+                      }
                       for (const auto& res : o.results) {
                         values.erase(res.id);
                         hidden.emplace(res.id, "region " + std::to_string(r) + " of " + op.where);
@@ -471,6 +499,10 @@ class ProgramReader {
                       for (const auto& g : o.regions) hide(g);
                     }
                   };
+              for (const auto& a : op.region_args[r]) {
+                values.erase(a.id);
+                hidden.emplace(a.id, "region " + std::to_string(r) + " of " + op.where);
+              }
               hide(op.regions[r]);
             }
             for (size_t r = 0; r < op.results.size(); ++r) {
@@ -604,7 +636,8 @@ std::string to_json(const Program& program, int indent) {
 
   Json j = Json::object();
   j["format"] = kFormat;
-  j["version"] = kProgramFormatVersion;
+  j["version"] = kProgramFormatVersionNoArguments;
+  bool uses_arguments = false;  // region arguments: written as version 2
   j["inputs"] = interface(program.inputs());
   j["parameters"] = interface(program.parameters());
   j["constants"] = interface(program.constants());
@@ -635,6 +668,18 @@ std::string to_json(const Program& program, int indent) {
         Json regions = Json::array();
         for (size_t r = 0; r < op.num_regions(); ++r) {
           Json rj = Json::object();
+          const Block& region = op.region(r);
+          if (!region.arguments().empty()) {
+            uses_arguments = true;
+            Json args = Json::array();
+            for (const Value* a : region.arguments()) {
+              Json aj = Json::object();
+              aj["id"] = number(a);
+              aj["type"] = type_json(a->type());
+              args.push_back(std::move(aj));
+            }
+            rj["args"] = std::move(args);
+          }
           rj["ops"] = ops_json(op.region(r), " in region " + std::to_string(r) + " of " + where);
           regions.push_back(std::move(rj));
         }
@@ -645,6 +690,7 @@ std::string to_json(const Program& program, int indent) {
     return ops;
   };
   j["ops"] = ops_json(program.block(), "");
+  if (uses_arguments) j["version"] = kProgramFormatVersion;
   auto named = [&](const std::vector<NamedValue>& list, const char* kind) {
     Json out = Json::array();
     for (const NamedValue& n : list) {
@@ -710,7 +756,7 @@ void save(const Program& program, const ParamMap& params, const std::string& pat
   detail::TempFile tensors_file(tensors_path);
   detail::write_safetensors(tensors_file.stream(), tensors_path, tensors,
                             {{"format", kFormat},
-                             {"version", std::to_string(kProgramFormatVersion)},
+                             {"version", std::to_string(kProgramFormatVersionNoArguments)},
                              {kProgramHashKey, program_hash(text)}});
   tensors_file.close();
   detail::TempFile json_file(pending);

@@ -2,7 +2,10 @@
 // and concrete shapes of every value from the input shapes.
 #include "oar/ir/shape_inference.h"
 
+#include <functional>
+
 #include "oar/error.h"
+#include "oar/ir/control_flow.h"
 
 namespace oar::ir {
 
@@ -203,6 +206,11 @@ TypeInference infer_types(const Program& program) {
       metas.push_back({v->type().dtype, it->second});
     }
     std::vector<SymMeta> out;
+    if (is_control_flow(op)) {
+      // Note [Control-flow ops]: the declared types, each dynamic dim its own symbol.
+      for (const Value* r : op.results()) result.shapes[r] = result.symbols.fresh_shape(r->type());
+      continue;
+    }
     try {
       out = result.symbols.infer(op.def(), metas, op.attrs());
     } catch (const Error& e) {
@@ -253,6 +261,11 @@ std::unordered_map<const Value*, Shape> infer_shapes(const Program& program, con
       metas.push_back({v->type().dtype, it->second});
     }
     std::vector<TensorMeta> out;
+    if (is_control_flow(op)) {
+      std::vector<Shape> got = control_flow_shapes(op, shapes);  // adds its regions' shapes
+      for (size_t r = 0; r < got.size(); ++r) shapes[op.result(r)] = std::move(got[r]);
+      continue;
+    }
     try {
       out = infer_meta(op.def(), metas, op.attrs());
     } catch (const Error& e) {
@@ -269,9 +282,21 @@ std::unordered_map<const Value*, Shape> infer_shapes(const Program& program, con
 void specialize_types(Program& program, const std::vector<Shape>& input_shapes) {
   auto shapes = infer_shapes(program, input_shapes);
   for (Value* v : program.inputs()) v->set_type({v->type().dtype, shapes.at(v)});
-  for (const auto& op : program.block().ops()) {
-    for (Value* r : op->results()) r->set_type({r->type().dtype, shapes.at(r)});
-  }
+  // Regions too (their values have shapes once their op's results do).
+  std::function<void(const Block&)> specialize = [&](const Block& block) {
+    for (const auto& op : block.ops()) {
+      for (Value* r : op->results()) {
+        if (auto it = shapes.find(r); it != shapes.end()) r->set_type({r->type().dtype, it->second});
+      }
+      for (size_t g = 0; g < op->num_regions(); ++g) {
+        for (Value* a : op->region(g).arguments()) {
+          if (auto it = shapes.find(a); it != shapes.end()) a->set_type({a->type().dtype, it->second});
+        }
+        specialize(op->region(g));
+      }
+    }
+  };
+  specialize(program.block());
 }
 
 }  // namespace oar::ir

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "oar/error.h"
+#include "oar/ir/control_flow.h"
 #include "oar/ir/shape_inference.h"
 
 namespace oar::ir {
@@ -67,6 +68,7 @@ class Verifier {
     }
     if (program_.block().parent_op() != nullptr)
       fail("the program's block claims to be a region of an operation");
+    if (!program_.block().arguments().empty()) fail("the program's block has arguments; only a region takes them");
     check_block(program_.block(), "");
     std::unordered_map<const Value*, int> interface;
     for (const auto& o : program_.outputs()) {
@@ -150,11 +152,18 @@ class Verifier {
       ++operand_count_;
     }
     std::vector<SymMeta> out;
-    try {
-      out = symbols_.infer(def, metas, op.attrs());
-    } catch (const Error& e) {
-      fail(where(scope, i, op) + ": its meta rule rejects the operand types: " + e.what());
+    if (is_control_flow(op)) {
+      // Note [Control-flow ops]: the results are as declared (each dynamic
+      // dim a symbol of its own); the regions are checked below.
+      for (const Value* r : op.results()) out.push_back({r->type().dtype, symbols_.fresh_shape(r->type())});
+    } else {
+      try {
+        out = symbols_.infer(def, metas, op.attrs());
+      } catch (const Error& e) {
+        fail(where(scope, i, op) + ": its meta rule rejects the operand types: " + e.what());
+      }
     }
+    if (&def == &yield_op()) check_rules(op, i, scope);
     if (out.size() != op.results().size()) {
       fail(where(scope, i, op) + " has " + std::to_string(op.results().size()) +
            " results; the op gives " + std::to_string(out.size()));
@@ -201,16 +210,40 @@ class Verifier {
       }
       const std::string inner = " in region " + std::to_string(g) + " of " + where(scope, i, op);
       const size_t first = reached_.size();
+      // Note [Region arguments]: defined at the region's start.
+      for (const Value* a : region.arguments()) {
+        if (a == nullptr || a->kind() != ValueKind::argument) {
+          fail(where(scope, i, op) + " region " + std::to_string(g) +
+               " has an argument that is not an argument value");
+        }
+        if (defined_.count(a) || hidden_.count(a)) {
+          fail(where(scope, i, op) + " region " + std::to_string(g) + " argument is defined twice");
+        }
+        defined_.insert(a);
+        reached_.push_back(a);
+        shapes_[a] = symbols_.fresh_shape(a->type());
+      }
       check_block(region, inner);
       for (size_t k = first; k < reached_.size(); ++k) {
-        if (reached_[k]->kind() != ValueKind::result) continue;
+        const ValueKind kind = reached_[k]->kind();
+        if (kind != ValueKind::result && kind != ValueKind::argument) continue;
         defined_.erase(reached_[k]);
         hidden_.emplace(reached_[k], inner);
       }
     }
+    if (is_control_flow(op)) check_rules(op, i, scope);
     for (const Value* result : op.results()) {
       defined_.insert(result);
       reached_.push_back(result);
+    }
+  }
+
+  // Note [Control-flow ops]: the sentence names the operation's position.
+  static void check_rules(const Operation& op, size_t i, const std::string& scope) {
+    try {
+      check_control_flow(op, where(scope, i, op));
+    } catch (const Error& e) {
+      fail(e.what());
     }
   }
 

@@ -20,7 +20,18 @@
 /// operation (defined earlier in enclosing blocks); values defined in a
 /// region are visible only inside it, and the parent's own results are not
 /// visible in its regions. The verifier checks these rules; JSON and the
-/// printer carry regions. Control-flow ops (cond, while) will build on this.
+/// printer carry regions. Control-flow ops (cond, while) build on this
+/// (core/ir/include/oar/ir/control_flow.h).
+///
+/// Note [Region arguments]
+/// A region may define values of its own at its start: its arguments
+/// (Value kind argument), which its parent operation binds each time it
+/// runs the region (the loop-carried values of a while body). They are
+/// visible in the region only, like the region's results. A region of a
+/// control-flow op ends with a `yield` operation whose operands are the
+/// region's results; the verifier checks both (control_flow.h). Arguments
+/// are made by Program::add_argument and belong to the program like every
+/// value.
 #pragma once
 
 #include <atomic>
@@ -128,6 +139,9 @@ class Block {
 
   /// The operation owning this block as a region (nullptr at top level).
   Operation* parent_op() const { return parent_op_; }
+  /// The region's arguments (Note [Region arguments]); empty at top level.
+  const std::vector<Value*>& arguments() const { return args_; }
+  Value* argument(size_t i) const { return args_.at(i); }
 
   Operation* push_back(std::unique_ptr<Operation> op);
   /// Inserts before `before` (nullptr appends), in O(1).
@@ -151,6 +165,8 @@ class Block {
   void clear();
 
  private:
+  friend class Program;  // adds arguments
+
   void link(Operation* before, Operation* op);
   void unlink(Operation* op);
   void drop_index() { index_valid_.store(false, std::memory_order_relaxed); }
@@ -160,6 +176,7 @@ class Block {
   Operation* last_ = nullptr;   // not owned (the end of the same list)
   size_t size_ = 0;
   Operation* parent_op_ = nullptr;  // not owned: the op this block is a region of
+  std::vector<Value*> args_;        // not owned (the program's): Note [Region arguments]
   // The index of Note [Blocks as intrusive lists].
   mutable std::vector<Operation*> index_;  // not owned
   mutable std::atomic<bool> index_valid_{true};

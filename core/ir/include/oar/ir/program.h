@@ -52,6 +52,9 @@ class Program {
   Value* add_input(const std::string& name, TensorType type);
   Value* add_parameter(const std::string& name, TensorType type);
   Value* add_constant(const std::string& name, const Tensor& value);
+  /// Adds an argument of `type` to the region `block` (Note [Region
+  /// arguments] in block.h); a top-level block takes none.
+  Value* add_argument(Block& block, TensorType type);
   /// Appends an operation of `def` on `operands` with results of the given
   /// types (checked by verify(), not here).
   Operation* append(const OpDef& def, std::vector<Value*> operands, AttributeMap attrs,

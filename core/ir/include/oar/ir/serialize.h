@@ -10,8 +10,11 @@
 
 namespace oar::ir {
 
-/// The format version written into every file; loading a newer major fails.
-inline constexpr int kProgramFormatVersion = 1;
+/// The newest format version (2: region arguments); loading a newer one
+/// fails. A program without region arguments is still written as
+/// kProgramFormatVersionNoArguments (1), so older readers load it.
+inline constexpr int kProgramFormatVersion = 2;
+inline constexpr int kProgramFormatVersionNoArguments = 1;
 
 /// JSON text of a program (constants are referenced by name; their data
 /// goes to safetensors with the parameters).

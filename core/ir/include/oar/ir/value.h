@@ -19,6 +19,7 @@ enum class ValueKind : uint8_t {
   parameter,  ///< named state bound when the program runs (weights)
   constant,   ///< a tensor owned by the program (captured or folded)
   result,     ///< produced by an operation
+  argument,   ///< an argument of a region, bound each time the region runs (Note [Region arguments] in block.h)
 };
 
 /// One use of a value: operand `operand` of operation `user`.
@@ -52,7 +53,7 @@ class Value {
   ValueKind kind() const { return kind_; }
   const TensorType& type() const { return type_; }
   void set_type(TensorType type) { type_ = std::move(type); }
-  /// The name of an input, parameter or constant ("" for a result).
+  /// The name of an input, parameter or constant ("" for a result or argument).
   const std::string& name() const { return name_; }
 
   /// The operation defining a result (nullptr otherwise, and once that
