@@ -72,4 +72,17 @@ class InputSpec:
         return f"InputSpec(shape={self.shape}, dtype={self.dtype}, name={self.name})"
 
 
-__all__ = ["InputSpec"]
+class _StaticNN:
+    """``oar.static.nn``: Paddle's home of the control-flow functions."""
+
+    from .control_flow import cond as _cond, while_loop as _while_loop
+    cond = staticmethod(_cond)
+    while_loop = staticmethod(_while_loop)
+
+    def __repr__(self):
+        return "<oar.static.nn: cond, while_loop>"
+
+
+nn = _StaticNN()
+
+__all__ = ["InputSpec", "nn"]

@@ -112,3 +112,12 @@ def test_to_static_refuses_to_capture_a_tensor_branch():
     with pytest.raises(NotImplementedError, match="cond: pred is a symbolic tensor of a to_static "
                                                   "trace.*not implemented yet"):
         static_f(oar.to_tensor(np.array([1.0, 2.0, 3.0], dtype="float32")))
+
+
+def test_static_nn_names_are_the_control_flow_functions():
+    import oar.control_flow as cf
+    assert oar.static.nn.cond is cf.cond
+    assert oar.static.nn.while_loop is cf.while_loop
+    x = oar.to_tensor([2.0])
+    out = oar.static.nn.cond(x.sum() > 1.0, lambda: x * 10, lambda: x)
+    np.testing.assert_allclose(out.numpy(), [20.0])
