@@ -1,7 +1,10 @@
 """oar.static (paddle.static): InputSpec, the declared inputs of oar.jit.to_static and oar.jit.save."""
+from types import SimpleNamespace
+
 import numpy as np
 
 from . import _C
+from . import control_flow as _control_flow
 from .framework import Tensor, convert_dtype, _FROM_NUMPY
 
 
@@ -72,17 +75,7 @@ class InputSpec:
         return f"InputSpec(shape={self.shape}, dtype={self.dtype}, name={self.name})"
 
 
-class _StaticNN:
-    """``oar.static.nn``: Paddle's home of the control-flow functions."""
-
-    from .control_flow import cond as _cond, while_loop as _while_loop
-    cond = staticmethod(_cond)
-    while_loop = staticmethod(_while_loop)
-
-    def __repr__(self):
-        return "<oar.static.nn: cond, while_loop>"
-
-
-nn = _StaticNN()
+# ``oar.static.nn``: Paddle's home of the control-flow functions.
+nn = SimpleNamespace(cond=_control_flow.cond, while_loop=_control_flow.while_loop)
 
 __all__ = ["InputSpec", "nn"]
