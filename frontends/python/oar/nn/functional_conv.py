@@ -80,67 +80,6 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data
     return _back(_ops.conv2d(x, weight, bias, stride, sym, dilation, int(groups)), data_format)
 
 
-def _pool_args(x, kernel_size, stride, padding, ceil_mode, what):
-    if ceil_mode:
-        raise NotImplementedError(f"{what}: ceil_mode=True is not supported yet")
-    kernel = _pair(kernel_size, f"{what}: kernel_size")
-    stride = kernel if stride is None else _pair(stride, f"{what}: stride")
-    pads = _padding(padding, kernel, stride, [1, 1], list(x.shape[2:]), what)
-    return kernel, stride, pads
-
-
-def max_pool2d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False, data_format="NCHW",
-               name=None):
-    if return_mask:
-        raise NotImplementedError("max_pool2d: return_mask=True is not supported yet")
-    x = _nchw(x, data_format)
-    kernel, stride, pads = _pool_args(x, kernel_size, stride, padding, ceil_mode, "max_pool2d")
-    x, sym = _symmetric(x, pads, float("-inf"))
-    return _back(_ops.max_pool2d(x, kernel, stride, sym), data_format)
-
-
-def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True, divisor_override=None,
-               data_format="NCHW", name=None):
-    x = _nchw(x, data_format)
-    kernel, stride, pads = _pool_args(x, kernel_size, stride, padding, ceil_mode, "avg_pool2d")
-    if pads[0] != pads[1] or pads[2] != pads[3]:
-        raise NotImplementedError(f"avg_pool2d: asymmetric padding {pads} is not supported yet")
-    out = _ops.avg_pool2d(x, kernel, stride, [pads[0], pads[2]], bool(exclusive) and divisor_override is None)
-    if divisor_override:
-        out = _ops.multiply_scalar(out, kernel[0] * kernel[1] / float(divisor_override))
-    return _back(out, data_format)
-
-
-def _adaptive(x, output_size, reduce, what):
-    h, w = x.shape[2], x.shape[3]
-    oh, ow = _pair(output_size if output_size is not None else [h, w], f"{what}: output_size")
-    oh, ow = oh or h, ow or w
-    if h % oh == 0 and w % ow == 0:
-        k = [h // oh, w // ow]
-        return _ops.avg_pool2d(x, k, k, [0]) if reduce == "mean" else _ops.max_pool2d(x, k, k, [0])
-    # Windows [floor(i*H/oh), ceil((i+1)*H/oh)) as Paddle, one slice per cell.
-    rows = []
-    for i in range(oh):
-        hs, he = (i * h) // oh, -(-((i + 1) * h) // oh)
-        cells = []
-        for j in range(ow):
-            ws, we = (j * w) // ow, -(-((j + 1) * w) // ow)
-            window = _ops.slice(x, [2, 3], [hs, ws], [he, we])
-            cells.append(getattr(_ops, reduce)(window, [2, 3], True))
-        rows.append(_ops.concat(cells, 3))
-    return _ops.concat(rows, 2)
-
-
-def adaptive_avg_pool2d(x, output_size, data_format="NCHW", name=None):
-    return _back(_adaptive(_nchw(x, data_format), output_size, "mean", "adaptive_avg_pool2d"), data_format)
-
-
-def adaptive_max_pool2d(x, output_size, return_mask=False, name=None):
-    if return_mask:
-        raise NotImplementedError("adaptive_max_pool2d: return_mask=True is not supported yet")
-    return _adaptive(x, output_size, "max", "adaptive_max_pool2d")
-
-
 def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.9, epsilon=1e-05,
                data_format="NCHW", use_global_stats=None, name=None):
     """Normalizes over every axis but the channel axis (1 for NC..., last for N...C).
@@ -208,5 +147,5 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return _ops.transpose(_ops.matmul(weights, v, False, False), [0, 2, 1, 3])
 
 
-__all__ = ["conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "batch_norm",
+__all__ = ["conv2d", "batch_norm",
            "scaled_dot_product_attention"]
