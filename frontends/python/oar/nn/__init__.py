@@ -8,8 +8,12 @@ from .layers_conv import *  # noqa: F401,F403
 from .layers_conv import __all__ as _conv_all
 from .transformer import *  # noqa: F401,F403
 from .transformer import __all__ as _transformer_all
+from .layers_conv_nd import *  # noqa: F401,F403
+from .layers_extra import *  # noqa: F401,F403
+from . import layers_conv_nd as _conv_nd, layers_extra as _extra
 from .parameter import Parameter, ParamAttr, create_parameter
 from . import utils  # noqa: F401
 
 __all__ = ["Layer", "Parameter", "ParamAttr", "functional", "initializer", "ClipGradByGlobalNorm",
            "ClipGradByNorm", "ClipGradByValue"] + list(_layers_all) + _conv_all + _transformer_all
+__all__ += _conv_nd.__all__ + _extra.__all__
