@@ -10,10 +10,11 @@ from .transformer import *  # noqa: F401,F403
 from .transformer import __all__ as _transformer_all
 from .layers_conv_nd import *  # noqa: F401,F403
 from .layers_extra import *  # noqa: F401,F403
-from . import layers_conv_nd as _conv_nd, layers_extra as _extra
+from .transformer_decoder import *  # noqa: F401,F403
+from . import layers_conv_nd as _conv_nd, layers_extra as _extra, transformer_decoder as _decoder
 from .parameter import Parameter, ParamAttr, create_parameter
 from . import utils  # noqa: F401
 
 __all__ = ["Layer", "Parameter", "ParamAttr", "functional", "initializer", "ClipGradByGlobalNorm",
            "ClipGradByNorm", "ClipGradByValue"] + list(_layers_all) + _conv_all + _transformer_all
-__all__ += _conv_nd.__all__ + _extra.__all__
+__all__ += _conv_nd.__all__ + _extra.__all__ + _decoder.__all__
