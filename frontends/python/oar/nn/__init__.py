@@ -14,6 +14,8 @@ from .transformer_decoder import *  # noqa: F401,F403
 from . import layers_conv_nd as _conv_nd, layers_extra as _extra, transformer_decoder as _decoder
 from .parameter import Parameter, ParamAttr, create_parameter
 from . import utils  # noqa: F401
+from . import layer, layer_paths, loss  # noqa: F401 - paddle.nn.layer.<group> and paddle.nn.loss paths
+layer_paths.install(layer)
 
 __all__ = ["Layer", "Parameter", "ParamAttr", "functional", "initializer", "ClipGradByGlobalNorm",
            "ClipGradByNorm", "ClipGradByValue"] + list(_layers_all) + _conv_all + _transformer_all
