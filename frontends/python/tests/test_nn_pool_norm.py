@@ -130,8 +130,10 @@ def test_max_unpool_inverts_max_pool(device):
         assert_close(up, expected.reshape(shape))
     y, mask = F.max_pool2d(oar.to_tensor(r(1, 1, 5, 5)), 2, return_mask=True)
     assert F.max_unpool2d(y, mask, 2, output_size=[5, 5]).shape == [1, 1, 5, 5]
-    layer = nn.MaxUnPool2D(2)
-    assert layer(y, mask).shape == [1, 1, 4, 4]
+    with pytest.raises(ValueError, match="max_unpool2d: indices"):
+        F.max_unpool2d(y, mask, 2)  # the 4 x 4 default is too small for positions in 5 x 5
+    y, mask = F.max_pool2d(oar.to_tensor(r(1, 1, 4, 4)), 2, return_mask=True)
+    assert nn.MaxUnPool2D(2)(y, mask).shape == [1, 1, 4, 4]
 
 
 def test_pool_gradients_vs_finite_differences():

@@ -164,16 +164,16 @@ def functional_layer(cls_name, fn_name, required, defaults, doc=None):
         Layer.__init__(self)
         if len(args) > len(names):
             raise TypeError(f"{cls_name}() takes at most {len(names)} arguments, got {len(args)}")
-        params = dict(defaults)
-        params.update(zip(names, args))
+        given = dict(defaults)
+        given.update(zip(names, args))
         for k, v in kwargs.items():
             if k not in names:
                 raise TypeError(f"{cls_name}() got an unexpected argument '{k}'")
-            params[k] = v
-        missing = [r for r in required if r not in params]
+            given[k] = v
+        missing = [r for r in required if r not in given]
         if missing:
             raise TypeError(f"{cls_name}() is missing the argument(s) {missing}")
-        self._kwargs = params
+        self._kwargs = {k: given[k] for k in names}
 
     def forward(self, x, *inputs):
         return getattr(F, fn_name)(x, *inputs, **self._kwargs)
