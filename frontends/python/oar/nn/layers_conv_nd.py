@@ -155,9 +155,11 @@ class Conv3DTranspose(_ConvTransposeNd):
                     weight_attr=weight_attr, bias_attr=bias_attr, data_format=data_format)
 
 
-def functional_layer(cls_name, fn_name, required, defaults, doc=None):
+def functional_layer(cls_name, fn_name, required, defaults, shown=None, doc=None):
     """A Layer class whose constructor takes Paddle's arguments (required
-    names, then keyword defaults in order) and whose forward calls F.<fn_name>."""
+    names, then keyword defaults in order) and whose forward calls F.<fn_name>;
+    its repr shows the arguments in shown (default: all; size or scale_factor
+    only when given)."""
     names = list(required) + list(defaults)
 
     def __init__(self, *args, name=None, **kwargs):
@@ -179,10 +181,14 @@ def functional_layer(cls_name, fn_name, required, defaults, doc=None):
         return getattr(F, fn_name)(x, *inputs, **self._kwargs)
 
     def extra_repr(self):
-        return ", ".join(f"{k}={v}" for k, v in self._kwargs.items())
+        return ", ".join(f"{k}={v}" for k, v in self._kwargs.items() if k in (shown or names) and
+                         not (v is None and k in ("size", "scale_factor")))
 
     return type(cls_name, (Layer,), {"__init__": __init__, "forward": forward, "extra_repr": extra_repr,
                                      "__doc__": doc or f"paddle.nn.{cls_name}: F.{fn_name} as a layer."})
+
+
+_POOL_SHOWN = ["kernel_size", "stride", "padding"]
 
 
 def _pool(**extra):
@@ -191,12 +197,15 @@ def _pool(**extra):
     return base
 
 
-MaxPool1D = functional_layer("MaxPool1D", "max_pool1d", ["kernel_size"], _pool(return_mask=False, ceil_mode=False))
+MaxPool1D = functional_layer("MaxPool1D", "max_pool1d", ["kernel_size"], _pool(return_mask=False, ceil_mode=False),
+                             _POOL_SHOWN)
 MaxPool3D = functional_layer("MaxPool3D", "max_pool3d", ["kernel_size"],
-                             _pool(return_mask=False, ceil_mode=False, data_format="NCDHW"))
-AvgPool1D = functional_layer("AvgPool1D", "avg_pool1d", ["kernel_size"], _pool(exclusive=True, ceil_mode=False))
+                             _pool(return_mask=False, ceil_mode=False, data_format="NCDHW"), _POOL_SHOWN)
+AvgPool1D = functional_layer("AvgPool1D", "avg_pool1d", ["kernel_size"], _pool(exclusive=True, ceil_mode=False),
+                             _POOL_SHOWN)
 AvgPool3D = functional_layer("AvgPool3D", "avg_pool3d", ["kernel_size"],
-                             _pool(ceil_mode=False, exclusive=True, divisor_override=None, data_format="NCDHW"))
+                             _pool(ceil_mode=False, exclusive=True, divisor_override=None, data_format="NCDHW"),
+                             _POOL_SHOWN)
 AdaptiveAvgPool1D = functional_layer("AdaptiveAvgPool1D", "adaptive_avg_pool1d", ["output_size"], {})
 AdaptiveAvgPool3D = functional_layer("AdaptiveAvgPool3D", "adaptive_avg_pool3d", ["output_size"],
                                      {"data_format": "NCDHW"})

@@ -139,7 +139,8 @@ globals().update(_PADS)
 
 Upsample = functional_layer("Upsample", "interpolate", [],
                             {"size": None, "scale_factor": None, "mode": "nearest", "align_corners": False,
-                             "align_mode": 0, "data_format": None, "recompute_scale_factor": None})
+                             "align_mode": 0, "data_format": None, "recompute_scale_factor": None},
+                            ["size", "scale_factor", "mode", "align_corners", "align_mode", "data_format"])
 
 
 class UpsamplingNearest2D(Layer):
@@ -188,9 +189,12 @@ class Fold(Layer):
         return f"kernel_size={k}, dilation={d}, padding={p}, stride={s}"
 
 
-PixelShuffle = functional_layer("PixelShuffle", "pixel_shuffle", ["upscale_factor"], {"data_format": "NCHW"})
-PixelUnshuffle = functional_layer("PixelUnshuffle", "pixel_unshuffle", ["downscale_factor"], {"data_format": "NCHW"})
-ChannelShuffle = functional_layer("ChannelShuffle", "channel_shuffle", ["groups"], {"data_format": "NCHW"})
+PixelShuffle = functional_layer("PixelShuffle", "pixel_shuffle", ["upscale_factor"], {"data_format": "NCHW"},
+                                ["upscale_factor"])
+PixelUnshuffle = functional_layer("PixelUnshuffle", "pixel_unshuffle", ["downscale_factor"], {"data_format": "NCHW"},
+                                  ["downscale_factor"])
+ChannelShuffle = functional_layer("ChannelShuffle", "channel_shuffle", ["groups"], {"data_format": "NCHW"},
+                                  ["groups"])
 
 
 class Unflatten(Layer):
