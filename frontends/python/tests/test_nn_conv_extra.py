@@ -137,6 +137,16 @@ def test_conv_transpose_asymmetric_padding_and_output_size(device):
         F.conv2d_transpose(oar.to_tensor(x), oar.to_tensor(w), stride=2, output_size=[20, 10])
 
 
+def test_conv2d_padding_pairs_follow_the_layout(device):
+    x, w = r(1, 2, 5, 6), r(3, 2, 3, 3)
+    expected = conv_ref(x, w, [1, 1], [(1, 1), (2, 0)], [1, 1])
+    nchw = F.conv2d(oar.to_tensor(x), oar.to_tensor(w), padding=[[0, 0], [0, 0], [1, 1], [2, 0]])
+    assert_close(nchw, expected, rtol=1e-6, atol=1e-9)
+    nhwc = F.conv2d(oar.to_tensor(x.transpose(0, 2, 3, 1)), oar.to_tensor(w), padding=[[0, 0], [1, 1], [2, 0], [0, 0]],
+                    data_format="NHWC")
+    assert_close(nhwc, expected.transpose(0, 2, 3, 1), rtol=1e-6, atol=1e-9)
+
+
 def test_conv_errors_name_the_problem():
     with pytest.raises(ValueError, match="conv1d: x has 3 channels"):
         F.conv1d(oar.ones([1, 3, 5]), oar.ones([2, 2, 3]))

@@ -158,6 +158,8 @@ def test_shuffles_match_numpy(device):
     assert_close(nn.ChannelShuffle(4, "NHWC")(oar.to_tensor(x.transpose(0, 2, 3, 1))), shuffled.transpose(0, 2, 3, 1))
     with pytest.raises(ValueError, match="divisible"):
         F.pixel_shuffle(oar.ones([1, 6, 2, 2]), 2)
+    with pytest.raises(ValueError, match="channel_shuffle: x must be 4-D"):
+        F.channel_shuffle(oar.ones([1, 6, 2]), 2)
     assert nn.Unflatten(1, [2, 4])(oar.to_tensor(x)).shape == [2, 2, 4, 3, 2]
     assert str(nn.Unflatten(1, [2, 3])) == "Unflatten(axis=1, shape=[2, 3])"
 

@@ -1,83 +1,11 @@
-"""paddle.nn.functional: convolution, pooling, batch norm and attention (NCHW
-in the core; NHWC by transposing around it)."""
-import numbers
-
+"""paddle.nn.functional: batch norm and attention (the convolutions and pooling
+are in functional_conv_nd.py and functional_pool_nd.py)."""
 from .. import _C
 from .. import math as M
 from ..autograd import no_grad
 from ..framework import Tensor
 
 _ops = _C.ops
-
-
-def _pair(v, what):
-    if isinstance(v, numbers.Integral):
-        return [int(v), int(v)]
-    v = [int(i) for i in v]
-    if len(v) == 1:
-        return v * 2
-    if len(v) != 2:
-        raise ValueError(f"{what} must be an int or a list of 2 ints, got {v}")
-    return v
-
-
-def _padding(padding, kernel, stride, dilation, hw, what):
-    """[top, bottom, left, right] from Paddle's padding forms: an int, [ph, pw],
-    [top, bottom, left, right], [[0,0],[0,0],[t,b],[l,r]], 'VALID' or 'SAME'."""
-    if isinstance(padding, str):
-        mode = padding.upper()
-        if mode == "VALID":
-            return [0, 0, 0, 0]
-        if mode != "SAME":
-            raise ValueError(f"{what}: padding must be 'SAME', 'VALID' or numbers, got '{padding}'")
-        pads = []
-        for size, k, s, d in zip(hw, kernel, stride, dilation):
-            out = -(-size // s)
-            total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
-            pads += [total // 2, total - total // 2]  # the odd one at the bottom/right, like Paddle
-        return pads
-    if isinstance(padding, numbers.Integral):
-        return [int(padding)] * 4
-    padding = list(padding)
-    if padding and isinstance(padding[0], (list, tuple)):
-        padding = [int(p) for pair in padding[-2:] for p in pair]
-    padding = [int(p) for p in padding]
-    if len(padding) == 1:
-        return padding * 4
-    if len(padding) == 2:
-        return [padding[0], padding[0], padding[1], padding[1]]
-    if len(padding) == 4:
-        return padding
-    raise ValueError(f"{what}: padding must have 1, 2 or 4 entries, got {padding}")
-
-
-def _nchw(x, data_format):
-    if data_format == "NCHW":
-        return x
-    if data_format != "NHWC":
-        raise ValueError(f"data_format must be 'NCHW' or 'NHWC', got '{data_format}'")
-    return _ops.transpose(x, [0, 3, 1, 2])
-
-
-def _back(y, data_format):
-    return y if data_format == "NCHW" else _ops.transpose(y, [0, 2, 3, 1])
-
-
-def _symmetric(x, pads, value=0.0):
-    """The core pads symmetrically; an asymmetric padding is applied to x first."""
-    top, bottom, left, right = pads
-    if top == bottom and left == right:
-        return x, [top, left]
-    return _ops.pad(x, [0, 0, 0, 0, top, bottom, left, right], value), [0, 0]
-
-
-def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data_format="NCHW", name=None):
-    """x [N, C, H, W], weight [Cout, C / groups, kh, kw], bias [Cout]."""
-    x = _nchw(x, data_format)
-    stride, dilation = _pair(stride, "conv2d: stride"), _pair(dilation, "conv2d: dilation")
-    pads = _padding(padding, list(weight.shape[2:]), stride, dilation, list(x.shape[2:]), "conv2d")
-    x, sym = _symmetric(x, pads)
-    return _back(_ops.conv2d(x, weight, bias, stride, sym, dilation, int(groups)), data_format)
 
 
 def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.9, epsilon=1e-05,
@@ -147,5 +75,5 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return _ops.transpose(_ops.matmul(weights, v, False, False), [0, 2, 1, 3])
 
 
-__all__ = ["conv2d", "batch_norm",
+__all__ = ["batch_norm",
            "scaled_dot_product_attention"]

@@ -1,4 +1,4 @@
-"""paddle.nn.functional conv1d, conv3d and the transposed convolutions, built
+"""paddle.nn.functional conv1d/2d/3d and the transposed convolutions, built
 on the core's conv2d and its input gradient (so autograd comes with them).
 
 conv1d is conv2d on a height-1 image. conv3d stacks the kd depth taps of x
@@ -79,6 +79,11 @@ def _conv_nd(x, weight, bias, stride, padding, dilation, groups, data_format, n,
 def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data_format="NCL", name=None):
     """x [N, C, L] (or NLC), weight [Cout, C / groups, k]."""
     return _conv_nd(x, weight, bias, stride, padding, dilation, groups, data_format, 1, "conv1d")
+
+
+def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data_format="NCHW", name=None):
+    """x [N, C, H, W] (or NHWC), weight [Cout, C / groups, kh, kw]."""
+    return _conv_nd(x, weight, bias, stride, padding, dilation, groups, data_format, 2, "conv2d")
 
 
 def conv3d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data_format="NCDHW", name=None):
@@ -183,4 +188,4 @@ def conv3d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0
                               data_format, 3, "conv3d_transpose")
 
 
-__all__ = ["conv1d", "conv3d", "conv1d_transpose", "conv2d_transpose", "conv3d_transpose"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv1d_transpose", "conv2d_transpose", "conv3d_transpose"]

@@ -250,7 +250,9 @@ def fold(x, output_sizes, kernel_sizes, strides=1, paddings=0, dilations=1, name
 
 # ---- shuffles ----
 
-def _check_format(data_format, what):
+def _check_format(x, data_format, what):
+    if len(x.shape) != 4:
+        raise ValueError(f"{what}: x must be 4-D ({data_format}), got shape {list(x.shape)}")
     if data_format not in ("NCHW", "NHWC"):
         raise ValueError(f"{what}: data_format must be 'NCHW' or 'NHWC', got '{data_format}'")
     return data_format == "NHWC"
@@ -258,7 +260,7 @@ def _check_format(data_format, what):
 
 def pixel_shuffle(x, upscale_factor, data_format="NCHW", name=None):
     """[N, C * r * r, H, W] -> [N, C, H * r, W * r]."""
-    last, r = _check_format(data_format, "pixel_shuffle"), int(upscale_factor)
+    last, r = _check_format(x, data_format, "pixel_shuffle"), int(upscale_factor)
     n, c, h, w = (x.shape[0], x.shape[3], x.shape[1], x.shape[2]) if last else x.shape
     if c % (r * r):
         raise ValueError(f"pixel_shuffle: the {c} channels are not divisible by upscale_factor ** 2 = {r * r}")
@@ -271,7 +273,7 @@ def pixel_shuffle(x, upscale_factor, data_format="NCHW", name=None):
 
 def pixel_unshuffle(x, downscale_factor, data_format="NCHW", name=None):
     """[N, C, H * r, W * r] -> [N, C * r * r, H, W]."""
-    last, r = _check_format(data_format, "pixel_unshuffle"), int(downscale_factor)
+    last, r = _check_format(x, data_format, "pixel_unshuffle"), int(downscale_factor)
     n, c, h, w = (x.shape[0], x.shape[3], x.shape[1], x.shape[2]) if last else x.shape
     if h % r or w % r:
         raise ValueError(f"pixel_unshuffle: height {h} and width {w} must be divisible by downscale_factor {r}")
@@ -284,7 +286,7 @@ def pixel_unshuffle(x, downscale_factor, data_format="NCHW", name=None):
 
 def channel_shuffle(x, groups, data_format="NCHW", name=None):
     """Channels viewed as [groups, C / groups] and transposed."""
-    last, g = _check_format(data_format, "channel_shuffle"), int(groups)
+    last, g = _check_format(x, data_format, "channel_shuffle"), int(groups)
     n, c, h, w = (x.shape[0], x.shape[3], x.shape[1], x.shape[2]) if last else x.shape
     if g < 1 or c % g:
         raise ValueError(f"channel_shuffle: the {c} channels are not divisible by groups {g}")
