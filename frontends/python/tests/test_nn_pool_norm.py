@@ -214,6 +214,32 @@ def test_batch_norm_3d():
     assert_close(bn._mean, 0.1 * m.reshape(-1), rtol=1e-4, atol=1e-6)
 
 
+def test_lp_pool_values_from_paddle(device):
+    x = oar.to_tensor([[[1.0, -2.0, 3.0, -4.0, 5.0]]])
+    assert_close(F.lp_pool1d(x, 2, 2), [[[5 ** 0.5, 5.0]]])
+    assert_close(F.lp_pool1d(x, 2, 2, ceil_mode=True), [[[5 ** 0.5, 5.0, 5.0]]])
+    assert_close(F.lp_pool1d(x, float("inf"), 2), [[[1.0, 3.0]]])
+    assert_close(F.lp_pool1d(x, 1, 2), [[[-1.0, -1.0]]])
+    x2 = r(1, 2, 4, 6)
+    expected = (x2 ** 2).reshape(1, 2, 2, 2, 3, 2).sum((3, 5)) ** 0.5
+    assert_close(F.lp_pool2d(oar.to_tensor(x2), 2, 2), expected)
+    assert_close(nn.LPPool2D(2, 2)(oar.to_tensor(x2)), expected)
+    assert str(nn.LPPool1D(2, 3)) == "LPPool1D(norm_type=2, kernel_size=3, stride=None, padding=0)"
+
+
+def test_legacy_batch_norm_and_softmax2d():
+    bn = nn.BatchNorm(2, act="relu")
+    assert sorted(bn.state_dict()) == ["_mean", "_variance", "bias", "weight"]
+    x = r(3, 2, 2, 2).astype("float32")
+    m, v = x.mean((0, 2, 3), keepdims=True), x.var((0, 2, 3), keepdims=True)
+    assert_close(bn(oar.to_tensor(x)), np.maximum((x - m) / np.sqrt(v + 1e-5), 0), rtol=1e-4, atol=1e-5)
+    assert nn.BatchNorm(2, dtype="float64").weight.dtype == oar.float64
+    s = nn.Softmax2D()(oar.to_tensor(x))
+    assert_close(s, np.exp(x) / np.exp(x).sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="Softmax2D"):
+        nn.Softmax2D()(oar.ones([2, 3]))
+
+
 def test_norm_gradients_vs_finite_differences():
     check_grad(lambda x, w, b: (F.group_norm(x, 2, weight=w, bias=b) ** 3).sum(), r(2, 4, 3), r(4), r(4))
     check_grad(lambda x: (F.instance_norm(x) ** 3).sum(), r(2, 2, 5))

@@ -138,6 +138,25 @@ def avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusiv
                      "avg_pool3d")
 
 
+def _lp_pool(x, n, norm_type, kernel_size, stride, padding, ceil_mode, data_format, what):
+    """(sum of x ** p over each window) ** (1 / p), the max for p = inf (Paddle's rule, no abs)."""
+    p = float(norm_type)
+    if p == float("inf"):
+        return _max_pool(x, n, kernel_size, stride, padding, False, ceil_mode, data_format, what)
+    if p == 0:
+        raise ValueError(f"{what}: norm_type must be nonzero")
+    total = _avg_pool(_ops.pow_scalar(x, p), n, kernel_size, stride, padding, ceil_mode, False, 1, data_format, what)
+    return _ops.pow_scalar(total, 1.0 / p)
+
+
+def lp_pool1d(x, norm_type, kernel_size, stride=None, padding=0, ceil_mode=False, data_format="NCL", name=None):
+    return _lp_pool(x, 1, norm_type, kernel_size, stride, padding, ceil_mode, data_format, "lp_pool1d")
+
+
+def lp_pool2d(x, norm_type, kernel_size, stride=None, padding=0, ceil_mode=False, data_format="NCHW", name=None):
+    return _lp_pool(x, 2, norm_type, kernel_size, stride, padding, ceil_mode, data_format, "lp_pool2d")
+
+
 # ---- adaptive ----
 
 def _adaptive_sizes(x, n, output_size, what):
@@ -259,4 +278,4 @@ def max_unpool3d(x, indices, kernel_size, stride=None, padding=0, data_format="N
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
-           "adaptive_max_pool2d", "adaptive_max_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d"]
+           "adaptive_max_pool2d", "adaptive_max_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d", "lp_pool2d"]

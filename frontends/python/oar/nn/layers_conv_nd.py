@@ -220,6 +220,11 @@ MaxUnPool2D = functional_layer("MaxUnPool2D", "max_unpool2d", ["kernel_size"],
 MaxUnPool3D = functional_layer("MaxUnPool3D", "max_unpool3d", ["kernel_size"],
                                _pool(data_format="NCDHW", output_size=None))
 
+LPPool1D = functional_layer("LPPool1D", "lp_pool1d", ["norm_type", "kernel_size"],
+                            _pool(ceil_mode=False, data_format="NCL"), ["norm_type"] + _POOL_SHOWN)
+LPPool2D = functional_layer("LPPool2D", "lp_pool2d", ["norm_type", "kernel_size"],
+                            _pool(ceil_mode=False, data_format="NCHW"), ["norm_type"] + _POOL_SHOWN)
+
 __all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose", "MaxPool1D",
            "MaxPool3D", "AvgPool1D", "AvgPool3D", "AdaptiveAvgPool1D", "AdaptiveAvgPool3D", "AdaptiveMaxPool1D",
-           "AdaptiveMaxPool3D", "MaxUnPool1D", "MaxUnPool2D", "MaxUnPool3D"]
+           "AdaptiveMaxPool3D", "MaxUnPool1D", "MaxUnPool2D", "MaxUnPool3D", "LPPool1D", "LPPool2D"]

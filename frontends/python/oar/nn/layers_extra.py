@@ -19,6 +19,41 @@ class BatchNorm3D(_BatchNormBase):
         super().__init__(num_features, momentum, epsilon, weight_attr, bias_attr, data_format, use_global_stats)
 
 
+class BatchNorm(_BatchNormBase):
+    """Paddle's older batch norm layer: BatchNorm2D's behaviour with
+    data_layout, an optional activation (act) applied after, and dtype."""
+
+    def __init__(self, num_channels, act=None, is_test=False, momentum=0.9, epsilon=1e-05, param_attr=None,
+                 bias_attr=None, dtype="float32", data_layout="NCHW", in_place=False, moving_mean_name=None,
+                 moving_variance_name=None, do_model_average_for_mean_and_var=True, use_global_stats=False,
+                 trainable_statistics=False):
+        if trainable_statistics:
+            raise ValueError("BatchNorm: trainable_statistics=True is not supported")
+        if act is not None and not hasattr(F, act):
+            raise ValueError(f"BatchNorm: unknown activation '{act}'")
+        super().__init__(num_channels, momentum, epsilon, param_attr, bias_attr, data_layout, use_global_stats)
+        self._act = act
+        from ..framework import convert_dtype, float32
+        if convert_dtype(dtype) != float32:
+            self.to(dtype=dtype)
+
+    def forward(self, x):
+        y = super().forward(x)
+        return getattr(F, self._act)(y) if self._act else y
+
+
+class Softmax2D(Layer):
+    """Softmax over the channels of a [C, H, W] or [N, C, H, W] x."""
+
+    def __init__(self, name=None):
+        super().__init__()
+
+    def forward(self, x):
+        if len(x.shape) not in (3, 4):
+            raise ValueError(f"Softmax2D: x must be 3-D or 4-D, got shape {list(x.shape)}")
+        return F.softmax(x, -3)
+
+
 class GroupNorm(Layer):
     """weight [num_channels] (ones) and bias (zeros); affine=False leaves both out."""
 
@@ -213,6 +248,6 @@ class Unflatten(Layer):
         return f"axis={self._axis}, shape={self._shape}"
 
 
-__all__ = ["BatchNorm3D", "GroupNorm", "InstanceNorm1D", "InstanceNorm2D", "InstanceNorm3D", "LocalResponseNorm",
+__all__ = ["BatchNorm", "Softmax2D", "BatchNorm3D", "GroupNorm", "InstanceNorm1D", "InstanceNorm2D", "InstanceNorm3D", "LocalResponseNorm",
            "Upsample", "UpsamplingNearest2D", "UpsamplingBilinear2D", "Unfold", "Fold", "PixelShuffle",
            "PixelUnshuffle", "ChannelShuffle", "Unflatten"] + list(_PADS)
