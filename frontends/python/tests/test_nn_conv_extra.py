@@ -214,3 +214,15 @@ def test_against_paddle():
         ours = getattr(F, name)(oar.to_tensor(x), oar.to_tensor(w), **kwargs)
         ref = getattr(pf, name)(paddle.to_tensor(x), paddle.to_tensor(w), **kwargs)
         assert_close(ours, ref.numpy(), rtol=1e-6, atol=1e-9)
+
+
+def test_paddle_module_paths_and_aliases():
+    import oar.nn.layer.conv as conv_module
+    from oar.nn.layer.pooling import MaxPool3D
+    from oar.nn.loss import MSELoss
+    assert conv_module.Conv1D is nn.Conv1D and MaxPool3D is nn.MaxPool3D and MSELoss is nn.MSELoss
+    assert oar.nn.layer.norm.GroupNorm is nn.GroupNorm and oar.nn.layer.Conv3DTranspose is nn.Conv3DTranspose
+    assert "PixelShuffle" in dir(oar.nn.layer.vision) and "CrossEntropyLoss" in dir(oar.nn.loss)
+    with pytest.raises(AttributeError):
+        oar.nn.layer.conv.MaxPool2D  # noqa: B018 - pooling, not conv
+    assert nn.Conv2d is nn.Conv2D and nn.MaxUnpool1d is nn.MaxUnPool1D and nn.ZeroPad2d is nn.ZeroPad2D

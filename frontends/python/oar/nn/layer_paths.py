@@ -34,6 +34,15 @@ _GROUPS = {
 }
 
 
+# Paddle's torch-style second names of the layers in this area (nn.Conv2d is nn.Conv2D).
+ALIASES = {f"{name[:-1]}d": name for name in (
+    "AdaptiveAvgPool1D AdaptiveAvgPool2D AdaptiveAvgPool3D AdaptiveMaxPool1D AdaptiveMaxPool2D AdaptiveMaxPool3D "
+    "CircularPad1D CircularPad2D CircularPad3D ConstantPad1D ConstantPad2D ConstantPad3D Conv1D Conv2D Conv3D "
+    "LPPool1D LPPool2D ReflectionPad1D ReflectionPad2D ReflectionPad3D ReplicationPad1D ReplicationPad2D "
+    "ReplicationPad3D UpsamplingBilinear2D UpsamplingNearest2D ZeroPad1D ZeroPad2D ZeroPad3D").split()}
+ALIASES.update({f"MaxUnpool{n}d": f"MaxUnPool{n}D" for n in (1, 2, 3)})
+
+
 class _Group(types.ModuleType):
     """A module whose names are the group's classes, read from oar.nn."""
 
