@@ -54,6 +54,44 @@ class Softmax2D(Layer):
         return F.softmax(x, -3)
 
 
+class SpectralNorm(Layer):
+    """forward(weight) = weight / sigma, sigma its largest singular value (with
+    dim moved first and the rest flattened) estimated by power_iters power
+    iterations from weight_u; weight_u and weight_v are Normal(0, 1) and not
+    trained, and sigma's gradient treats the iterated vectors as constants."""
+
+    def __init__(self, weight_shape, dim=0, power_iters=1, eps=1e-12, dtype="float32"):
+        super().__init__()
+        from ..framework import convert_dtype
+        self._dtype = convert_dtype(dtype)
+        shape = [int(s) for s in weight_shape]
+        if not -len(shape) <= dim < len(shape):
+            raise ValueError(f"SpectralNorm: dim {dim} is out of range for weight_shape {shape}")
+        self._dim, self._power_iters, self._eps = dim % len(shape), int(power_iters), float(eps)
+        h = shape[self._dim]
+        w = 1
+        for i, s in enumerate(shape):
+            w *= s if i != self._dim else 1
+        self.weight_u = self.create_parameter([h], default_initializer=I.Normal(0.0, 1.0))
+        self.weight_v = self.create_parameter([w], default_initializer=I.Normal(0.0, 1.0))
+        self.weight_u.stop_gradient = self.weight_v.stop_gradient = True
+
+    def _unit(self, v):
+        return _ops.divide(v, _ops.add_scalar(_ops.sqrt(_ops.sum(_ops.multiply(v, v), [], False)), self._eps))
+
+    def forward(self, weight):
+        nd = len(weight.shape)
+        perm = [self._dim] + [i for i in range(nd) if i != self._dim]
+        mat = _ops.reshape(_ops.transpose(weight, perm), [weight.shape[self._dim], -1])
+        frozen = mat.detach()
+        u, v = _ops.reshape(self.weight_u.detach(), [-1, 1]), _ops.reshape(self.weight_v.detach(), [-1, 1])
+        for _ in range(self._power_iters):
+            v = self._unit(_ops.matmul(frozen, u, True, False))
+            u = self._unit(_ops.matmul(frozen, v, False, False))
+        sigma = _ops.reshape(_ops.matmul(_ops.matmul(u, mat, True, False), v, False, False), [])
+        return _ops.divide(weight, sigma)
+
+
 class GroupNorm(Layer):
     """weight [num_channels] (ones) and bias (zeros); affine=False leaves both out."""
 
@@ -248,6 +286,6 @@ class Unflatten(Layer):
         return f"axis={self._axis}, shape={self._shape}"
 
 
-__all__ = ["BatchNorm", "Softmax2D", "BatchNorm3D", "GroupNorm", "InstanceNorm1D", "InstanceNorm2D", "InstanceNorm3D", "LocalResponseNorm",
+__all__ = ["BatchNorm", "Softmax2D", "SpectralNorm", "BatchNorm3D", "GroupNorm", "InstanceNorm1D", "InstanceNorm2D", "InstanceNorm3D", "LocalResponseNorm",
            "Upsample", "UpsamplingNearest2D", "UpsamplingBilinear2D", "Unfold", "Fold", "PixelShuffle",
            "PixelUnshuffle", "ChannelShuffle", "Unflatten"] + list(_PADS)
