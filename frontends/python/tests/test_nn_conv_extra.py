@@ -156,6 +156,8 @@ def test_conv_errors_name_the_problem():
         F.conv1d(oar.ones([1, 3, 5]), oar.ones([2, 3, 3]), data_format="NCHW")
     with pytest.raises(ValueError, match="padding"):
         F.conv3d(oar.ones([1, 3, 5, 5, 5]), oar.ones([2, 3, 3, 3, 3]), padding=[1, 2])
+    with pytest.raises(ValueError, match="conv1d: x's spatial shape \\[2\\]"):
+        F.conv1d(oar.ones([1, 1, 2]), oar.ones([1, 1, 3]))
 
 
 def test_gradients_vs_finite_differences():

@@ -160,6 +160,8 @@ def test_shuffles_match_numpy(device):
         F.pixel_shuffle(oar.ones([1, 6, 2, 2]), 2)
     with pytest.raises(ValueError, match="channel_shuffle: x must be 4-D"):
         F.channel_shuffle(oar.ones([1, 6, 2]), 2)
+    with pytest.raises(ValueError, match="pixel_shuffle: the factor must be a positive int"):
+        F.pixel_shuffle(oar.ones([1, 4, 2, 2]), 0)
     assert nn.Unflatten(1, [2, 4])(oar.to_tensor(x)).shape == [2, 2, 4, 3, 2]
     assert str(nn.Unflatten(1, [2, 3])) == "Unflatten(axis=1, shape=[2, 3])"
 

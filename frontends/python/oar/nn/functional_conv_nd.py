@@ -48,8 +48,6 @@ def _conv3d(x, w, stride, pairs, dilation, groups):
     o, kd = w.shape[0], w.shape[2]
     (sd, sh, sw), (dd, dh, dw) = stride, dilation
     od = (depth - dd * (kd - 1) - 1) // sd + 1
-    if od < 1:
-        raise ValueError(f"conv3d: the padded depth {depth} is smaller than the dilated kernel {dd * (kd - 1) + 1}")
     taps = [_ops.unsqueeze(_ops.slice(x, [2], [p * dd], [p * dd + (od - 1) * sd + 1], [sd]), [1]) for p in range(kd)]
     h, wd = x.shape[3], x.shape[4]
     stacked = _ops.reshape(_ops.concat(taps, 1), [n, kd, groups, c // groups, od, h, wd])
@@ -65,6 +63,10 @@ def _conv_nd(x, weight, bias, stride, padding, dilation, groups, data_format, n,
     groups = _check(x, weight, groups, n, what, False)
     stride, dilation = ntuple(stride, n, f"{what}: stride"), ntuple(dilation, n, f"{what}: dilation")
     pairs = padding_pairs(padding, n, list(weight.shape[2:]), stride, dilation, list(x.shape[2:]), what, last)
+    for size, (a, b), k, d in zip(x.shape[2:], pairs, weight.shape[2:], dilation):
+        if size + a + b < d * (k - 1) + 1:
+            raise ValueError(f"{what}: x's spatial shape {list(x.shape[2:])} padded by {pairs} is smaller than the "
+                             f"kernel {list(weight.shape[2:])} with dilation {dilation}")
     if n == 1:
         y = _conv2d_core(_ops.unsqueeze(x, [2]), _ops.unsqueeze(weight, [2]), [1] + stride, [(0, 0)] + pairs,
                          [1] + dilation, groups)

@@ -250,9 +250,11 @@ def fold(x, output_sizes, kernel_sizes, strides=1, paddings=0, dilations=1, name
 
 # ---- shuffles ----
 
-def _check_format(x, data_format, what):
+def _check_format(x, factor, data_format, what):
     if len(x.shape) != 4:
         raise ValueError(f"{what}: x must be 4-D ({data_format}), got shape {list(x.shape)}")
+    if int(factor) < 1:
+        raise ValueError(f"{what}: the factor must be a positive int, got {factor}")
     if data_format not in ("NCHW", "NHWC"):
         raise ValueError(f"{what}: data_format must be 'NCHW' or 'NHWC', got '{data_format}'")
     return data_format == "NHWC"
@@ -260,7 +262,7 @@ def _check_format(x, data_format, what):
 
 def pixel_shuffle(x, upscale_factor, data_format="NCHW", name=None):
     """[N, C * r * r, H, W] -> [N, C, H * r, W * r]."""
-    last, r = _check_format(x, data_format, "pixel_shuffle"), int(upscale_factor)
+    last, r = _check_format(x, upscale_factor, data_format, "pixel_shuffle"), int(upscale_factor)
     n, c, h, w = (x.shape[0], x.shape[3], x.shape[1], x.shape[2]) if last else x.shape
     if c % (r * r):
         raise ValueError(f"pixel_shuffle: the {c} channels are not divisible by upscale_factor ** 2 = {r * r}")
@@ -273,7 +275,7 @@ def pixel_shuffle(x, upscale_factor, data_format="NCHW", name=None):
 
 def pixel_unshuffle(x, downscale_factor, data_format="NCHW", name=None):
     """[N, C, H * r, W * r] -> [N, C * r * r, H, W]."""
-    last, r = _check_format(x, data_format, "pixel_unshuffle"), int(downscale_factor)
+    last, r = _check_format(x, downscale_factor, data_format, "pixel_unshuffle"), int(downscale_factor)
     n, c, h, w = (x.shape[0], x.shape[3], x.shape[1], x.shape[2]) if last else x.shape
     if h % r or w % r:
         raise ValueError(f"pixel_unshuffle: height {h} and width {w} must be divisible by downscale_factor {r}")
@@ -286,7 +288,7 @@ def pixel_unshuffle(x, downscale_factor, data_format="NCHW", name=None):
 
 def channel_shuffle(x, groups, data_format="NCHW", name=None):
     """Channels viewed as [groups, C / groups] and transposed."""
-    last, g = _check_format(x, data_format, "channel_shuffle"), int(groups)
+    last, g = _check_format(x, groups, data_format, "channel_shuffle"), int(groups)
     n, c, h, w = (x.shape[0], x.shape[3], x.shape[1], x.shape[2]) if last else x.shape
     if g < 1 or c % g:
         raise ValueError(f"channel_shuffle: the {c} channels are not divisible by groups {g}")
@@ -358,6 +360,8 @@ def local_response_norm(x, size, alpha=0.0001, beta=0.75, k=1.0, data_format="NC
     x, last = _to_channel_first(x, data_format)
     if len(x.shape) < 3:
         raise ValueError(f"local_response_norm: x must be 3-D or more, got shape {list(x.shape)}")
+    if int(size) < 1:
+        raise ValueError(f"local_response_norm: size must be a positive int, got {size}")
     c = x.shape[1]
     sq = _ops.multiply(x, x)
     pads = [0] * (2 * len(x.shape))

@@ -286,6 +286,7 @@ class Unflatten(Layer):
         return f"axis={self._axis}, shape={self._shape}"
 
 
-__all__ = ["BatchNorm", "Softmax2D", "SpectralNorm", "BatchNorm3D", "GroupNorm", "InstanceNorm1D", "InstanceNorm2D", "InstanceNorm3D", "LocalResponseNorm",
+__all__ = ["BatchNorm", "Softmax2D", "SpectralNorm", "BatchNorm3D", "GroupNorm", "InstanceNorm1D", "InstanceNorm2D",
+           "InstanceNorm3D", "LocalResponseNorm",
            "Upsample", "UpsamplingNearest2D", "UpsamplingBilinear2D", "Unfold", "Fold", "PixelShuffle",
            "PixelUnshuffle", "ChannelShuffle", "Unflatten"] + list(_PADS)
