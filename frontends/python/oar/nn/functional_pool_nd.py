@@ -161,12 +161,9 @@ def lp_pool2d(x, norm_type, kernel_size, stride=None, padding=0, ceil_mode=False
 
 def _adaptive_sizes(x, n, output_size, what):
     sizes = list(x.shape[2:])
-    if isinstance(output_size, (list, tuple)):
-        outs = [s if o is None else o for o, s in zip(ntuple([-1 if o is None else o for o in output_size], n,
-                                                             f"{what}: output_size"), sizes)]
-        outs = [s if o == -1 else o for o, s in zip(outs, sizes)]
-    else:
-        outs = ntuple(output_size, n, f"{what}: output_size")
+    if isinstance(output_size, (list, tuple)):  # None keeps the input's size
+        output_size = [-1 if o is None else o for o in output_size]
+    outs = [s if o == -1 else o for o, s in zip(ntuple(output_size, n, f"{what}: output_size"), sizes)]
     if any(o < 1 for o in outs):
         raise ValueError(f"{what}: output_size must be positive, got {output_size}")
     return sizes, outs
