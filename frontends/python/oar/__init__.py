@@ -18,7 +18,7 @@ from .complex_ops import (complex, real, imag, conj, angle, as_real, as_complex,
 from .autograd import no_grad, enable_grad, set_grad_enabled, is_grad_enabled, grad
 from . import nn, optimizer, io, metric, callbacks, jit, static, utils
 from .static import enable_static, disable_static, in_dynamic_mode  # noqa: F401
-from . import linalg  # noqa: F401 - paddle.linalg
+from . import linalg, sparse  # noqa: F401 - paddle.linalg, paddle.sparse
 from .linalg import cholesky, eigvalsh, inv as inverse  # noqa: F401 - paddle's top-level aliases
 from . import fft  # noqa: F401 - paddle.fft
 from .utils.dlpack import from_dlpack  # noqa: F401 - torch.from_dlpack
