@@ -69,6 +69,8 @@ class _Data:
         self.name, self.shape, self.dtype, self.var, self.tensor = name, shape, dtype, var, tensor
 
 
+_unnamed = 0  # parameters named so far by static mode
+
 # Which Program a recorded tensor belongs to (by id; each Program keeps its tensors alive).
 _owner = weakref.WeakValueDictionary()
 
@@ -166,6 +168,9 @@ class Program:
             return
         self._persistent[id(t)] = t
         if isinstance(t, Parameter):
+            if not t.name:
+                global _unnamed
+                t.name, _unnamed = f"param_{_unnamed}", _unnamed + 1  # Paddle names every parameter
             startup = _startup_program
             if id(t) not in startup._initial:
                 with suspended():
@@ -283,8 +288,8 @@ def parameter_names(program):
     names, used = {}, set()
     for k, t in enumerate(program._persistent.values()):
         name = getattr(t, "name", None) if isinstance(t, Parameter) else None
-        if not name or name in used or name in program._data:
-            name = f"param_{k}" if isinstance(t, Parameter) else f"const_{k}"
+        while not name or name in used or name in program._data:
+            name = f"{name or 'const'}_{k}"
         used.add(name)
         names[name] = t
     return names
