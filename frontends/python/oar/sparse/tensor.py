@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import _C
 from ..creation import to_tensor
-from ..framework import Tensor, convert_dtype, to_numpy_dtype
+from ..framework import Tensor, convert_dtype
 
 _ops = _C.ops
 _INT64 = convert_dtype("int64")
@@ -28,10 +28,6 @@ def _index(array, like):
 
 def _zeros(shape, like):
     return _ops.full([int(s) for s in shape], 0.0, like.dtype, like._device)
-
-
-def _strip(text):
-    return np.array2string(text, separator=", ", prefix="        ") if isinstance(text, np.ndarray) else str(text)
 
 
 class _Sparse:
@@ -278,10 +274,7 @@ def _values_tensor(values, dtype, place, stop_gradient):
         if not stop_gradient and v.is_leaf:
             v.stop_gradient = False
         return v
-    arr = np.asarray(values)
-    if dtype is None and arr.dtype == np.float64:
-        dtype = "float32"  # Paddle's default for Python floats
-    v = to_tensor(arr, dtype=dtype, place=place)
+    v = to_tensor(values, dtype=dtype, place=place)
     v.stop_gradient = stop_gradient
     return v
 
@@ -335,7 +328,3 @@ def sparse_csr_tensor(crows, cols, values, shape, dtype=None, place=None, stop_g
 
 def is_sparse(x):
     return isinstance(x, _Sparse)
-
-
-def numpy_dtype(dtype):
-    return to_numpy_dtype(convert_dtype(dtype))

@@ -172,6 +172,14 @@ def _install_optimizer_hooks():
 _program.installers.append(_install_optimizer_hooks)
 
 
+def _train_argument(program):
+    """_build's `train`: (loss variable, names of the parameters to differentiate), or None."""
+    if program._train is None:
+        return None
+    names = {id(t): n for n, t in parameter_names(program).items()}
+    return program._train[0], [names[id(p)] for p in program._train[2]]
+
+
 # ---- Executor ----
 class Executor:
     """Runs static programs (paddle.static.Executor): the startup program
@@ -246,14 +254,10 @@ class Executor:
         entries = program._compiled.setdefault(key, [])
         entry = next((e for e in entries if _accepts(e, examples)), None)
         if entry is None:
-            train_arg = None
-            if train is not None:
-                names = {id(t): n for n, t in parameter_names(program).items()}
-                train_arg = (train[0], [names[id(p)] for p in train[2]])
-            entry, _ = _build_checked(program, outputs, examples, train_arg, self._device)
+            entry, _ = _build_checked(program, outputs, examples, _train_argument(program), self._device)
             entry.executor = _C.ir.Executor(entry.program, self._device)
             entries.append(entry)
-        inputs = [examples_tensor(d, feed) for d in entry.data]
+        inputs = [_feed_tensor(d, feed, self._device) for d in entry.data]
         named = parameter_names(program)
         wanted = set(entry.program.parameter_names)
         entry.executor.set_parameters({n: t for n, t in named.items() if n in wanted})
@@ -292,18 +296,17 @@ class Executor:
                              f"declares {list(d.shape)} (-1: any size)")
         return shape
 
-    @staticmethod
-    def _feed_value(program, feed, name):
+    def _feed_value(self, program, feed, name):
         if name not in feed:
             raise ValueError(f"Executor.run: fetch_list asks for '{name}' but feed has no value for it")
-        return examples_tensor(program._data[name], feed)
+        return _feed_tensor(program._data[name], feed, self._device)
 
 
-def examples_tensor(d, feed):
+def _feed_tensor(d, feed, device):
     value = feed[d.name]
     if isinstance(value, Tensor):
         return value
-    return _C.from_numpy(np.ascontiguousarray(np.asarray(value, dtype=to_numpy_dtype(d.dtype))))
+    return _C.from_numpy(np.ascontiguousarray(np.asarray(value, dtype=to_numpy_dtype(d.dtype))), None, device)
 
 
 def _accepts(entry, examples):

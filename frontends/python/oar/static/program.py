@@ -118,11 +118,11 @@ class Program:
                                  "build each program inside its own program_guard")
         return var
 
-    def _check_inputs(self, fn, args, kwargs):
+    @staticmethod
+    def _check_concrete(fn, concrete):
         """Refuses a tensor computed from a variable by an op the recorder did not see."""
-        for t in _tensors_in((args, kwargs)):
-            if (id(t) not in self._vars and not isinstance(t, Parameter) and t._grad_fn_name
-                    and _owner.get(id(t)) is None):
+        for t in concrete:
+            if not isinstance(t, Parameter) and t._grad_fn_name:
                 raise RuntimeError(f"static mode: {_name_of(fn)} got a tensor computed by '{t._grad_fn_name}' "
                                    "outside the static program (an op oar's static recorder does not see, or code "
                                    "run before enable_static); build the program from static.data variables "
@@ -150,6 +150,8 @@ class Program:
             return  # nothing of this program: an eager computation
         if not any(isinstance(t, Tensor) for t in _tensors_in(out)):
             return
+        self._check_concrete(fn, concrete)
+        self._compiled = {}
         from_data = any(self._from_data[v] for v in inputs)
         index = len(self._nodes)
 
@@ -243,11 +245,12 @@ class Program:
         return p
 
     def __str__(self):
-        from .executor import _build
-        sinks = [v for v in range(len(self._producer))
-                 if not any(v in n.inputs for n in self._nodes)]
-        ir, _ = _build(self, sinks, None, optimize=False)
-        return str(ir.program)
+        from .executor import _build, _train_argument
+        consumed = {v for n in self._nodes for v in n.inputs}
+        sinks = [v for v in range(len(self._producer)) if v not in consumed and self._producer[v] is not None
+                 and self._nodes[self._producer[v]].kind == "op"]
+        built, _ = _build(self, sinks, None, optimize=False, train=_train_argument(self))
+        return str(built.program)
 
     def __repr__(self):
         return self.__str__()

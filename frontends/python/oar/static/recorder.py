@@ -48,7 +48,6 @@ def _recording(fn):
         program = state.program
         if program is None or state.depth:
             return fn(*args, **kwargs)
-        program._check_inputs(fn, args, kwargs)
         state.depth += 1
         try:
             out = fn(*args, **kwargs)
@@ -126,8 +125,12 @@ def _set(owner, name, value):
     _installed.append(lambda: setattr(owner, name, old))
 
 
-def _rebind_cells(fn, ops):
-    """Replaces captured C++ ops in the closure cells of a Python function."""
+def _rebind_cells(fn, ops, seen):
+    """Replaces captured C++ ops in the closure cells of a Python function
+    (and of the functions it captures)."""
+    if id(fn) in seen:
+        return
+    seen.add(id(fn))
     for cell in getattr(fn, "__closure__", None) or ():
         try:
             value = cell.cell_contents
@@ -137,13 +140,15 @@ def _rebind_cells(fn, ops):
         if hit is not None and hit[0] is value:
             cell.cell_contents = hit[1]
             _installed.append(lambda cell=cell, value=value: setattr(cell, "cell_contents", value))
+        elif isinstance(value, types.FunctionType):
+            _rebind_cells(value, ops, seen)
 
 
 def install():
     """Wraps the C++ ops (Note [Static programs]); undone by uninstall()."""
     if _installed:
         return
-    ops = _op_wrappers()
+    ops, seen = _op_wrappers(), set()
     for module in (_C.ops, getattr(_C, "linalg", None), _C):
         if module is None:
             continue
@@ -160,7 +165,7 @@ def install():
             if hit is not None and hit[0] is value:
                 _set(module, name, hit[1])
             elif isinstance(value, types.FunctionType):
-                _rebind_cells(value, ops)
+                _rebind_cells(value, ops, seen)
     for name, value in list(vars(Tensor).items()):
         wrap = _TENSOR_METHODS.get(name)
         if wrap is not None:
@@ -172,7 +177,7 @@ def install():
             continue
         fget = value.fget if isinstance(value, property) else value
         if isinstance(fget, types.FunctionType):
-            _rebind_cells(fget, ops)
+            _rebind_cells(fget, ops, seen)
 
 
 def uninstall():
