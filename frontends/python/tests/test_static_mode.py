@@ -102,6 +102,58 @@ def test_mlp_classifier_with_adam_matches_eager_at_every_batch_size(static_mode)
     assert 0.0 <= min(accs) and max(accs) <= 1.0
 
 
+class _ConvNet(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.conv = paddle.nn.Conv2D(1, 2, 3, padding=1)
+        self.bn = paddle.nn.BatchNorm2D(2)
+        self.emb = paddle.nn.Embedding(5, 18)
+        self.ln = paddle.nn.LayerNorm(18)
+        self.fc = paddle.nn.Linear(18, 3)
+
+    def forward(self, x, lab):
+        h = paddle.nn.functional.max_pool2d(paddle.nn.functional.relu(self.bn(self.conv(x))), 2)
+        return self.fc(self.ln(paddle.flatten(h, 1) + self.emb(lab)))
+
+
+def test_conv_batch_norm_model_matches_eager_with_running_statistics(static_mode):
+    rng = np.random.default_rng(2)
+    images = rng.standard_normal((4, 1, 6, 6)).astype("float32")
+    labels = np.array([0, 1, 2, 4])
+    sizes = (4, 3, 4)
+
+    def loss_of(net, x, lab):
+        return paddle.nn.functional.cross_entropy(net(x, lab), paddle.unsqueeze(lab, 1) % 3)
+
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("img", [None, 1, 6, 6], "float32")
+        lab = static.data("lab", [None], "int64")
+        net = _ConvNet()
+        loss = loss_of(net, x, lab)
+        paddle.optimizer.Momentum(0.1, momentum=0.9).minimize(loss)
+    exe = static.Executor()
+    exe.run(startup)
+    init = {k: v.numpy().copy() for k, v in net.state_dict().items()}
+    losses = [exe.run(main, feed={"img": images[:n], "lab": labels[:n]}, fetch_list=[loss])[0] for n in sizes]
+    running_mean = net.bn._mean.numpy().copy()
+    paddle.disable_static()
+
+    eager = _ConvNet()
+    eager.set_state_dict({k: paddle.to_tensor(v) for k, v in init.items()})
+    opt = paddle.optimizer.Momentum(0.1, momentum=0.9, parameters=eager.parameters())
+    expected = []
+    for n in sizes:
+        lv = loss_of(eager, paddle.to_tensor(images[:n]), paddle.to_tensor(labels[:n]))
+        expected.append(lv.numpy().copy())
+        lv.backward()
+        opt.step()
+        opt.clear_grad()
+    assert_close(np.array(losses), np.array(expected), rtol=1e-4, atol=1e-5)
+    assert_close(running_mean, eager.bn._mean.numpy(), rtol=1e-4, atol=1e-6)
+    assert not np.allclose(running_mean, init["bn._mean"])  # the program updated the buffer
+
+
 def test_feed_and_fetch_by_name_and_by_variable(static_mode):
     main, startup = static.Program(), static.Program()
     with static.program_guard(main, startup):

@@ -146,8 +146,8 @@ class Program:
         inputs, concrete = [], []
         args = self._encode(args, inputs, concrete)
         kwargs = self._encode(kwargs, inputs, concrete)
-        if not inputs and not any(isinstance(t, Parameter) for t in concrete):
-            return  # nothing of this program: an eager computation
+        if not inputs and not concrete:
+            return  # no tensor argument (a creation op): its result is a constant
         if not any(isinstance(t, Tensor) for t in _tensors_in(out)):
             return
         self._check_concrete(fn, concrete)
@@ -181,8 +181,8 @@ class Program:
 
     def _alias(self, t, src):
         var = self._var_of(src)
-        if var is None:
-            return
+        if var is None or isinstance(t, Parameter):
+            return  # a Parameter stays itself: Parameter(tensor) copies its initial value
         index = len(self._nodes)
         new = self._new_var(t, index, self._from_data[var])
         self._nodes.append(_Node("alias", None, None, None, new, (var,)))
@@ -200,9 +200,10 @@ class Program:
             return False
         if not self._from_data[var]:
             return False  # an eager computation on parameters (an initializer)
+        # The program assigns it after each run; while building, dst keeps
+        # its value (later reads in the program see the value before the update).
         self._persist(dst)
         self._updates[id(dst)] = (dst, var)
-        self._alias(dst, src)
         return True
 
     def _check_readable(self, t):
@@ -249,7 +250,10 @@ class Program:
         consumed = {v for n in self._nodes for v in n.inputs}
         sinks = [v for v in range(len(self._producer)) if v not in consumed and self._producer[v] is not None
                  and self._nodes[self._producer[v]].kind == "op"]
-        built, _ = _build(self, sinks, None, optimize=False, train=_train_argument(self))
+        train = _train_argument(self)
+        if train is not None:
+            sinks = [v for v in sinks if v != train[0]]
+        built, _ = _build(self, sinks, None, optimize=False, train=train)
         return str(built.program)
 
     def __repr__(self):

@@ -5,9 +5,12 @@ Note [Static programs]
 Paddle's static scripts build a program statement by statement, with no
 function for oar._C.ir.trace to call. So while static mode is on, every C++
 op the Python frontend calls is wrapped: a call that takes a variable of the
-current Program (a static.data placeholder, a value computed from one, or a
-Parameter) runs eagerly on placeholder values (zeros; dynamic dims have size
-1) and is recorded with its arguments. Executor.run replays the calls it
+current Program (a static.data placeholder, or a value computed from one)
+runs eagerly on placeholder values (zeros; dynamic dims have size 1) and is
+recorded with its arguments; so is every other call taking a tensor, since
+parameters and buffers (batch norm's running statistics) are read when the
+program runs, not when it is built. Calls without tensor arguments (creation
+ops) give constants. Executor.run replays the calls it
 needs inside _C.ir.trace: the program is oar's IR, optimized, differentiated
 (optimizer.minimize) and run by the C++ executor.
 
