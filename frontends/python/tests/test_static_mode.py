@@ -190,6 +190,21 @@ def test_fetch_a_parameter_by_name(static_mode):
     assert_close(w_v, weight.numpy())
     assert_close(out_v, np.maximum(x_np @ weight.numpy() + bias.numpy(), 0.0), rtol=1e-5)
     assert main.global_block().var(weight.name) is weight
+    assert_close(np.array(static.global_scope().find_var(weight.name).get_tensor()), weight.numpy())
+    (again,) = exe.run(static.CompiledProgram(main), feed={"x": x_np}, fetch_list=[out])
+    assert_close(again, out_v)
+
+
+def test_accuracy_in_a_program(static_mode):
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        logits = static.data("logits", [None, 3], "float32")
+        label = static.data("label", [None, 1], "int64")
+        acc = static.accuracy(logits, label)
+    exe = static.Executor()
+    scores = np.array([[0.1, 0.8, 0.1], [0.9, 0.0, 0.1], [0.2, 0.3, 0.5], [0.6, 0.3, 0.1]], "float32")
+    (value,) = exe.run(main, feed={"logits": scores, "label": np.array([[1], [0], [0], [0]])}, fetch_list=[acc])
+    assert_close(value, 0.75)
 
 
 def test_bad_feeds_and_fetches_name_the_variable(static_mode):

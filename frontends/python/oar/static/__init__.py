@@ -7,8 +7,9 @@ from .. import control_flow as _control_flow
 from .input_spec import InputSpec
 from .program import (Program, program_guard, data, default_main_program, default_startup_program, enable_static,
                       disable_static, in_dynamic_mode, in_static_mode)
-from .executor import (Executor, save, load, save_inference_model, load_inference_model)
-from .layers import fc
+from .executor import (Executor, CompiledProgram, global_scope, save, load, save_inference_model,
+                       load_inference_model)
+from .layers import fc, accuracy
 from ..framework import Tensor as Variable  # static variables are oar Tensors
 
 
@@ -21,4 +22,5 @@ def cpu_places(device_count=None):
 nn = SimpleNamespace(cond=_control_flow.cond, while_loop=_control_flow.while_loop, fc=fc)
 
 __all__ = ["InputSpec", "nn", "Program", "program_guard", "data", "default_main_program", "default_startup_program",
-           "Executor", "save", "load", "save_inference_model", "load_inference_model", "Variable", "cpu_places"]
+           "Executor", "CompiledProgram", "global_scope", "save", "load", "save_inference_model",
+           "load_inference_model", "Variable", "cpu_places", "accuracy"]

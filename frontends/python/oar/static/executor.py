@@ -104,10 +104,24 @@ def _build(program, outputs, examples, optimize=True, train=None, device=None):
     names = parameter_names(program)
     name_of = {id(t): n for n, t in names.items()}
     specs = [_C.ir.InputSpec(list(d.shape), d.dtype, d.name) for d in data]
-    shapes = [list(examples[d.name]) for d in data] if examples else []
-    with suspended():
-        trace = _C.ir.trace(_replay(nodes, [d.var for d in data], targets, program._for_test), specs,
-                            dict(names), device, shapes)
+    if examples:
+        shapes = [list(examples[d.name]) for d in data]
+    else:  # the sizes the program was built with
+        shapes = [[_program.EXAMPLE_SIZE if s == -1 else s for s in d.shape] for d in data]
+    try:
+        with suspended():
+            trace = _C.ir.trace(_replay(nodes, [d.var for d in data], targets, program._for_test), specs,
+                                dict(names), device, shapes)
+    except ValueError as e:
+        resized = any(declared == -1 and size != _program.EXAMPLE_SIZE
+                      for d, shape in zip(data, shapes) for declared, size in zip(d.shape, shape))
+        if not resized:
+            raise
+        raise ValueError(f"Executor.run: the program does not run with feed shapes "
+                         f"{ {d.name: shape for d, shape in zip(data, shapes)} }: {e}. While a program is built its "
+                         f"dynamic dims have size {_program.EXAMPLE_SIZE}, and a size read from a variable's shape "
+                         "is fixed in the program; take shapes from tensors instead (paddle.ones_like, "
+                         "paddle.shape)") from e
     update_names = [name_of[id(t)] for t, _ in updates]
     if update_names:
         trace.program._outputs_to_updates(update_names)
@@ -197,6 +211,8 @@ class Executor:
             scope=None, return_numpy=True, use_program_cache=False, **kwargs):
         del feed_var_name, fetch_var_name, scope, use_program_cache, kwargs
         program = _program.default_main_program() if program is None else program
+        if isinstance(program, CompiledProgram):
+            program = program._program
         if isinstance(program, _InferenceProgram):
             return program._run(feed or {}, fetch_list, return_numpy)
         if not isinstance(program, Program):
@@ -328,6 +344,46 @@ def _build_checked(program, outputs, examples, train, device):
         raise ValueError(f"Executor.run: the fetched values need static.data('{d.name}', shape={list(d.shape)}, "
                          f"dtype={d.dtype.name}) but feed has no '{d.name}' (feed has: {sorted(examples)})")
     return _build(program, outputs, examples, train=train, device=device)
+
+
+class CompiledProgram:
+    """paddle.static.CompiledProgram: oar compiles every program it runs, so this only holds the program."""
+
+    def __init__(self, program_or_graph, build_strategy=None):
+        del build_strategy
+        self._program = program_or_graph
+
+    def with_data_parallel(self, loss_name=None, build_strategy=None, exec_strategy=None, places=None):
+        return self
+
+
+class _ScopeVariable:
+    def __init__(self, tensor):
+        self._tensor = tensor
+
+    def get_tensor(self):
+        return self._tensor
+
+
+class _Scope:
+    """global_scope(): the parameters of static programs by name (find_var(name).get_tensor())."""
+
+    def find_var(self, name):
+        t = _program.named_parameters.get(name)
+        return None if t is None else _ScopeVariable(t)
+
+    def var(self, name):
+        found = self.find_var(name)
+        if found is None:
+            raise ValueError(f"global_scope().var: no parameter of a static program is named '{name}'")
+        return found
+
+
+_global_scope = _Scope()
+
+
+def global_scope():
+    return _global_scope
 
 
 # ---- saving ----

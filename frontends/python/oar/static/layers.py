@@ -1,4 +1,4 @@
-"""paddle.static.nn.fc: a fully connected layer built from parameters and ops."""
+"""paddle.static.nn.fc (a fully connected layer) and static.accuracy, built from ops."""
 import math
 
 from .. import math as M
@@ -35,3 +35,14 @@ def fc(x, size, num_flatten_dims=1, weight_attr=None, bias_attr=None, activation
             raise ValueError(f"static.nn.fc: unknown activation '{activation}'")
         out = fn(out)
     return out
+
+
+def accuracy(input, label, k=1, correct=None, total=None, name=None):  # noqa: A002 - paddle's name
+    """The fraction of rows of input [N, C] whose label ([N, 1] or [N]) is
+    the top-1 class (k=1, the only k a program computes here)."""
+    del correct, total, name
+    if k != 1:
+        raise ValueError(f"static.accuracy: only k=1 is supported in a static program, got k={k}")
+    predicted = M.argmax(input, axis=1, keepdim=True)
+    hit = M.equal(predicted, M.cast(M.reshape(label, [-1, 1]), predicted.dtype))
+    return M.mean(M.cast(hit, "float32"))

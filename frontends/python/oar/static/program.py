@@ -70,6 +70,16 @@ class _Data:
 
 
 _unnamed = 0  # parameters named so far by static mode
+# Creation ops recorded although they take no tensor: a program draws them anew on every run.
+_RANDOM_OPS = (_C.ops.uniform, _C.ops.normal)
+# The size a dynamic dim has while a program is built. Not 1, so that a size
+# read from a placeholder's shape and fixed in the program (a baked batch
+# size) fails to broadcast against other batch sizes instead of silently
+# broadcasting.
+EXAMPLE_SIZE = 7
+
+# The parameters static programs read, by name (global_scope() finds them).
+named_parameters = weakref.WeakValueDictionary()
 
 # Which Program a recorded tensor belongs to (by id; each Program keeps its tensors alive).
 _owner = weakref.WeakValueDictionary()
@@ -146,7 +156,7 @@ class Program:
         inputs, concrete = [], []
         args = self._encode(args, inputs, concrete)
         kwargs = self._encode(kwargs, inputs, concrete)
-        if not inputs and not concrete:
+        if not inputs and not concrete and fn not in _RANDOM_OPS:
             return  # no tensor argument (a creation op): its result is a constant
         if not any(isinstance(t, Tensor) for t in _tensors_in(out)):
             return
@@ -173,6 +183,7 @@ class Program:
             if not t.name:
                 global _unnamed
                 t.name, _unnamed = f"param_{_unnamed}", _unnamed + 1  # Paddle names every parameter
+            named_parameters[t.name] = t
             startup = _startup_program
             if id(t) not in startup._initial:
                 with suspended():
@@ -381,7 +392,7 @@ def data(name, shape, dtype=None, lod_level=0):
     if name in program._data:
         raise ValueError(f"static.data: the program already has a variable named '{name}'")
     with suspended():
-        t = _C.ops.full([1 if d == -1 else d for d in dims], 0.0, dtype)
+        t = _C.ops.full([EXAMPLE_SIZE if d == -1 else d for d in dims], 0.0, dtype)
         if dtype.is_floating_point:
             t.stop_gradient = False  # so values computed outside the recorder are caught (recorder.py)
     t.name = name

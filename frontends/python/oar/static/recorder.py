@@ -1,18 +1,21 @@
-"""Static mode's op recorder (Note [Static programs]): the wrappers that
-paddle.enable_static installs around the C++ ops and disable_static removes.
-
-Note [Static programs]
+"""Static mode's op recorder (Note [Static programs]
 Paddle's static scripts build a program statement by statement, with no
 function for oar._C.ir.trace to call. So while static mode is on, every C++
-op the Python frontend calls is wrapped: a call that takes a variable of the
-current Program (a static.data placeholder, or a value computed from one)
-runs eagerly on placeholder values (zeros; dynamic dims have size 1) and is
-recorded with its arguments; so is every other call taking a tensor, since
-parameters and buffers (batch norm's running statistics) are read when the
-program runs, not when it is built. Calls without tensor arguments (creation
-ops) give constants. Executor.run replays the calls it
-needs inside _C.ir.trace: the program is oar's IR, optimized, differentiated
-(optimizer.minimize) and run by the C++ executor.
+op the Python frontend calls is wrapped: a call that takes a tensor runs
+eagerly and is recorded with its arguments. Placeholders (static.data) are
+zeros whose dynamic dims have size 7 while the program is built; values
+computed from them are the program's variables. Parameters and buffers
+(batch norm's running statistics) are read when the program runs, not when
+it is built, so calls on them are recorded too. Calls without tensor
+arguments (creation ops) give constants, except the random ones (uniform,
+normal), which a program draws anew on every run. Executor.run replays the
+calls it needs inside _C.ir.trace: the program is oar's IR, optimized,
+differentiated (optimizer.minimize) and run by the C++ executor.
+
+What Python reads while building is fixed in the program, as in a trace:
+a size taken from a placeholder's shape keeps the size 7 (chosen so that it
+fails to broadcast against other batch sizes rather than silently
+broadcasting, as 1 would); a variable's values cannot be read at all.
 
 Python code that captured a C++ op at import (a module global, a closure
 cell, a Tensor method) is rebound too, and restored on disable_static, so
