@@ -280,6 +280,21 @@ def test_print_program_clone_for_test_and_startup_reinitializes(static_mode):
     assert_close(linear.weight.numpy(), w0)
 
 
+def test_startup_keeps_the_values_initializers_gave(static_mode):
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [None, 3], "float32")
+        norm = paddle.nn.LayerNorm(3)  # weight: ones, bias: zeros
+        out = norm(x)
+    exe = static.Executor()
+    exe.run(startup)
+    assert_close(norm.weight.numpy(), np.ones(3))
+    x_np = np.array([[1.0, 2.0, 3.0]], "float32")
+    (y,) = exe.run(main, feed={"x": x_np}, fetch_list=[out])
+    assert_close(y, (x_np - 2.0) / np.sqrt(2.0 / 3.0 + 1e-5), rtol=1e-5)
+    assert "layer_norm" in str(main) and "full" not in str(main)
+
+
 def test_save_and_load_parameters_and_inference_model(static_mode, tmp_path):
     main, startup = static.Program(), static.Program()
     with static.program_guard(main, startup):

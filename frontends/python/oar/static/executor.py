@@ -186,6 +186,10 @@ def _install_optimizer_hooks():
 _program.installers.append(_install_optimizer_hooks)
 
 
+def _copy(t):
+    return _C.ops.add_scalar(t, 0.0) if t.dtype.is_floating_point else _C.ops.cast(t, t.dtype)
+
+
 def _train_argument(program):
     """_build's `train`: (loss variable, names of the parameters to differentiate), or None."""
     if program._train is None:
@@ -225,8 +229,12 @@ class Executor:
         elif isinstance(fetch_list, (Tensor, str)):
             fetch_list = [fetch_list]
         with suspended():
-            for p, initial in program._initial.values():
-                p._set_data_(_C.ops.add_scalar(initial, 0.0) if initial.dtype.is_floating_point else initial)
+            for entry in program._initial.values():
+                p, initial = entry
+                if initial is None:
+                    entry[1] = _copy(p.detach())
+                else:
+                    p._set_data_(_copy(initial))
             targets = [self._target(program, f, i) for i, f in enumerate(fetch_list)]
             results = self._run_main(program, feed, targets)
         if return_numpy:

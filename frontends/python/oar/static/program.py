@@ -103,8 +103,8 @@ class Program:
         self._data_of_var = {}   # variable id -> _Data
         self._persistent = {}    # id(tensor) -> concrete tensor used by recorded ops (parameters, constants)
         self._updates = {}       # id(tensor) -> (concrete tensor, variable assigned to it)
-        self._initial = {}       # startup program: id(parameter) -> (parameter, its initial value)
-        self._train = None       # (loss variable, optimizer) after optimizer.minimize
+        self._initial = {}       # startup program: id(parameter) -> [parameter, its initial value or None]
+        self._train = None       # (loss variable, optimizer, trainable parameters) after optimizer.minimize
         self._for_test = False
         self._compiled = {}
         self.random_seed = 0
@@ -184,11 +184,9 @@ class Program:
                 global _unnamed
                 t.name, _unnamed = f"param_{_unnamed}", _unnamed + 1  # Paddle names every parameter
             named_parameters[t.name] = t
-            startup = _startup_program
-            if id(t) not in startup._initial:
-                with suspended():
-                    startup._initial[id(t)] = (t, _C.ops.add_scalar(t.detach(), 0.0) if t.dtype.is_floating_point
-                                               else _C.ops.cast(t.detach(), t.dtype))
+            # Its initial value is taken when the startup program first runs
+            # (an initializer may still be running now); later runs restore it.
+            _startup_program._initial.setdefault(id(t), [t, None])
 
     def _alias(self, t, src):
         var = self._var_of(src)
@@ -259,8 +257,8 @@ class Program:
     def __str__(self):
         from .executor import _build, _train_argument
         consumed = {v for n in self._nodes for v in n.inputs}
-        sinks = [v for v in range(len(self._producer)) if v not in consumed and self._producer[v] is not None
-                 and self._nodes[self._producer[v]].kind == "op"]
+        sinks = [v for v in range(len(self._producer)) if v not in consumed and self._from_data[v]
+                 and self._producer[v] is not None and self._nodes[self._producer[v]].kind == "op"]
         train = _train_argument(self)
         if train is not None:
             sinks = [v for v in sinks if v != train[0]]
