@@ -144,6 +144,20 @@ def test_gradients_flow_to_the_values():
     assert_close(dense_grad.grad, 3.0 * (DENSE != 0))
 
 
+def test_softmax_over_the_stored_entries_of_each_row():
+    values = paddle.to_tensor([1.0, 2.0, 3.0, -50.0], stop_gradient=False)
+    s = sparse.sparse_csr_tensor([0, 1, 4], [1, 0, 1, 2], values, [2, 3])
+    out = sparse.nn.Softmax()(s)
+    assert out.is_sparse_csr()
+    row1 = np.exp([2.0, 3.0, -50.0]) / np.exp([2.0, 3.0, -50.0]).sum()
+    assert_close(out.values(), np.concatenate([[1.0], row1]), rtol=1e-5, atol=1e-7)
+    paddle.sum(out.values() * paddle.to_tensor([0.0, 1.0, 0.0, 0.0])).backward()
+    # d softmax_0 / d v_j = p_0 (delta_0j - p_j) within row 1.
+    assert_close(values.grad, np.concatenate([[0.0], row1[0] * (np.eye(3)[0] - row1)]), rtol=1e-4, atol=1e-7)
+    assert out.grad is None and s.grad is not None
+    assert_close(s.grad.values(), values.grad)
+
+
 def test_printing_follows_paddle():
     text = str(_coo())
     assert text.startswith("Tensor(shape=[2, 3], dtype=float32, place=")

@@ -67,6 +67,12 @@ class _Sparse:
     def values(self):
         return self._values
 
+    @property
+    def grad(self):
+        """The gradient of the values, in this tensor's pattern (None before a backward)."""
+        g = self._values.grad
+        return None if g is None else self._with_values(g)
+
     def nnz(self):
         return int(self._values.shape[0])
 

@@ -22,4 +22,13 @@ class LeakyReLU(Layer):
         return functional.leaky_relu(x, self._negative_slope)
 
 
-__all__ = ["ReLU", "ReLU6", "LeakyReLU", "functional"]
+class Softmax(Layer):
+    def __init__(self, axis=-1, name=None):
+        super().__init__()
+        self._axis = axis
+
+    def forward(self, x):
+        return functional.softmax(x, self._axis)
+
+
+__all__ = ["ReLU", "ReLU6", "LeakyReLU", "Softmax", "functional"]
