@@ -167,6 +167,8 @@ def test_feed_and_fetch_by_name_and_by_variable(static_mode):
     assert_close(y_v, [[3.0, 5.0], [7.0, 9.0]])
     assert_close(z_v, [8.0, 16.0])
     assert_close(x_v, feed["x"])
+    (z_by_name,) = exe.run(main, feed=feed, fetch_list=[z.name])  # computed variables are named too
+    assert_close(z_by_name, [8.0, 16.0])
     (z_t,) = exe.run(main, feed=feed, fetch_list=[z], return_numpy=False)
     assert isinstance(z_t, paddle.Tensor)
     assert_close(z_t, [8.0, 16.0])
@@ -233,6 +235,20 @@ def test_bad_feeds_and_fetches_name_the_variable(static_mode):
             (x + 1.0).numpy()
     (v,) = exe.run(main, feed=good, fetch_list=[loss])
     assert np.isfinite(v)
+
+
+def test_a_tensor_computed_outside_the_program_is_refused():
+    w = paddle.ones([3])
+    w.stop_gradient = False
+    derived = w * 2.0  # eager, with autograd history: the program could only keep its value
+    paddle.enable_static()
+    try:
+        with static.program_guard(static.Program(), static.Program()):
+            x = static.data("x", [None, 3], "float32")
+            with pytest.raises(RuntimeError, match="computed by .* outside the static program"):
+                x + derived
+    finally:
+        paddle.disable_static()
 
 
 def test_enable_disable_round_trip_leaves_eager_unaffected():

@@ -247,12 +247,13 @@ class Executor:
         if isinstance(item, str):
             if item in program._data:
                 return "data", item
+            if item in program._var_names:
+                return "var", _root(program, program._var_names[item])
             named = parameter_names(program)
             if item in named:
                 return "tensor", named[item]
-            raise ValueError(f"Executor.run: fetch_list[{index}] names '{item}', which is not a static.data "
-                             f"variable or a parameter of the program (those are: "
-                             f"{sorted(program._data) + sorted(named)})")
+            raise ValueError(f"Executor.run: fetch_list[{index}] names '{item}', which is not a variable of the "
+                             f"program (static.data variables and parameters: {sorted(program._data) + sorted(named)})")
         if not isinstance(item, Tensor):
             raise TypeError(f"Executor.run: fetch_list[{index}] is a {type(item).__name__}; expected a variable "
                             "of the program or its name")

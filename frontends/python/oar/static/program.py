@@ -101,6 +101,7 @@ class Program:
         self._producer = []      # variable id -> index of the node defining it (None: a placeholder)
         self._data = {}          # name -> _Data, in creation order
         self._data_of_var = {}   # variable id -> _Data
+        self._var_names = {}     # name given to a computed variable -> its id
         self._persistent = {}    # id(tensor) -> concrete tensor used by recorded ops (parameters, constants)
         self._updates = {}       # id(tensor) -> (concrete tensor, variable assigned to it)
         self._initial = {}       # startup program: id(parameter) -> [parameter, its initial value or None]
@@ -167,7 +168,11 @@ class Program:
 
         def outputs(value):
             if isinstance(value, Tensor):
-                return self._new_var(value, index, from_data)
+                var = self._new_var(value, index, from_data)
+                if from_data and getattr(value, "name", None) is None:
+                    value.name = f"{_name_of(fn).strip('_')}_{var}.tmp_0"  # fetch_list=[loss.name] finds it
+                    self._var_names[value.name] = var
+                return var
             if type(value) in (list, tuple):
                 return type(value)(outputs(v) for v in value)
             return None
@@ -247,7 +252,7 @@ class Program:
         p.__dict__.update(self.__dict__)
         for name in ("_nodes", "_tensors", "_from_data", "_producer"):
             setattr(p, name, list(getattr(self, name)))
-        for name in ("_vars", "_data", "_data_of_var", "_persistent", "_updates", "_initial"):
+        for name in ("_vars", "_data", "_data_of_var", "_var_names", "_persistent", "_updates", "_initial"):
             setattr(p, name, dict(getattr(self, name)))
         p._compiled = {}
         if for_test:
