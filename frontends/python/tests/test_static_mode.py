@@ -258,13 +258,19 @@ def test_enable_disable_round_trip_leaves_eager_unaffected():
     try:
         assert not paddle.in_dynamic_mode()
         assert paddle._C.ops.add is not ops_add
-        with static.program_guard(static.Program(), static.Program()):
+        program = static.Program()
+        with static.program_guard(program, static.Program()):
             x = static.data("x", [2], "float32")
-            paddle.exp(x) + x
+            y = paddle.exp(x) + x  # paddle.exp holds the C++ op in a closure: rebound while static
+        (y_v,) = static.Executor().run(program, feed={"x": np.array([0.0, 1.0], "float32")}, fetch_list=[y])
+        assert_close(y_v, np.exp([0.0, 1.0]) + [0.0, 1.0], rtol=1e-6)
+        assert "exp(%x)" in str(program)
     finally:
         paddle.disable_static()
     assert paddle.in_dynamic_mode()
     assert paddle._C.ops.add is ops_add and paddle.Tensor.__add__ is tensor_add and paddle.exp is exp
+    # paddle.exp captured the C++ op when oar was imported: it holds it again.
+    assert any(getattr(c, "cell_contents", None) is paddle._C.ops.exp for c in paddle.exp.__closure__)
     t = paddle.to_tensor([1.0, 2.0])
     assert_close(paddle.exp(t) + t, np.exp([1.0, 2.0]) + [1.0, 2.0])
     assert t.numpy().tolist() == [1.0, 2.0]
