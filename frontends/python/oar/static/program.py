@@ -107,7 +107,7 @@ class Program:
         self._initial = {}       # startup program: id(parameter) -> [parameter, its initial value or None]
         self._train = None       # (loss variable, optimizer, trainable parameters) after optimizer.minimize
         self._for_test = False
-        self._compiled = {}
+        self._compiled = {}      # (fetched variables, device) -> traces (new calls cannot change them)
         self.random_seed = 0
 
     # ---- recording (called by recorder's wrappers) ----
@@ -162,7 +162,6 @@ class Program:
         if not any(isinstance(t, Tensor) for t in _tensors_in(out)):
             return
         self._check_concrete(fn, concrete)
-        self._compiled = {}
         from_data = any(self._from_data[v] for v in inputs)
         index = len(self._nodes)
 
@@ -218,6 +217,7 @@ class Program:
         # its value (later reads in the program see the value before the update).
         self._persist(dst)
         self._updates[id(dst)] = (dst, var)
+        self._compiled = {}  # every run of the program applies it
         return True
 
     def _check_readable(self, t):
