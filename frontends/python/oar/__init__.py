@@ -17,7 +17,8 @@ from .complex_ops import (complex, real, imag, conj, angle, as_real, as_complex,
                           is_complex)
 from .autograd import no_grad, enable_grad, set_grad_enabled, is_grad_enabled, grad
 from . import nn, optimizer, io, metric, callbacks, jit, static, utils
-from . import linalg  # noqa: F401 - paddle.linalg
+from .static import enable_static, disable_static, in_dynamic_mode  # noqa: F401
+from . import linalg, sparse  # noqa: F401 - paddle.linalg, paddle.sparse
 from .linalg import cholesky, eigvalsh, inv as inverse  # noqa: F401 - paddle's top-level aliases
 from . import fft  # noqa: F401 - paddle.fft
 from .utils.dlpack import from_dlpack  # noqa: F401 - torch.from_dlpack
@@ -33,7 +34,6 @@ from . import distributed  # noqa: F401
 
 __version__ = "0.1.0"
 
-in_dynamic_mode = lambda: True  # noqa: E731
 is_compiled_with_cuda = lambda: False  # noqa: E731
 
 
