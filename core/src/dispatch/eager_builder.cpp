@@ -10,6 +10,7 @@
 #include "dist/dist_internal.h"
 #include "oar/autograd.h"
 #include "oar/builder.h"
+#include "oar/profiler.h"
 #include "oar/runtime.h"
 #include "tensor/view.h"
 
@@ -62,6 +63,11 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
   // ---- distributed tensors (H1): Note [Distributed dispatch] in core/src/dist/dispatch.cpp.
   if (dist::any_dist(inputs)) return dist::dispatch(op, inputs, attrs, device);
   OpProfileScope timed(op, t_depth == 0);  // Note [Op profile]
+  profiler::RecordEvent traced;            // Note [Trace recorder]
+  if (profiler::recording()) {
+    Device at = inputs.empty() ? (device ? *device : default_device()) : inputs[0].device();
+    traced.begin(op.name, "Operator", at.str(), 0);
+  }
   DepthGuard depth;
   std::vector<TensorMeta>& in_meta = t_meta_buffers[t_depth - 1];
   in_meta.resize(inputs.size());
