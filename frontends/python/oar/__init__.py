@@ -30,7 +30,7 @@ from .distributed.data_parallel import DataParallel  # noqa: F401 - paddle.DataP
 from .summary import summary  # noqa: F401
 from . import hapi  # noqa: F401
 from . import distributed  # noqa: F401
-from . import amp  # noqa: F401 - paddle.amp
+from . import amp, profiler  # noqa: F401 - paddle.amp, paddle.profiler
 
 __version__ = "0.1.0"
 
