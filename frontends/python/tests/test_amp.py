@@ -1,5 +1,7 @@
 """paddle.amp: auto_cast lists, decorate O2 with master weights, GradScaler
 by hand values, and a small CNN trained in bfloat16 against float32."""
+import sys
+
 import numpy as np
 import pytest
 
@@ -119,7 +121,7 @@ def test_missing_half_kernel_falls_back_to_float32(monkeypatch):
 
     real = oar._C.ops.matmul
     monkeypatch.setattr(oar._C.ops, "matmul", only_float32)
-    from oar.amp import auto_cast as ac
+    ac = sys.modules["oar.amp.auto_cast"]  # the module (oar.amp.auto_cast is the function)
     monkeypatch.setattr(ac, "_no_kernel", set())
     x, w = _x(2, 3), _x(3, 2)
     with amp.auto_cast(dtype="bfloat16"):
@@ -278,7 +280,7 @@ def _train_digits(amp_dtype):
     opt = oar.optimizer.Adam(0.01, parameters=net.parameters())
     scaler = amp.GradScaler(init_loss_scaling=1024.0)
     rng = np.random.default_rng(1)
-    for _ in range(4):
+    for _ in range(3):  # epochs: about 98% on the test images either way
         perm = rng.permutation(train)
         for i in range(0, len(perm), 64):
             idx = perm[i:i + 64]

@@ -45,16 +45,20 @@ _no_kernel = set()   # (op name, dtype) that fell back to float32
 class _AmpState:
     """One auto_cast context: level, dtype and the op lists it uses."""
 
-    def __init__(self, level, dtype, white, black, use_promote):
+    def __init__(self, level, dtype, white, black, use_promote, custom_white=(), custom_black=()):
         self.level, self.dtype, self.use_promote = level, dtype, use_promote
         self.white, self.black = white, black
+        self.custom_white, self.custom_black = set(custom_white or ()), set(custom_black or ())
         self._kinds = {}
 
     def kind(self, op):
+        """'white', 'black' or 'gray'; an op answers to several Paddle names
+        (amp_lists.OP_ALIASES): a custom list naming any of them decides first."""
         k = self._kinds.get(op)
         if k is None:
             names = amp_lists.OP_ALIASES.get(op, (op,))
-            k = ("white" if any(n in self.white for n in names) else
+            k = ("black" if any(n in self.custom_black for n in names) else
+                 "white" if any(n in self.custom_white or n in self.white for n in names) else
                  "black" if any(n in self.black for n in names) else "gray")
             self._kinds[op] = k
         return k
@@ -96,14 +100,18 @@ def _float_dtypes(args):
     return found
 
 
+def _cast_kwargs(kwargs, dtype, cast):
+    return dict(zip(kwargs, _cast_all(list(kwargs.values()), dtype, cast))) if kwargs else kwargs
+
+
 def _run(op, fn, args, kwargs, state):
-    dtypes = _float_dtypes(args)
+    dtypes = _float_dtypes(args) | (_float_dtypes(list(kwargs.values())) if kwargs else set())
     if not dtypes:
         return fn(*args, **kwargs)
     cast = _originals.get("cast", _ops.cast)
     target = state.target(op, dtypes)
     if target is not None and dtypes != {target}:
-        args = _cast_all(args, target, cast)
+        args, kwargs = _cast_all(args, target, cast), _cast_kwargs(kwargs, target, cast)
         dtypes = {target}
     try:
         return fn(*args, **kwargs)
@@ -112,7 +120,7 @@ def _run(op, fn, args, kwargs, state):
         if half is None or "kernel" not in str(e):
             raise
         _no_kernel.add((op, half))  # Note [AMP dispatch]: run in float32 from now on
-        return fn(*_cast_all(args, float32, cast), **kwargs)
+        return fn(*_cast_all(args, float32, cast), **_cast_kwargs(kwargs, float32, cast))
 
 
 def _wrap(name, fn):
@@ -194,10 +202,12 @@ def auto_cast(enable=True, custom_white_list=None, custom_black_list=None, level
     if level == "OD":  # only the white list in half precision, every other op in float32
         white, _ = _update_list(custom_white_list, None, "O1", dtype)
         white -= set(custom_black_list or ())
-        state = _AmpState("O1", _DTYPES[dtype], white, _EVERYTHING, use_promote)
+        state = _AmpState("O1", _DTYPES[dtype], white, _EVERYTHING, use_promote, custom_white_list,
+                          custom_black_list)
     else:
         white, black = _update_list(custom_white_list, custom_black_list, level, dtype)
-        state = _AmpState(level, _DTYPES[dtype], white, black, bool(use_promote))
+        state = _AmpState(level, _DTYPES[dtype], white, black, bool(use_promote), custom_white_list,
+                          custom_black_list)
     previous = _current()
     _local.state = state if on else None
     if on:
