@@ -174,6 +174,31 @@ def test_master_weights_keep_updates_bfloat16_would_lose():
     np.testing.assert_allclose(p.astype("float32").numpy(), [0.99], rtol=1e-2)
 
 
+def test_o2_training_keeps_float32_masters_and_learns():
+    net = nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.ReLU(), nn.Linear(8, 3))
+    opt = oar.optimizer.Adam(0.01, parameters=net.parameters())
+    net, opt = amp.decorate(net, opt, level="O2", dtype="bfloat16")
+    scaler = amp.GradScaler(init_loss_scaling=128.0)
+    x = _x(16, 4)
+    y = oar.to_tensor(np.random.default_rng(3).integers(0, 3, [16]).astype(np.int64))
+    losses = []
+    for _ in range(30):
+        with amp.auto_cast(level="O2", dtype="bfloat16"):
+            out = net(x)
+            loss = F.cross_entropy(out, y)
+        assert out.dtype == oar.bfloat16
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.clear_grad()
+        losses.append(float(loss.astype("float32").numpy()))
+    assert net[0].weight.dtype == oar.bfloat16 and net[1].weight.dtype == oar.float32
+    master = opt._accumulators[("master_weight", id(net[0].weight))]
+    assert master.dtype == oar.float32
+    np.testing.assert_allclose(net[0].weight.astype("float32").numpy(), master.numpy(), rtol=1e-2, atol=1e-2)
+    assert losses[-1] < 0.8 * losses[0]
+
+
 # ---- GradScaler ----
 
 def _param(value):
