@@ -108,6 +108,16 @@ TEST_CASE("profiler: an eager op holds its kernel, device, stream and allocated 
   CHECK(op->bytes >= 2 * 2 * 4);  // the [2, 2] float32 output
   CHECK(kernel->bytes == 0);      // the output was allocated before the launch
   CHECK(op->thread == prof::thread_id());
+  CHECK(op->input_shapes.empty());  // not asked for
+
+  prof::start(/*record_shapes=*/true);
+  matmul(a, b);
+  prof::stop();
+  events = prof::collect();
+  op = find(events, "matmul", "Operator");
+  REQUIRE(op);
+  CHECK(op->input_shapes == "[[2, 3], [3, 2]]");
+  CHECK(op->input_dtypes == "[float32, float32]");
 }
 
 TEST_CASE("profiler: two threads record at once, each with its own id") {

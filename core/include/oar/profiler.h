@@ -22,17 +22,25 @@ struct Event {
   int64_t start_ns = 0;  ///< steady clock, as now_ns()
   int64_t end_ns = 0;
   int64_t bytes = 0;     ///< bytes the recording thread allocated during the scope
+  std::string input_shapes;  ///< "[[2, 3], [3]]" of an eager op when recording shapes; else empty
+  std::string input_dtypes;  ///< "[float32, float32]" likewise
 };
 
 namespace detail {
 extern std::atomic<bool> g_recording;
+extern std::atomic<bool> g_shapes;
 extern thread_local int64_t t_allocated;
 }  // namespace detail
 
 /// True while recording; one relaxed atomic load, so scopes cost nothing when off.
 inline bool recording() { return detail::g_recording.load(std::memory_order_relaxed); }
-/// Starts recording (events already recorded are kept until collect()).
-void start();
+/// True while recording with record_shapes (eager ops keep their input shapes and dtypes).
+inline bool recording_shapes() {
+  return recording() && detail::g_shapes.load(std::memory_order_relaxed);
+}
+/// Starts recording (events already recorded are kept until collect());
+/// `record_shapes`: eager op events carry their input shapes and dtypes.
+void start(bool record_shapes = false);
 /// Stops recording; scopes open now are still recorded when they end.
 void stop();
 /// Moves out every event recorded so far, in order of their end.
@@ -66,6 +74,13 @@ class RecordEvent {
   void end();
   /// True between a recording begin() and end().
   bool active() const { return event_.has_value(); }
+  /// Sets the input shapes and dtypes of an active scope.
+  void set_inputs(std::string shapes, std::string dtypes) {
+    if (event_) {
+      event_->input_shapes = std::move(shapes);
+      event_->input_dtypes = std::move(dtypes);
+    }
+  }
 
  private:
   std::optional<Event> event_;  // the scope being timed; bytes holds the counter at begin

@@ -35,6 +35,19 @@ struct DepthGuard {
   ~DepthGuard() { --t_depth; }
 };
 
+// "[[2, 3], [3]]" and "[float32, float32]" of an op's inputs, for the trace (record_shapes).
+std::string meta_shapes(const std::vector<TensorMeta>& metas) {
+  std::string out = "[";
+  for (size_t i = 0; i < metas.size(); ++i) out += (i ? ", " : "") + shape_str(metas[i].shape);
+  return out + "]";
+}
+
+std::string meta_dtypes(const std::vector<TensorMeta>& metas) {
+  std::string out = "[";
+  for (size_t i = 0; i < metas.size(); ++i) out += (i ? ", " : "") + std::string(dtype_name(metas[i].dtype));
+  return out + "]";
+}
+
 }  // namespace
 
 DecompositionScope::DecompositionScope() : previous_(t_prefer_decomposition) { t_prefer_decomposition = true; }
@@ -82,6 +95,7 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
     in_meta[i].dtype = inputs[i].dtype();
     in_meta[i].shape = inputs[i].shape();  // reuses the buffer's capacity
   }
+  if (profiler::recording_shapes()) traced.set_inputs(meta_shapes(in_meta), meta_dtypes(in_meta));
   std::vector<TensorMeta> out_meta = infer_meta(op, in_meta, attrs);
 
   Device dev = inputs.empty() ? (device ? *device : default_device()) : inputs[0].device();

@@ -22,6 +22,7 @@ namespace oar::profiler {
 
 namespace detail {
 std::atomic<bool> g_recording{false};
+std::atomic<bool> g_shapes{false};
 thread_local int64_t t_allocated = 0;
 }  // namespace detail
 
@@ -41,7 +42,10 @@ std::atomic<uint64_t> g_next_thread{1};
 
 }  // namespace
 
-void start() { detail::g_recording.store(true, std::memory_order_relaxed); }
+void start(bool record_shapes) {
+  detail::g_shapes.store(record_shapes, std::memory_order_relaxed);
+  detail::g_recording.store(true, std::memory_order_relaxed);
+}
 
 void stop() { detail::g_recording.store(false, std::memory_order_relaxed); }
 

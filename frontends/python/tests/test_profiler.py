@@ -93,6 +93,18 @@ def test_eager_trace_has_steps_ops_kernels_and_user_scopes(tmp_path):
     assert not oar._C.profiler.recording()
 
 
+def test_record_shapes(tmp_path):
+    x = oar.to_tensor(np.ones([2, 3], np.float32))
+    w = oar.to_tensor(np.ones([3, 4], np.float32))
+    for record, want in ((True, ("[[2, 3], [3, 4]]", "[float32, float32]")), (False, None)):
+        folder = str(tmp_path / str(record))
+        with profiler.Profiler(record_shapes=record, on_trace_ready=profiler.export_chrome_tracing(folder)):
+            oar.matmul(x, w)
+        op = next(e for e in _trace(folder) if e["cat"] == "Operator" and e["name"] == "matmul")
+        got = (op["args"]["input_shapes"], op["args"]["input_dtypes"]) if "input_shapes" in op["args"] else None
+        assert got == want
+
+
 def test_recorder_off_records_nothing():
     oar._C.profiler.collect()
     x = oar.to_tensor(np.ones([4, 4], np.float32))

@@ -104,7 +104,10 @@ def _scheduler_of(scheduler):
 class Profiler:
     """Records the ops, kernels and user scopes of the steps its scheduler
     marks RECORD; after each recorded period (and at stop) calls
-    on_trace_ready(self) (default: export_chrome_tracing('./profiler_log/'))."""
+    on_trace_ready(self) (default: export_chrome_tracing('./profiler_log/')).
+    record_shapes: eager op events carry their input shapes and dtypes.
+    Every event carries the bytes allocated during it, so profile_memory
+    changes nothing; timer_only: only step timing (step_info), no trace."""
 
     def __init__(self, *, targets=None, scheduler=None, on_trace_ready=None, record_shapes=False,
                  profile_memory=False, timer_only=False, emit_nvtx=False, custom_device_types=None,
@@ -138,7 +141,7 @@ class Profiler:
         _rec.collect()  # drop what another recorder left
 
     def _begin(self):
-        _rec.start()
+        _rec.start(bool(self.record_shapes))
 
     def _finish(self):
         _rec.stop()

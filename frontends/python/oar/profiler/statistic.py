@@ -20,12 +20,13 @@ class SortedKeys(Enum):
 
 
 _UNITS = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}
-_FIELDS = ("name", "cat", "device", "stream", "tid", "start_ns", "end_ns", "bytes")
+_FIELDS = ("name", "cat", "device", "stream", "tid", "start_ns", "end_ns", "bytes", "input_shapes", "input_dtypes")
 
 
 class ProfilerResult:
     """The events of one recorded period, as dicts with the keys name, cat,
-    device, stream, tid, start_ns, end_ns and bytes, in order of their start."""
+    device, stream, tid, start_ns, end_ns, bytes, input_shapes and input_dtypes
+    (strings, empty unless recorded with record_shapes), in order of their start."""
 
     def __init__(self, events, pid):
         rows = [dict(zip(_FIELDS, e)) if not isinstance(e, dict) else dict(e) for e in events]
@@ -39,9 +40,12 @@ class ProfilerResult:
         """The Chrome/Perfetto trace: complete ("X") events, times in microseconds."""
         trace = []
         for e in self.events:
+            args = {"device": e["device"], "stream": e["stream"], "bytes": e["bytes"]}
+            if e.get("input_shapes"):
+                args["input_shapes"], args["input_dtypes"] = e["input_shapes"], e["input_dtypes"]
             trace.append({"name": e["name"], "cat": e["cat"], "ph": "X", "ts": e["start_ns"] / 1e3,
                           "dur": (e["end_ns"] - e["start_ns"]) / 1e3, "pid": self.pid, "tid": e["tid"],
-                          "args": {"device": e["device"], "stream": e["stream"], "bytes": e["bytes"]}})
+                          "args": args})
         return {"displayTimeUnit": "ms", "schemaVersion": "1.0.2", "traceEvents": trace}
 
     def save(self, path, format="json"):  # noqa: A002 - paddle's name
@@ -78,7 +82,8 @@ def load_profiler_result(filename):
         args = t.get("args", {})
         events.append({"name": t["name"], "cat": t.get("cat", ""), "device": args.get("device", ""),
                        "stream": args.get("stream", -1), "tid": t.get("tid", 0), "start_ns": start,
-                       "end_ns": start + round(t.get("dur", 0) * 1e3), "bytes": args.get("bytes", 0)})
+                       "end_ns": start + round(t.get("dur", 0) * 1e3), "bytes": args.get("bytes", 0),
+                       "input_shapes": args.get("input_shapes", ""), "input_dtypes": args.get("input_dtypes", "")})
     return ProfilerResult(events, pid)
 
 
