@@ -26,14 +26,16 @@ struct Fresh {
   }
 };
 
-const prof::Event* find(const std::vector<prof::Event>& events, const std::string& name, const std::string& category) {
+const prof::Event* find(const std::vector<prof::Event>& events, const std::string& name,
+                        const std::string& category) {
   for (const auto& e : events)
     if (e.name == name && e.category == category) return &e;
   return nullptr;
 }
 
 bool inside(const prof::Event& inner, const prof::Event& outer) {
-  return inner.thread == outer.thread && inner.start_ns >= outer.start_ns && inner.end_ns <= outer.end_ns;
+  return inner.thread == outer.thread && inner.start_ns >= outer.start_ns &&
+         inner.end_ns <= outer.end_ns;
 }
 
 }  // namespace

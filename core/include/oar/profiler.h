@@ -21,7 +21,7 @@ struct Event {
   uint64_t thread = 0;   ///< the recording thread: 1, 2, ... in order of first use
   int64_t start_ns = 0;  ///< steady clock, as now_ns()
   int64_t end_ns = 0;
-  int64_t bytes = 0;     ///< bytes the recording thread allocated during the scope
+  int64_t bytes = 0;         ///< bytes the recording thread allocated during the scope
   std::string input_shapes;  ///< "[[2, 3], [3]]" of an eager op when recording shapes; else empty
   std::string input_dtypes;  ///< "[float32, float32]" likewise
 };
@@ -59,7 +59,8 @@ inline void note_allocation(uint64_t bytes) {
 class RecordEvent {
  public:
   RecordEvent() = default;
-  RecordEvent(std::string_view name, std::string_view category, std::string_view device = {}, int stream = -1) {
+  RecordEvent(std::string_view name, std::string_view category, std::string_view device = {},
+              int stream = -1) {
     if (recording()) begin(name, category, device, stream);
   }
   ~RecordEvent() {
@@ -69,7 +70,8 @@ class RecordEvent {
   RecordEvent& operator=(const RecordEvent&) = delete;
 
   /// Starts the scope (when recording); a scope already begun restarts.
-  void begin(std::string_view name, std::string_view category, std::string_view device = {}, int stream = -1);
+  void begin(std::string_view name, std::string_view category, std::string_view device = {},
+             int stream = -1);
   /// Ends the scope and records it; nothing when it did not begin. Idempotent.
   void end();
   /// True between a recording begin() and end().

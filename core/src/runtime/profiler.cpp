@@ -58,7 +58,8 @@ std::vector<Event> collect() {
 }
 
 int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -67,7 +68,8 @@ uint64_t thread_id() {
   return id;
 }
 
-void RecordEvent::begin(std::string_view name, std::string_view category, std::string_view device, int stream) {
+void RecordEvent::begin(std::string_view name, std::string_view category, std::string_view device,
+                        int stream) {
   if (!recording()) return;
   Event& e = event_.emplace();
   e.name = name;
