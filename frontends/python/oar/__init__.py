@@ -31,6 +31,8 @@ from .distributed.data_parallel import DataParallel  # noqa: F401 - paddle.DataP
 from .summary import summary  # noqa: F401
 from . import hapi  # noqa: F401
 from . import distributed  # noqa: F401
+from . import amp, profiler  # noqa: F401 - paddle.amp, paddle.profiler
+from .dynamic_flops import flops  # noqa: F401 - paddle.flops
 
 __version__ = "0.1.0"
 
