@@ -8,8 +8,10 @@ from .layers_conv import *  # noqa: F401,F403
 from .layers_conv import __all__ as _conv_all
 from .transformer import *  # noqa: F401,F403
 from .transformer import __all__ as _transformer_all
+from .rnn import *  # noqa: F401,F403
+from .rnn import __all__ as _rnn_all
 from .parameter import Parameter, ParamAttr, create_parameter
 from . import utils  # noqa: F401
 
 __all__ = ["Layer", "Parameter", "ParamAttr", "functional", "initializer", "ClipGradByGlobalNorm",
-           "ClipGradByNorm", "ClipGradByValue"] + list(_layers_all) + _conv_all + _transformer_all
+           "ClipGradByNorm", "ClipGradByValue"] + list(_layers_all) + _conv_all + _transformer_all + _rnn_all
