@@ -30,6 +30,7 @@ from .distributed.data_parallel import DataParallel  # noqa: F401 - paddle.DataP
 from .summary import summary  # noqa: F401
 from . import hapi  # noqa: F401
 from . import distributed  # noqa: F401
+from . import vision  # noqa: F401 - paddle.vision
 
 __version__ = "0.1.0"
 
