@@ -8,13 +8,13 @@ from ...framework import get_default_dtype
 from ...io import Dataset
 
 
-def _local_file(dataset, path, filename, download):
+def _local_file(dataset, cache_dir, path, filename, download):
     """path, or Paddle's cache location when it already holds the file."""
     if path is not None:
         if not os.path.exists(path):
             raise RuntimeError(f"{dataset}: file '{path}' does not exist")
         return path
-    cached = os.path.join(os.path.expanduser("~"), ".cache", "paddle", "dataset", dataset.lower(), filename)
+    cached = os.path.join(os.path.expanduser("~"), ".cache", "paddle", "dataset", cache_dir, filename)
     if os.path.exists(cached):
         return cached
     raise RuntimeError(f"{dataset}: '{filename}' is not available locally (looked in {os.path.dirname(cached)}) "
@@ -34,7 +34,7 @@ def _read_idx(path):
 class MNIST(Dataset):
     """Item i: (28x28 image, int64 label of shape [1]). The image is a PIL
     image with backend 'pil', else a float32 array (before transform)."""
-    NAME = "MNIST"
+    NAME, CACHE_DIR = "MNIST", "mnist"  # CACHE_DIR: under ~/.cache/paddle/dataset, as Paddle
     _FILES = {"train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
               "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")}
 
@@ -47,8 +47,8 @@ class MNIST(Dataset):
             raise ValueError(f"{self.NAME}: backend must be 'pil' or 'cv2', got '{backend}'")
         self.mode, self.backend, self.transform = mode.lower(), backend, transform
         image_file, label_file = self._FILES[self.mode]
-        self.image_path = _local_file(self.NAME, image_path, image_file, download)
-        self.label_path = _local_file(self.NAME, label_path, label_file, download)
+        self.image_path = _local_file(self.NAME, self.CACHE_DIR, image_path, image_file, download)
+        self.label_path = _local_file(self.NAME, self.CACHE_DIR, label_path, label_file, download)
         self.images = _read_idx(self.image_path).reshape(-1, 28 * 28).astype("float32")
         self.labels = _read_idx(self.label_path).astype("int64").reshape(-1, 1)
         if len(self.images) != len(self.labels):
@@ -71,4 +71,4 @@ class MNIST(Dataset):
 
 
 class FashionMNIST(MNIST):
-    NAME = "FashionMNIST"
+    NAME, CACHE_DIR = "FashionMNIST", "fashion-mnist"
