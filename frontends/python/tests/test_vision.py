@@ -210,6 +210,22 @@ def test_color_transforms():
         TF.adjust_brightness(img, -1)
 
 
+def test_hue_and_color_jitter():
+    import colorsys
+    img = rng.random((3, 4, 3))
+    shifted = np.array([[colorsys.hsv_to_rgb((h + 0.25) % 1.0, s, v)
+                         for h, s, v in (colorsys.rgb_to_hsv(*p) for p in row)] for row in img])
+    assert_close(TF.adjust_hue(img, 0.25), shifted, rtol=1e-10)
+    assert_close(TF.adjust_hue(img[:, :, :1], 0.25), img[:, :, :1])
+    with pytest.raises(ValueError, match="hue_factor"):
+        TF.adjust_hue(img, 0.7)
+    assert T.HueTransform(0.0).value is None and T.HueTransform(0.2).value == [-0.2, 0.2]
+    u8 = rng.integers(0, 256, (5, 5, 3)).astype(np.uint8)
+    out = T.ColorJitter(0.4, 0.4, 0.4, 0.1)(u8)
+    assert out.shape == u8.shape and out.dtype == np.uint8
+    assert_close(T.ColorJitter()(u8), u8)  # all factors 0: identity
+
+
 def test_compose_pipeline_and_tuple_inputs():
     img = (np.arange(8 * 6 * 3) % 256).astype(np.uint8).reshape(8, 6, 3)
     pipeline = T.Compose([T.Resize(4), T.CenterCrop(4), T.ToTensor(), T.Normalize(0.5, 0.5)])
@@ -288,6 +304,10 @@ t = paddle.to_tensor(x[0, :, :6, :7])
 for mode in ("bilinear", "nearest"):
     for size in ((4, 9), (8, 3), (12, 14)):
         save(**{f"resize/{mode}/{size[0]}x{size[1]}": TF.resize(t, size, mode)})
+u = paddle.to_tensor(1 / (1 + np.exp(-x[1, :, :5, :6])))
+for fn, factor in (("adjust_hue", 0.2), ("adjust_hue", -0.45), ("adjust_brightness", 1.3), ("adjust_contrast", 0.6),
+                   ("adjust_saturation", 1.7)):
+    save(**{f"color/{fn}/{factor}": getattr(TF, fn)(u, factor)})
 """
 
 
@@ -325,3 +345,13 @@ def test_tensor_resize_matches_paddle(paddle_ref):
             _, mode, size = key.split("/")
             out = TF.resize(t, tuple(int(s) for s in size.split("x")), mode)
             assert_close(out, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_tensor_color_ops_match_paddle(paddle_ref):
+    x = np.random.default_rng(1).standard_normal((2, 3, 32, 32)).astype(np.float32)
+    u = oar.to_tensor(1 / (1 + np.exp(-x[1, :, :5, :6])))
+    keys = [k for k in paddle_ref if k.startswith("color/")]
+    assert len(keys) == 5
+    for key in keys:
+        _, fn, factor = key.split("/")
+        assert_close(getattr(TF, fn)(u, float(factor)), paddle_ref[key], rtol=1e-5, atol=1e-5)

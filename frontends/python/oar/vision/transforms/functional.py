@@ -256,6 +256,43 @@ def adjust_saturation(img, saturation_factor):
     return _on_hwc(lambda a: _blend(a, _gray(a), saturation_factor), img)
 
 
+def _rgb_to_hsv(rgb):
+    maxc, minc = rgb.max(-1), rgb.min(-1)
+    delta = maxc - minc
+    safe = np.where(delta == 0, 1.0, delta)
+    s = np.where(maxc == 0, 0.0, delta / np.where(maxc == 0, 1.0, maxc))
+    r, g, b = (rgb[..., i] for i in range(3))
+    rc, gc, bc = (maxc - r) / safe, (maxc - g) / safe, (maxc - b) / safe
+    h = np.where(maxc == r, bc - gc, np.where(maxc == g, 2.0 + rc - bc, 4.0 + gc - rc))
+    h = np.where(delta == 0, 0.0, (h / 6.0) % 1.0)
+    return h, s, maxc
+
+
+def _hsv_to_rgb(h, s, v):
+    i = np.floor(h * 6.0)
+    f = h * 6.0 - i
+    p, q, t = v * (1 - s), v * (1 - s * f), v * (1 - s * (1 - f))
+    i = i.astype(np.int64) % 6
+    choices = [(v, t, p), (q, v, p), (p, v, t), (p, q, v), (t, p, v), (v, p, q)]
+    return np.stack([np.choose(i, [c[k] for c in choices]) for k in range(3)], -1)
+
+
+def adjust_hue(img, hue_factor):
+    """Rotates the hue by hue_factor (in [-0.5, 0.5]) of a full turn; 1-channel images are unchanged."""
+    _check_image(img, "adjust_hue")
+    if not -0.5 <= hue_factor <= 0.5:
+        raise ValueError(f"adjust_hue: hue_factor must be in [-0.5, 0.5], got {hue_factor}")
+
+    def run(a):
+        if a.shape[2] == 1:
+            return a
+        scale = _max_value(a.dtype)
+        h, s, v = _rgb_to_hsv(a[..., :3].astype(np.float64) / scale)
+        out = _hsv_to_rgb((h + hue_factor) % 1.0, s, v) * scale
+        return out.astype(a.dtype)
+    return _on_hwc(run, img)
+
+
 def to_grayscale(img, num_output_channels=1):
     """Luma image with 1 or 3 (equal) channels."""
     _check_image(img, "to_grayscale")
@@ -270,4 +307,4 @@ def to_grayscale(img, num_output_channels=1):
 
 
 __all__ = ["to_tensor", "resize", "pad", "crop", "center_crop", "hflip", "vflip", "normalize", "adjust_brightness",
-           "adjust_contrast", "adjust_saturation", "to_grayscale"]
+           "adjust_contrast", "adjust_saturation", "adjust_hue", "to_grayscale"]

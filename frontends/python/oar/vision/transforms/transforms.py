@@ -196,11 +196,11 @@ def _check_input(value, name, center=1, bound=(0, float("inf")), clip_first_on_z
 
 
 class _RandomFactor(BaseTransform):
-    _name, _fn = None, None
+    _name, _fn, _range = None, None, {}
 
     def __init__(self, value, keys=None):
         super().__init__(keys)
-        self.value = _check_input(value, self._name)
+        self.value = _check_input(value, self._name, **self._range)
 
     def _apply_image(self, img):
         if self.value is None:
@@ -218,6 +218,25 @@ class ContrastTransform(_RandomFactor):
 
 class SaturationTransform(_RandomFactor):
     _name, _fn = "saturation", staticmethod(F.adjust_saturation)
+
+
+class HueTransform(_RandomFactor):
+    _name, _fn = "hue", staticmethod(F.adjust_hue)
+    _range = dict(center=0, bound=(-0.5, 0.5), clip_first_on_zero=False)
+
+
+class ColorJitter(BaseTransform):
+    """Brightness, contrast, saturation and hue jitter, applied in a random order."""
+
+    def __init__(self, brightness=0, contrast=0, saturation=0, hue=0, keys=None):
+        super().__init__(keys)
+        self.brightness, self.contrast, self.saturation, self.hue = brightness, contrast, saturation, hue
+
+    def _apply_image(self, img):
+        steps = [BrightnessTransform(self.brightness, self.keys), ContrastTransform(self.contrast, self.keys),
+                 SaturationTransform(self.saturation, self.keys), HueTransform(self.hue, self.keys)]
+        random.shuffle(steps)
+        return Compose(steps)(img)
 
 
 class RandomCrop(BaseTransform):
@@ -272,4 +291,4 @@ class Grayscale(BaseTransform):
 
 __all__ = ["Compose", "BaseTransform", "ToTensor", "Resize", "RandomResizedCrop", "CenterCrop",
            "RandomHorizontalFlip", "RandomVerticalFlip", "Normalize", "Transpose", "BrightnessTransform",
-           "ContrastTransform", "SaturationTransform", "RandomCrop", "Pad", "Grayscale"]
+           "ContrastTransform", "SaturationTransform", "HueTransform", "ColorJitter", "RandomCrop", "Pad", "Grayscale"]
