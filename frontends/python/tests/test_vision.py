@@ -67,7 +67,7 @@ SHAPES = [
     (lambda: M.mobilenet_v1(scale=0.25, num_classes=7), [1, 3, 32, 32], [1, 7]),
     (lambda: M.alexnet(num_classes=0), [1, 3, 64, 64], [1, 256, 1, 1]),
     (lambda: M.squeezenet1_1(num_classes=10), [1, 3, 64, 64], [1, 10]),
-    (lambda: M.squeezenet1_0(num_classes=10, with_pool=False), [1, 3, 64, 64], [1, 10, 3, 3]),
+    (lambda: M.squeezenet1_0(num_classes=10, with_pool=False), [1, 3, 64, 64], [1, 10, 2, 2]),
 ]
 
 
