@@ -47,7 +47,7 @@ def _on_hwc(fn, img, data_format="CHW"):
         from PIL import Image
         a = np.asarray(img)
         out = fn(a[:, :, None] if a.ndim == 2 else a)
-        return Image.fromarray(out[:, :, 0] if a.ndim == 2 else out)
+        return Image.fromarray(np.ascontiguousarray(out[:, :, 0] if out.shape[2] == 1 else out))
     squeeze = img.ndim == 2
     out = fn(img[:, :, None] if squeeze else img)
     return out[:, :, 0] if squeeze else out
