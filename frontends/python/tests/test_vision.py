@@ -355,3 +355,17 @@ def test_tensor_color_ops_match_paddle(paddle_ref):
     for key in keys:
         _, fn, factor = key.split("/")
         assert_close(getattr(TF, fn)(u, float(factor)), paddle_ref[key], rtol=1e-5, atol=1e-5)
+
+
+def test_pil_images_round_trip():
+    Image = pytest.importorskip("PIL.Image")
+    arr = rng.integers(0, 256, (6, 8, 3)).astype(np.uint8)
+    img = Image.fromarray(arr)
+    flipped = TF.hflip(img)
+    assert isinstance(flipped, Image.Image) and (np.asarray(flipped) == arr[:, ::-1]).all()
+    assert TF.resize(img, (3, 4)).size == (4, 3)  # PIL sizes are (width, height)
+    assert_close(np.asarray(TF.center_crop(img, 4)), arr[1:5, 2:6])
+    gray = T.Grayscale()(img)
+    assert gray.mode == "L" and gray.size == (8, 6)
+    assert_close(T.ToTensor()(img), arr.transpose(2, 0, 1) / 255.0, rtol=1e-6)
+    assert list(T.ToTensor()(gray).shape) == [1, 6, 8]
