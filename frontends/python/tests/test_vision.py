@@ -44,6 +44,9 @@ PADDLE_COUNTS = [
     ("mobilenet_v2", {}, 3504872, 3538984, 262),
     ("mobilenet_v2", {"scale": 0.5}, 1968680, 1987224, 262),
     ("mobilenet_v1", {"scale": 0.25}, 470072, 475544, 137),
+    ("mobilenet_v3_small", {}, 2542856, 2554968, 210),
+    ("mobilenet_v3_large", {}, 5483032, 5507432, 266),
+    ("mobilenet_v3_large", {"scale": 0.5, "num_classes": 10}, 1099986, 1112338, 266),
     ("alexnet", {}, 61100840, 61100840, 16),
     ("squeezenet1_0", {}, 1248424, 1248424, 52),
     ("squeezenet1_1", {"num_classes": 10}, 727626, 727626, 52),
@@ -66,6 +69,7 @@ SHAPES = [
     (lambda: M.mobilenet_v2(scale=0.5, num_classes=10), [1, 3, 32, 32], [1, 10]),
     (lambda: M.mobilenet_v1(scale=0.25, num_classes=7), [1, 3, 32, 32], [1, 7]),
     (lambda: M.alexnet(num_classes=0), [1, 3, 64, 64], [1, 256, 1, 1]),
+    (lambda: M.mobilenet_v3_small(scale=0.5, num_classes=0, with_pool=False), [1, 3, 64, 64], [1, 288, 2, 2]),
     (lambda: M.squeezenet1_1(num_classes=10), [1, 3, 64, 64], [1, 10]),
     (lambda: M.squeezenet1_0(num_classes=10, with_pool=False), [1, 3, 64, 64], [1, 10, 2, 2]),
 ]
@@ -292,7 +296,8 @@ paddle.seed(5)
 x = np.random.default_rng(1).standard_normal((2, 3, 32, 32)).astype("float32")
 builds = {"lenet": "M.LeNet()", "resnet18": "M.resnet18(num_classes=10)", "mnv2": "M.mobilenet_v2(scale=0.5, num_classes=10)",
           "sqz": "M.squeezenet1_1(num_classes=10)", "vggbn": "M.vgg11(batch_norm=True, num_classes=0)",
-          "mnv1": "M.mobilenet_v1(scale=0.25, num_classes=10)", "rx": "M.resnext50_32x4d(num_classes=0)"}
+          "mnv1": "M.mobilenet_v1(scale=0.25, num_classes=10)", "rx": "M.resnext50_32x4d(num_classes=0)",
+          "mnv3s": "M.mobilenet_v3_small(num_classes=10)", "mnv3l": "M.mobilenet_v3_large(scale=0.5)"}
 for name, code in builds.items():
     model = eval(code)
     model.eval()
@@ -319,7 +324,8 @@ def paddle_ref(tmp_path_factory):
 BUILDS = {"lenet": lambda: M.LeNet(), "resnet18": lambda: M.resnet18(num_classes=10),
           "mnv2": lambda: M.mobilenet_v2(scale=0.5, num_classes=10), "sqz": lambda: M.squeezenet1_1(num_classes=10),
           "vggbn": lambda: M.vgg11(batch_norm=True, num_classes=0),
-          "mnv1": lambda: M.mobilenet_v1(scale=0.25, num_classes=10), "rx": lambda: M.resnext50_32x4d(num_classes=0)}
+          "mnv1": lambda: M.mobilenet_v1(scale=0.25, num_classes=10), "rx": lambda: M.resnext50_32x4d(num_classes=0),
+          "mnv3s": lambda: M.mobilenet_v3_small(num_classes=10), "mnv3l": lambda: M.mobilenet_v3_large(scale=0.5)}
 
 
 @pytest.mark.parametrize("name", list(BUILDS))
