@@ -375,3 +375,29 @@ def test_pil_images_round_trip():
     assert gray.mode == "L" and gray.size == (8, 6)
     assert_close(T.ToTensor()(img), arr.transpose(2, 0, 1) / 255.0, rtol=1e-6)
     assert list(T.ToTensor()(gray).shape) == [1, 6, 8]
+
+
+def test_erase_and_random_erasing():
+    img = rng.integers(0, 256, (5, 6, 3)).astype(np.uint8)
+    out = TF.erase(img, 1, 2, 2, 3, np.array([1, 2, 3]))
+    ref = img.copy()
+    ref[1:3, 2:5] = [1, 2, 3]
+    assert_close(out, ref)
+    assert not (img[1:3, 2:5] == [1, 2, 3]).all()  # not in place by default
+    t = oar.to_tensor(img.transpose(2, 0, 1).astype(np.float32))
+    ref_t = img.transpose(2, 0, 1).astype(np.float32)
+    ref_t[:, 1:3, 2:5] = 0
+    assert_close(TF.erase(t, 1, 2, 2, 3, 0.0), ref_t)
+    TF.erase(t, 0, 0, 1, 1, 9.0, inplace=True)
+    assert t.numpy()[:, 0, 0].tolist() == [9.0, 9.0, 9.0]
+    random.seed(0)
+    np.random.seed(0)
+    erased = T.RandomErasing(prob=1.0, value=7)(img)
+    filled = (erased == 7).all(axis=2)
+    assert filled.sum() >= 1 and ((erased == img) | (erased == 7)).all()
+    rows, cols = np.nonzero(filled)
+    assert filled[rows.min():rows.max() + 1, cols.min():cols.max() + 1].all()  # one rectangle
+    assert_close(T.RandomErasing(prob=0.0)(img), img)
+    assert list(T.RandomErasing(prob=1.0, value="random")(t).shape) == [3, 5, 6]
+    with pytest.raises(ValueError, match="random"):
+        T.RandomErasing(value="noise")

@@ -215,6 +215,28 @@ def normalize(img, mean, std, data_format="CHW", to_rgb=False):
     return (a - mean) / std
 
 
+def erase(img, i, j, h, w, v, inplace=False):
+    """img with the h x w window at (i, j) set to v (a value broadcast over the
+    window: per channel, or a whole [h, w, C] / [C, h, w] block for tensors)."""
+    _check_image(img, "erase")
+    if _is_tensor_image(img):
+        a = img.numpy().copy()
+        a[..., i:i + h, j:j + w] = v.numpy() if isinstance(v, Tensor) else v
+        if inplace:
+            img.set_value(a)
+            return img
+        return _to_tensor(a)
+    if _is_pil_image(img):
+        def run(a):
+            a = a.copy()
+            a[i:i + h, j:j + w] = v
+            return a
+        return _on_hwc(run, img)
+    out = img if inplace else img.copy()
+    out[i:i + h, j:j + w, ...] = v
+    return out
+
+
 def _max_value(dtype):
     return 255.0 if np.issubdtype(dtype, np.integer) else 1.0
 
@@ -306,5 +328,5 @@ def to_grayscale(img, num_output_channels=1):
     return _on_hwc(run, img)
 
 
-__all__ = ["to_tensor", "resize", "pad", "crop", "center_crop", "hflip", "vflip", "normalize", "adjust_brightness",
+__all__ = ["to_tensor", "resize", "pad", "crop", "center_crop", "hflip", "vflip", "normalize", "erase", "adjust_brightness",
            "adjust_contrast", "adjust_saturation", "adjust_hue", "to_grayscale"]

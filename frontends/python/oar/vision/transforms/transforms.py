@@ -268,6 +268,55 @@ class RandomCrop(BaseTransform):
         return F.crop(img, *self._get_param(img, self.size))
 
 
+class RandomErasing(BaseTransform):
+    """With probability prob, sets a random window (area fraction in scale,
+    aspect ratio in ratio) to value: a number, one per channel, or 'random'
+    (normal noise)."""
+
+    def __init__(self, prob=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0, inplace=False, keys=None):
+        super().__init__(keys)
+        if not (isinstance(scale, (tuple, list)) and 0 <= scale[0] <= scale[1] <= 1):
+            raise ValueError(f"RandomErasing: scale must be (min, max) within [0, 1], got {scale!r}")
+        if not (isinstance(ratio, (tuple, list)) and 0 <= ratio[0] <= ratio[1]):
+            raise ValueError(f"RandomErasing: ratio must be (min, max), got {ratio!r}")
+        if not 0 <= prob <= 1:
+            raise ValueError(f"RandomErasing: prob must be in [0, 1], got {prob}")
+        if isinstance(value, str) and value != "random":
+            raise ValueError(f"RandomErasing: a string value must be 'random', got '{value}'")
+        if isinstance(value, (tuple, list)) and len(value) not in (1, 3):
+            raise ValueError(f"RandomErasing: value must be a number or 1 or 3 numbers, got {value!r}")
+        self.prob, self.scale, self.ratio, self.value, self.inplace = prob, scale, ratio, value, inplace
+
+    def _get_param(self, img, value):
+        if F._is_tensor_image(img):
+            c, h, w = img.shape[-3], img.shape[-2], img.shape[-1]
+        else:
+            h, w, c = np.asarray(img).reshape(F._hw(img) + (-1,)).shape
+        log_ratio = np.log(self.ratio)
+        for _ in range(10):
+            erase_area = np.random.uniform(*self.scale) * h * w
+            aspect_ratio = np.exp(np.random.uniform(*log_ratio))
+            eh, ew = int(round(np.sqrt(erase_area * aspect_ratio))), int(round(np.sqrt(erase_area / aspect_ratio)))
+            if eh >= h or ew >= w:
+                continue
+            if value is None:
+                v = np.random.normal(size=[eh, ew, c]) * (1 if F._is_tensor_image(img) else 255)
+                v = v.transpose(2, 0, 1) if F._is_tensor_image(img) else v
+            else:
+                v = np.asarray(value, dtype=np.float64)
+                v = v[:, None, None] if F._is_tensor_image(img) else v[None, None, :]
+            return np.random.randint(0, h - eh + 1), np.random.randint(0, w - ew + 1), eh, ew, v
+        return None
+
+    def _apply_image(self, img):
+        if random.random() >= self.prob:
+            return img
+        value = None if isinstance(self.value, str) else \
+            [self.value] if isinstance(self.value, numbers.Number) else self.value
+        params = self._get_param(img, value)
+        return img if params is None else F.erase(img, *params, inplace=self.inplace)
+
+
 class Pad(BaseTransform):
     def __init__(self, padding, fill=0, padding_mode="constant", keys=None):
         F._pad_amounts(padding, "Pad")
@@ -291,4 +340,5 @@ class Grayscale(BaseTransform):
 
 __all__ = ["Compose", "BaseTransform", "ToTensor", "Resize", "RandomResizedCrop", "CenterCrop",
            "RandomHorizontalFlip", "RandomVerticalFlip", "Normalize", "Transpose", "BrightnessTransform",
-           "ContrastTransform", "SaturationTransform", "HueTransform", "ColorJitter", "RandomCrop", "Pad", "Grayscale"]
+           "ContrastTransform", "SaturationTransform", "HueTransform", "ColorJitter", "RandomCrop", "RandomErasing",
+           "Pad", "Grayscale"]
