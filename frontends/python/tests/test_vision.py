@@ -48,6 +48,7 @@ PADDLE_COUNTS = [
     ("mobilenet_v3_large", {}, 5483032, 5507432, 266),
     ("mobilenet_v3_large", {"scale": 0.5, "num_classes": 10}, 1099986, 1112338, 266),
     ("shufflenet_v2_x1_0", {}, 2278604, 2294784, 282),
+    ("densenet121", {}, 7978856, 8062504, 606),
     ("shufflenet_v2_x0_25", {"num_classes": 10}, 95818, 99842, 282),
     ("alexnet", {}, 61100840, 61100840, 16),
     ("squeezenet1_0", {}, 1248424, 1248424, 52),
@@ -71,6 +72,7 @@ SHAPES = [
     (lambda: M.mobilenet_v2(scale=0.5, num_classes=10), [1, 3, 32, 32], [1, 10]),
     (lambda: M.mobilenet_v1(scale=0.25, num_classes=7), [1, 3, 32, 32], [1, 7]),
     (lambda: M.alexnet(num_classes=0), [1, 3, 64, 64], [1, 256, 1, 1]),
+    (lambda: M.DenseNet(layers=121, num_classes=0, with_pool=False, dropout=0.2), [1, 3, 64, 64], [1, 1024, 2, 2]),
     (lambda: M.shufflenet_v2_x0_33(num_classes=0, with_pool=False), [1, 3, 64, 64], [1, 512, 2, 2]),
     (lambda: M.mobilenet_v3_small(scale=0.5, num_classes=0, with_pool=False), [1, 3, 64, 64], [1, 288, 2, 2]),
     (lambda: M.squeezenet1_1(num_classes=10), [1, 3, 64, 64], [1, 10]),
@@ -301,7 +303,8 @@ builds = {"lenet": "M.LeNet()", "resnet18": "M.resnet18(num_classes=10)", "mnv2"
           "sqz": "M.squeezenet1_1(num_classes=10)", "vggbn": "M.vgg11(batch_norm=True, num_classes=0)",
           "mnv1": "M.mobilenet_v1(scale=0.25, num_classes=10)", "rx": "M.resnext50_32x4d(num_classes=0)",
           "mnv3s": "M.mobilenet_v3_small(num_classes=10)", "mnv3l": "M.mobilenet_v3_large(scale=0.5)",
-          "shuf": "M.shufflenet_v2_x0_5(num_classes=10)", "shufsw": "M.shufflenet_v2_swish(num_classes=0)"}
+          "shuf": "M.shufflenet_v2_x0_5(num_classes=10)", "shufsw": "M.shufflenet_v2_swish(num_classes=0)",
+          "dense": "M.densenet121(num_classes=10)"}
 for name, code in builds.items():
     model = eval(code)
     model.eval()
@@ -330,7 +333,8 @@ BUILDS = {"lenet": lambda: M.LeNet(), "resnet18": lambda: M.resnet18(num_classes
           "vggbn": lambda: M.vgg11(batch_norm=True, num_classes=0),
           "mnv1": lambda: M.mobilenet_v1(scale=0.25, num_classes=10), "rx": lambda: M.resnext50_32x4d(num_classes=0),
           "mnv3s": lambda: M.mobilenet_v3_small(num_classes=10), "mnv3l": lambda: M.mobilenet_v3_large(scale=0.5),
-          "shuf": lambda: M.shufflenet_v2_x0_5(num_classes=10), "shufsw": lambda: M.shufflenet_v2_swish(num_classes=0)}
+          "shuf": lambda: M.shufflenet_v2_x0_5(num_classes=10), "shufsw": lambda: M.shufflenet_v2_swish(num_classes=0),
+          "dense": lambda: M.densenet121(num_classes=10)}
 
 
 @pytest.mark.parametrize("name", list(BUILDS))
