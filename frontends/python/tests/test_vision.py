@@ -49,6 +49,7 @@ PADDLE_COUNTS = [
     ("mobilenet_v3_large", {"scale": 0.5, "num_classes": 10}, 1099986, 1112338, 266),
     ("shufflenet_v2_x1_0", {}, 2278604, 2294784, 282),
     ("densenet121", {}, 7978856, 8062504, 606),
+    ("googlenet", {}, 11535736, 11535736, 69),
     ("shufflenet_v2_x0_25", {"num_classes": 10}, 95818, 99842, 282),
     ("alexnet", {}, 61100840, 61100840, 16),
     ("squeezenet1_0", {}, 1248424, 1248424, 52),
@@ -317,6 +318,12 @@ for mode in ("bilinear", "nearest"):
     for size in ((4, 9), (8, 3), (12, 14)):
         save(**{f"resize/{mode}/{size[0]}x{size[1]}": TF.resize(t, size, mode)})
 u = paddle.to_tensor(1 / (1 + np.exp(-x[1, :, :5, :6])))
+goog = M.googlenet(num_classes=10)
+goog.eval()
+for k, v in goog.state_dict().items():
+    save(**{f"goog/{k}": v})
+big = np.random.default_rng(2).standard_normal((1, 3, 224, 224)).astype("float32")
+save(**{f"out/goog{i}": o for i, o in enumerate(goog(paddle.to_tensor(big)))})
 for fn, factor in (("adjust_hue", 0.2), ("adjust_hue", -0.45), ("adjust_brightness", 1.3), ("adjust_contrast", 0.6),
                    ("adjust_saturation", 1.7)):
     save(**{f"color/{fn}/{factor}": getattr(TF, fn)(u, factor)})
@@ -350,6 +357,17 @@ def test_paddle_state_dict_loads_and_outputs_match(paddle_ref, name):
     x = np.random.default_rng(1).standard_normal((2, 3, 32, 32)).astype(np.float32)
     out = model(oar.to_tensor(x[:, :1, :28, :28] if name == "lenet" else x))
     assert_close(out, paddle_ref[f"out/{name}"], rtol=1e-4, atol=1e-4)
+
+
+def test_googlenet_heads_match_paddle(paddle_ref):
+    model = M.googlenet(num_classes=10)
+    model.set_state_dict({k[5:]: oar.to_tensor(v) for k, v in paddle_ref.items() if k.startswith("goog/")})
+    model.eval()
+    big = np.random.default_rng(2).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    outs = model(oar.to_tensor(big))
+    assert len(outs) == 3
+    for i, out in enumerate(outs):
+        assert_close(out, paddle_ref[f"out/goog{i}"], rtol=1e-4, atol=1e-4)
 
 
 def test_tensor_resize_matches_paddle(paddle_ref):
