@@ -50,6 +50,7 @@ PADDLE_COUNTS = [
     ("shufflenet_v2_x1_0", {}, 2278604, 2294784, 282),
     ("densenet121", {}, 7978856, 8062504, 606),
     ("googlenet", {}, 11535736, 11535736, 69),
+    ("inception_v3", {}, 23834568, 23869000, 472),
     ("shufflenet_v2_x0_25", {"num_classes": 10}, 95818, 99842, 282),
     ("alexnet", {}, 61100840, 61100840, 16),
     ("squeezenet1_0", {}, 1248424, 1248424, 52),
@@ -324,6 +325,11 @@ for k, v in goog.state_dict().items():
     save(**{f"goog/{k}": v})
 big = np.random.default_rng(2).standard_normal((1, 3, 224, 224)).astype("float32")
 save(**{f"out/goog{i}": o for i, o in enumerate(goog(paddle.to_tensor(big)))})
+incep = M.inception_v3(num_classes=10)
+incep.eval()
+for k, v in incep.state_dict().items():
+    save(**{f"incep/{k}": v})
+save(**{"out/incep": incep(paddle.to_tensor(big[:, :, :75, :75]))})
 for fn, factor in (("adjust_hue", 0.2), ("adjust_hue", -0.45), ("adjust_brightness", 1.3), ("adjust_contrast", 0.6),
                    ("adjust_saturation", 1.7)):
     save(**{f"color/{fn}/{factor}": getattr(TF, fn)(u, factor)})
@@ -368,6 +374,16 @@ def test_googlenet_heads_match_paddle(paddle_ref):
     assert len(outs) == 3
     for i, out in enumerate(outs):
         assert_close(out, paddle_ref[f"out/goog{i}"], rtol=1e-4, atol=1e-4)
+
+
+def test_inception_v3_matches_paddle(paddle_ref):
+    model = M.inception_v3(num_classes=10)
+    missing, unexpected = model.set_state_dict(
+        {k[6:]: oar.to_tensor(v) for k, v in paddle_ref.items() if k.startswith("incep/")})
+    assert missing == [] and unexpected == []
+    model.eval()
+    big = np.random.default_rng(2).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    assert_close(model(oar.to_tensor(big[:, :, :75, :75])), paddle_ref["out/incep"], rtol=1e-4, atol=1e-4)
 
 
 def test_tensor_resize_matches_paddle(paddle_ref):
