@@ -237,6 +237,28 @@ def test_hue_and_color_jitter():
     assert_close(T.ColorJitter()(u8), u8)  # all factors 0: identity
 
 
+def test_rotate_affine_perspective_on_arrays():
+    img = rng.integers(0, 256, (4, 4, 3)).astype(np.uint8)
+    assert_close(TF.rotate(img, 90), np.rot90(img))  # counter-clockwise
+    assert_close(TF.rotate(img, 180, "bilinear"), img[::-1, ::-1])
+    assert TF.rotate(np.zeros((4, 6, 1)), 90, expand=True).shape == (6, 4, 1)
+    shifted = TF.affine(img, 0, (1, 0), 1.0, 0)
+    assert_close(shifted[:, 1:], img[:, :-1])
+    assert (shifted[:, 0] == 0).all()
+    assert_close(TF.affine(img, 0, (0, 0), 1.0, 0, fill=(9, 8, 7))[:, :], img)
+    corners = [[0, 0], [3, 0], [3, 3], [0, 3]]
+    assert_close(TF.perspective(img, corners, corners), img)
+    random.seed(2)
+    assert T.RandomRotation(30)(img).shape == img.shape
+    assert T.RandomAffine(10, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=(-5, 5, -5, 5))(img).shape == img.shape
+    assert_close(T.RandomPerspective(prob=0.0)(img), img)
+    assert T.RandomPerspective(prob=1.0, distortion_scale=0.3)(img).shape == img.shape
+    with pytest.raises(ValueError, match="interpolation"):
+        TF.rotate(img, 10, "bicubic")
+    with pytest.raises(ValueError, match="translate"):
+        T.RandomAffine(0, translate=(2, 0))
+
+
 def test_compose_pipeline_and_tuple_inputs():
     img = (np.arange(8 * 6 * 3) % 256).astype(np.uint8).reshape(8, 6, 3)
     pipeline = T.Compose([T.Resize(4), T.CenterCrop(4), T.ToTensor(), T.Normalize(0.5, 0.5)])
@@ -319,6 +341,16 @@ for mode in ("bilinear", "nearest"):
     for size in ((4, 9), (8, 3), (12, 14)):
         save(**{f"resize/{mode}/{size[0]}x{size[1]}": TF.resize(t, size, mode)})
 u = paddle.to_tensor(1 / (1 + np.exp(-x[1, :, :5, :6])))
+w = paddle.to_tensor(x[1, :, :6, :8])
+warps = {
+    "rot30n": lambda: TF.rotate(w, 30), "rot30b": lambda: TF.rotate(w, 30, "bilinear", fill=0.5),
+    "rot45e": lambda: TF.rotate(w, 45, expand=True), "rotc": lambda: TF.rotate(w, -70, "bilinear", center=(2, 1)),
+    "aff": lambda: TF.affine(w, 20, (2, 1), 1.2, (10, 5), "bilinear"),
+    "affn": lambda: TF.affine(w, -15, (-1, 0), 0.8, 7, fill=1.0),
+    "persp": lambda: TF.perspective(w, [[0, 0], [7, 0], [7, 5], [0, 5]], [[1, 0], [6, 1], [7, 5], [0, 4]], "bilinear"),
+}
+for name, fn in warps.items():
+    save(**{f"warp/{name}": fn()})
 goog = M.googlenet(num_classes=10)
 goog.eval()
 for k, v in goog.state_dict().items():
@@ -384,6 +416,24 @@ def test_inception_v3_matches_paddle(paddle_ref):
     model.eval()
     big = np.random.default_rng(2).standard_normal((1, 3, 224, 224)).astype(np.float32)
     assert_close(model(oar.to_tensor(big[:, :, :75, :75])), paddle_ref["out/incep"], rtol=1e-4, atol=1e-4)
+
+
+WARPS = {
+    "rot30n": lambda w: TF.rotate(w, 30), "rot30b": lambda w: TF.rotate(w, 30, "bilinear", fill=0.5),
+    "rot45e": lambda w: TF.rotate(w, 45, expand=True), "rotc": lambda w: TF.rotate(w, -70, "bilinear", center=(2, 1)),
+    "aff": lambda w: TF.affine(w, 20, (2, 1), 1.2, (10, 5), "bilinear"),
+    "affn": lambda w: TF.affine(w, -15, (-1, 0), 0.8, 7, fill=1.0),
+    "persp": lambda w: TF.perspective(w, [[0, 0], [7, 0], [7, 5], [0, 5]], [[1, 0], [6, 1], [7, 5], [0, 4]],
+                                      "bilinear"),
+}
+
+
+@pytest.mark.parametrize("name", list(WARPS))
+def test_tensor_warps_match_paddle(paddle_ref, name):
+    x = np.random.default_rng(1).standard_normal((2, 3, 32, 32)).astype(np.float32)
+    out = WARPS[name](oar.to_tensor(x[1, :, :6, :8]))
+    assert list(out.shape) == list(paddle_ref[f"warp/{name}"].shape)
+    assert_close(out, paddle_ref[f"warp/{name}"], rtol=1e-5, atol=1e-5)
 
 
 def test_tensor_resize_matches_paddle(paddle_ref):

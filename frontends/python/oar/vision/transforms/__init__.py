@@ -1,7 +1,7 @@
 """paddle.vision.transforms."""
 from . import functional
-from .functional import (adjust_brightness, adjust_contrast, adjust_hue, adjust_saturation, center_crop, crop, erase, hflip, normalize,
-                         pad, resize, to_grayscale, to_tensor, vflip)
+from .functional import (adjust_brightness, adjust_contrast, adjust_hue, adjust_saturation, affine, center_crop, crop,
+                         erase, hflip, normalize, pad, perspective, resize, rotate, to_grayscale, to_tensor, vflip)
 from .transforms import *  # noqa: F401,F403
 from .transforms import __all__ as _classes
 

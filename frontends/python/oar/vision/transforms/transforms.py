@@ -329,6 +329,96 @@ class Pad(BaseTransform):
         return F.pad(img, self.padding, self.fill, self.padding_mode)
 
 
+def _angle_range(x, name, sizes=(2,)):
+    if isinstance(x, numbers.Number):
+        if x < 0:
+            raise ValueError(f"{name}: a single value must be non-negative, got {x}")
+        return [-float(x), float(x)]
+    if not isinstance(x, (list, tuple)) or len(x) not in sizes:
+        raise ValueError(f"{name}: must be a number or a sequence of length {' or '.join(map(str, sizes))}, got {x!r}")
+    return [float(v) for v in x]
+
+
+class RandomRotation(BaseTransform):
+    """Rotation by an angle drawn uniformly from degrees ((-d, d) for a number d)."""
+
+    def __init__(self, degrees, interpolation="nearest", expand=False, center=None, fill=0, keys=None):
+        self.degrees = _angle_range(degrees, "RandomRotation: degrees")
+        super().__init__(keys)
+        self.interpolation, self.expand, self.center, self.fill = interpolation, expand, center, fill
+
+    def _apply_image(self, img):
+        angle = random.uniform(self.degrees[0], self.degrees[1])
+        return F.rotate(img, angle, self.interpolation, self.expand, self.center, self.fill)
+
+
+class RandomAffine(BaseTransform):
+    """A random rotation (degrees), translation (fractions of width and
+    height), scale range and shear (degrees: x range, or x and y ranges)."""
+
+    def __init__(self, degrees, translate=None, scale=None, shear=None, interpolation="nearest", fill=0, center=None,
+                 keys=None):
+        self.degrees = _angle_range(degrees, "RandomAffine: degrees")
+        super().__init__(keys)
+        if interpolation not in ("nearest", "bilinear"):
+            raise ValueError(f"RandomAffine: interpolation must be 'nearest' or 'bilinear', got '{interpolation}'")
+        if translate is not None and (len(translate) != 2 or not all(0.0 <= t <= 1.0 for t in translate)):
+            raise ValueError(f"RandomAffine: translate must be 2 fractions in [0, 1], got {translate!r}")
+        if scale is not None and (len(scale) != 2 or not all(v > 0 for v in scale)):
+            raise ValueError(f"RandomAffine: scale must be 2 positive numbers, got {scale!r}")
+        self.translate, self.scale, self.interpolation, self.center = translate, scale, interpolation, center
+        self.shear = None if shear is None else _angle_range(shear, "RandomAffine: shear", (2, 4))
+        self.fill = 0 if fill is None else fill
+
+    def _get_param(self, img_size):
+        angle = random.uniform(self.degrees[0], self.degrees[1])
+        translations = (0, 0)
+        if self.translate is not None:
+            max_dx, max_dy = self.translate[0] * img_size[0], self.translate[1] * img_size[1]
+            translations = (int(random.uniform(-max_dx, max_dx)), int(random.uniform(-max_dy, max_dy)))
+        scale = 1.0 if self.scale is None else random.uniform(self.scale[0], self.scale[1])
+        shear = (0.0, 0.0)
+        if self.shear is not None:
+            shear = (random.uniform(self.shear[0], self.shear[1]),
+                     random.uniform(self.shear[2], self.shear[3]) if len(self.shear) == 4 else 0.0)
+        return angle, translations, scale, shear
+
+    def _apply_image(self, img):
+        return F.affine(img, *self._get_param(list(_image_size(img))), interpolation=self.interpolation,
+                        fill=self.fill, center=self.center)
+
+
+class RandomPerspective(BaseTransform):
+    """With probability prob, moves each corner inwards by up to
+    distortion_scale of half the image size and warps accordingly."""
+
+    def __init__(self, prob=0.5, distortion_scale=0.5, interpolation="nearest", fill=0, keys=None):
+        super().__init__(keys)
+        if not 0 <= prob <= 1 or not 0 <= distortion_scale <= 1:
+            raise ValueError(f"RandomPerspective: prob and distortion_scale must be in [0, 1], got {prob} and "
+                             f"{distortion_scale}")
+        self.prob, self.distortion_scale, self.interpolation, self.fill = prob, distortion_scale, interpolation, fill
+
+    def get_params(self, width, height, distortion_scale):
+        dw, dh = int(distortion_scale * (width // 2)), int(distortion_scale * (height // 2))
+        near_x, near_y = (lambda: int(random.uniform(0, dw + 1))), (lambda: int(random.uniform(0, dh + 1)))
+        far_x, far_y = (lambda: int(random.uniform(width - dw - 1, width))), \
+            (lambda: int(random.uniform(height - dh - 1, height)))
+        topleft = [near_x(), near_y()]
+        topright = [far_x(), near_y()]
+        botright = [far_x(), far_y()]
+        botleft = [near_x(), far_y()]
+        startpoints = [[0, 0], [width - 1, 0], [width - 1, height - 1], [0, height - 1]]
+        return startpoints, [topleft, topright, botright, botleft]
+
+    def _apply_image(self, img):
+        if random.random() >= self.prob:
+            return img
+        width, height = _image_size(img)
+        return F.perspective(img, *self.get_params(width, height, self.distortion_scale), self.interpolation,
+                             self.fill)
+
+
 class Grayscale(BaseTransform):
     def __init__(self, num_output_channels=1, keys=None):
         super().__init__(keys)
@@ -341,4 +431,4 @@ class Grayscale(BaseTransform):
 __all__ = ["Compose", "BaseTransform", "ToTensor", "Resize", "RandomResizedCrop", "CenterCrop",
            "RandomHorizontalFlip", "RandomVerticalFlip", "Normalize", "Transpose", "BrightnessTransform",
            "ContrastTransform", "SaturationTransform", "HueTransform", "ColorJitter", "RandomCrop", "RandomErasing",
-           "Pad", "Grayscale"]
+           "Pad", "Grayscale", "RandomRotation", "RandomAffine", "RandomPerspective"]
