@@ -494,3 +494,28 @@ def test_erase_and_random_erasing():
     assert list(T.RandomErasing(prob=1.0, value="random")(t).shape) == [3, 5, 6]
     with pytest.raises(ValueError, match="random"):
         T.RandomErasing(value="noise")
+
+
+def test_cifar_reads_a_local_archive(tmp_path, monkeypatch):
+    import io
+    import pickle
+    import tarfile
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(RuntimeError, match="Cifar10.*does not download"):
+        vision.datasets.Cifar10()
+    data = rng.integers(0, 256, (3, 3 * 32 * 32)).astype(np.uint8)
+    path = tmp_path / "cifar-10-python.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for name, rows, labels in (("data_batch_1", data[:2], [3, 5]), ("test_batch", data[2:], [9])):
+            blob = pickle.dumps({b"data": rows, b"labels": labels})
+            info = tarfile.TarInfo(f"cifar-10-batches-py/{name}")
+            info.size = len(blob)
+            tar.addfile(info, io.BytesIO(blob))
+    train = vision.datasets.Cifar10(str(path), mode="train", backend="cv2")
+    test = vision.datasets.Cifar10(str(path), mode="test", backend="cv2", transform=T.ToTensor())
+    assert len(train) == 2 and len(test) == 1
+    image, label = train[1]
+    assert image.shape == (32, 32, 3) and image.dtype == np.float32 and int(label) == 5
+    assert_close(image, data[1].reshape(3, 32, 32).transpose(1, 2, 0))
+    tensor, label = test[0]
+    assert list(tensor.shape) == [3, 32, 32] and int(label) == 9
