@@ -517,3 +517,18 @@ def test_cifar_reads_a_local_archive(tmp_path, monkeypatch):
     assert_close(image, data[1].reshape(3, 32, 32).transpose(1, 2, 0))
     tensor, label = test[0]
     assert list(tensor.shape) == [3, 32, 32] and int(label) == 9
+
+
+def test_vision_namespace_and_backend():
+    assert vision.LeNet is M.LeNet and vision.Resize is T.Resize and vision.Cifar10 is vision.datasets.Cifar10
+    assert vision.hflip is TF.hflip
+    previous = vision.get_image_backend()
+    try:
+        vision.set_image_backend("cv2")
+        assert vision.get_image_backend() == "cv2"
+        with pytest.raises(ValueError, match="backend"):
+            vision.set_image_backend("tensor")
+    finally:
+        vision.set_image_backend(previous)
+    with pytest.raises(ValueError, match="backend"):
+        vision.image_load("x.png", backend="tensor")

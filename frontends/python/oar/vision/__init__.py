@@ -1,6 +1,9 @@
-"""paddle.vision: models, transforms, datasets."""
+"""paddle.vision: models, transforms, datasets (their public names are also
+re-exported here, as Paddle does)."""
 from . import datasets, models, transforms
+from .datasets import *  # noqa: F401,F403
 from .models import *  # noqa: F401,F403
+from .transforms import *  # noqa: F401,F403
 
 _image_backend = None
 
@@ -22,3 +25,26 @@ def get_image_backend():
         return "pil"
     except ImportError:
         return "cv2"
+
+
+def image_load(path, backend=None):
+    """Reads an image file: a PIL image (backend 'pil') or a BGR numpy array ('cv2')."""
+    backend = backend or get_image_backend()
+    if backend == "pil":
+        try:
+            from PIL import Image
+        except ImportError:
+            raise RuntimeError(f"image_load: reading '{path}' with backend 'pil' needs Pillow, which is not "
+                               f"installed") from None
+        return Image.open(path)
+    if backend == "cv2":
+        try:
+            import cv2
+        except ImportError:
+            raise RuntimeError(f"image_load: reading '{path}' with backend 'cv2' needs OpenCV, which is not "
+                               f"installed") from None
+        return cv2.imread(path)
+    raise ValueError(f"image_load: backend must be 'pil' or 'cv2', got '{backend}'")
+
+
+__all__ = ["set_image_backend", "get_image_backend", "image_load"]
