@@ -180,6 +180,20 @@ def test_default_states_time_major_and_dropout(device):
     assert repr(net).startswith("LSTM(3, 4, num_layers=2, time_major=True, dropout=0.5")
 
 
+def test_time_major_lengths_match_batch_major(device):
+    batch_major = nn.LSTM(3, 4, direction="bidirect")
+    time_major = nn.LSTM(3, 4, direction="bidirect", time_major=True)
+    time_major.set_state_dict(batch_major.state_dict())
+    x = rng.standard_normal((2, 5, 3)).astype(np.float32)
+    lengths = oar.to_tensor([2, 5])
+    out_b, (h_b, c_b) = batch_major(oar.to_tensor(x), sequence_length=lengths)
+    out_t, (h_t, c_t) = time_major(oar.to_tensor(x.transpose(1, 0, 2)), sequence_length=lengths)
+    assert_close(out_t, out_b.numpy().transpose(1, 0, 2), rtol=1e-5, atol=1e-6)
+    assert_close(h_t, h_b.numpy(), rtol=1e-5, atol=1e-6)
+    assert_close(c_t, c_b.numpy(), rtol=1e-5, atol=1e-6)
+    assert (out_b.numpy()[0, 2:] == 0).all()  # past the length
+
+
 def test_gradients_vs_finite_differences(device):
     x = rng.standard_normal((2, 3, 2))
     for make in [lambda: nn.GRU(2, 3, direction="bidirect"), lambda: nn.LSTM(2, 3),
@@ -232,8 +246,10 @@ def test_bad_arguments_raise():
         nn.SimpleRNN(2, 3, activation="gelu")
     with pytest.raises(ValueError, match="3-D"):
         nn.GRU(2, 3)(oar.ones([2, 2]))
-    with pytest.raises(ValueError, match=r"num_layers \* num_directions = 2"):
+    with pytest.raises(ValueError, match=r"\[2, 1, 3\], got shape \[1, 1, 3\]"):
         nn.GRU(2, 3, direction="bidirect")(oar.ones([1, 4, 2]), oar.zeros([1, 1, 3]))
+    with pytest.raises(ValueError, match="input_size is 2"):
+        nn.LSTM(2, 3)(oar.ones([1, 4, 5]))
     with pytest.raises(ValueError, match="pair"):
         nn.LSTM(2, 3)(oar.ones([1, 4, 2]), oar.zeros([1, 1, 3]))
 

@@ -85,6 +85,9 @@ class RNNCellBase(Layer):
         self.input_size, self.hidden_size = input_size, hidden_size
 
     def _gates(self, inputs, pre_h):
+        if inputs.shape[-1] != self.input_size:
+            raise ValueError(f"{type(self).__name__}: inputs have {inputs.shape[-1]} features in the last axis but "
+                             f"input_size is {self.input_size}")
         x = M.add(M.matmul(inputs, self.weight_ih, transpose_y=True), self.bias_ih)
         h = M.add(M.matmul(pre_h, self.weight_hh, transpose_y=True), self.bias_hh)
         return x, h
@@ -314,7 +317,7 @@ class RNNBase(LayerList):
         sizes = [self.proj_size or self.hidden_size, self.hidden_size][:self.state_components]
         return tuple(full(lead + [s], 0.0, inputs.dtype) for s in sizes)
 
-    def _split_states(self, initial_states):
+    def _split_states(self, initial_states, batch):
         name = type(self).__name__
         if self.state_components == 1:
             if isinstance(initial_states, (list, tuple)):
@@ -324,11 +327,12 @@ class RNNBase(LayerList):
             if not isinstance(initial_states, (list, tuple)) or len(initial_states) != 2:
                 raise ValueError(f"{name}: initial_states must be a pair (h, c)")
             components = tuple(initial_states)
-        expected = self.num_layers * self.num_directions
-        for t in components:
-            if len(t.shape) != 3 or t.shape[0] != expected:
-                raise ValueError(f"{name}: each initial state must be [num_layers * num_directions = {expected}, "
-                                 f"batch, hidden], got shape {list(t.shape)}")
+        expected = [self.num_layers * self.num_directions, batch]
+        sizes = [self.proj_size or self.hidden_size, self.hidden_size]
+        for t, size in zip(components, sizes):
+            if list(t.shape) != expected + [size]:
+                raise ValueError(f"{name}: each initial state must be [num_layers * num_directions, batch, size] = "
+                                 f"{expected + [size]}, got shape {list(t.shape)}")
         per_cell = list(zip(*[M.unbind(t, 0) for t in components]))
         per_cell = [c if self.state_components == 2 else c[0] for c in per_cell]
         if self.num_directions == 2:
@@ -337,7 +341,8 @@ class RNNBase(LayerList):
 
     def forward(self, inputs, initial_states=None, sequence_length=None):
         _check_inputs(inputs, type(self).__name__)
-        states = self._split_states(self._zero_states(inputs) if initial_states is None else initial_states)
+        batch = inputs.shape[1 if self.time_major else 0]
+        states = self._split_states(self._zero_states(inputs) if initial_states is None else initial_states, batch)
         mask = None
         if sequence_length is not None:
             steps = inputs.shape[0 if self.time_major else 1]
