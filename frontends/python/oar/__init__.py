@@ -23,6 +23,7 @@ from . import fft  # noqa: F401 - paddle.fft
 from .utils.dlpack import from_dlpack  # noqa: F401 - torch.from_dlpack
 from .nn.functional import softmax  # noqa: F401
 from .serialization import save, load
+from . import vision  # noqa: F401 - paddle.vision
 from .nn.layer import Layer  # noqa: F401
 from .nn.parameter import ParamAttr, create_parameter  # noqa: F401
 from .hapi import Model  # noqa: F401
@@ -30,7 +31,6 @@ from .distributed.data_parallel import DataParallel  # noqa: F401 - paddle.DataP
 from .summary import summary  # noqa: F401
 from . import hapi  # noqa: F401
 from . import distributed  # noqa: F401
-from . import vision  # noqa: F401 - paddle.vision
 
 __version__ = "0.1.0"
 
