@@ -152,7 +152,9 @@ def test_resize_bilinear_and_nearest():
     assert list(T.Resize((3, 4))(t).shape) == [3, 3, 4]
     assert_close(T.Resize((3, 4))(t), TF.resize(t.numpy().transpose(1, 2, 0), (3, 4)).transpose(2, 0, 1))
     with pytest.raises(ValueError, match="interpolation"):
-        TF.resize(img, (3, 3), "bicubic")
+        TF.resize(img, (3, 3), "lanczos")
+    ramp = np.arange(6, dtype=np.float64)[None, :, None] * np.ones((3, 1, 1))
+    assert_close(TF.resize(ramp, (3, 6), "bicubic"), ramp)  # same size: unchanged
     with pytest.raises(TypeError, match="size"):
         T.Resize((1, 2, 3))
 
@@ -335,7 +337,7 @@ for name, code in builds.items():
     inp = x[:, :1, :28, :28] if name == "lenet" else x
     save(**{f"out/{name}": model(paddle.to_tensor(inp))})
 t = paddle.to_tensor(x[0, :, :6, :7])
-for mode in ("bilinear", "nearest"):
+for mode in ("bilinear", "nearest", "bicubic"):
     for size in ((4, 9), (8, 3), (12, 14)):
         save(**{f"resize/{mode}/{size[0]}x{size[1]}": TF.resize(t, size, mode)})
 u = paddle.to_tensor(1 / (1 + np.exp(-x[1, :, :5, :6])))

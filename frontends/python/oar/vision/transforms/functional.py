@@ -91,19 +91,45 @@ def _source_index(out_size, in_size, mode):
     return lo, hi, src - lo
 
 
+def _cubic_weights(t, a=-0.75):
+    """Keys' cubic convolution weights of the 4 taps at offsets -1, 0, 1, 2 from floor(src)."""
+    def near(x):
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return np.stack([far(t + 1), near(t), near(1 - t), far(2 - t)], -1)
+
+
+def _resize_axis_cubic(a, out_size, axis):
+    """Bicubic resampling along one axis (edge taps clamped, as OpenCV and Paddle)."""
+    n = a.shape[axis]
+    src = (np.arange(out_size) + 0.5) * (n / out_size) - 0.5
+    base = np.floor(src).astype(np.int64)
+    weights = _cubic_weights(src - base)  # [out, 4]
+    taps = np.clip(base[:, None] + np.arange(-1, 3)[None, :], 0, n - 1)  # [out, 4]
+    gathered = np.take(a, taps, axis=axis)  # axis becomes [out, 4]
+    shape = [1] * gathered.ndim
+    shape[axis], shape[axis + 1] = out_size, 4
+    return (gathered * weights.reshape(shape)).sum(axis + 1)
+
+
 def _resize_hwc(img, oh, ow, interpolation):
-    if interpolation not in ("bilinear", "nearest"):
-        raise ValueError(f"resize: interpolation must be 'bilinear' or 'nearest', got '{interpolation}'")
+    if interpolation not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"resize: interpolation must be 'bilinear', 'nearest' or 'bicubic', got '{interpolation}'")
     h, w = img.shape[:2]
-    ylo, yhi, wy = _source_index(oh, h, interpolation)
-    xlo, xhi, wx = _source_index(ow, w, interpolation)
-    if interpolation == "nearest":
-        return img[ylo][:, xlo]
-    a = img.astype(np.float64)
-    wy, wx = wy[:, None, None], wx[None, :, None]
-    top = a[ylo][:, xlo] * (1 - wx) + a[ylo][:, xhi] * wx
-    bottom = a[yhi][:, xlo] * (1 - wx) + a[yhi][:, xhi] * wx
-    out = top * (1 - wy) + bottom * wy
+    if interpolation == "bicubic":
+        out = _resize_axis_cubic(_resize_axis_cubic(img.astype(np.float64), oh, 0), ow, 1)
+    else:
+        ylo, yhi, wy = _source_index(oh, h, interpolation)
+        xlo, xhi, wx = _source_index(ow, w, interpolation)
+        if interpolation == "nearest":
+            return img[ylo][:, xlo]
+        a = img.astype(np.float64)
+        wy, wx = wy[:, None, None], wx[None, :, None]
+        top = a[ylo][:, xlo] * (1 - wx) + a[ylo][:, xhi] * wx
+        bottom = a[yhi][:, xlo] * (1 - wx) + a[yhi][:, xhi] * wx
+        out = top * (1 - wy) + bottom * wy
     if np.issubdtype(img.dtype, np.integer):
         info = np.iinfo(img.dtype)
         return np.clip(np.rint(out), info.min, info.max).astype(img.dtype)
