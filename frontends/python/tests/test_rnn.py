@@ -149,7 +149,7 @@ def test_network_matches_numpy(device, mode, kwargs, with_lengths):
     layers, dirs = kwargs.get("num_layers", 1), 1 if kwargs.get("direction", "forward") == "forward" else 2
     w = weights_of(net)
     names = [f"{n}_l{k}{s}" for k in range(layers) for s in ["", "_reverse"][:dirs]
-             for n in ["weight_ih", "weight_hh", "bias_ih", "bias_hh"] + (["weight_ho"] if "proj_size" in kwargs else [])]
+             for n in ["weight_ih", "weight_hh", "bias_ih", "bias_hh"] + ["weight_ho"] * ("proj_size" in kwargs)]
     assert list(w) == names
     h_size = kwargs.get("proj_size", 5)
     x = rng.standard_normal((3, 4, 3)).astype(np.float32)

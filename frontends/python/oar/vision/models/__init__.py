@@ -1,5 +1,6 @@
-"""paddle.vision.models: LeNet, ResNet/ResNeXt, VGG, MobileNetV1/V2, AlexNet,
-SqueezeNet, MobileNetV3, ShuffleNetV2, DenseNet, GoogLeNet, InceptionV3. No pretrained weights (pretrained=True raises)."""
+"""paddle.vision.models: LeNet, ResNet/ResNeXt, VGG, MobileNetV1/V2/V3, AlexNet,
+SqueezeNet, ShuffleNetV2, DenseNet, GoogLeNet, InceptionV3. No pretrained
+weights: pretrained=True raises."""
 from .alexnet import AlexNet, SqueezeNet, alexnet, squeezenet1_0, squeezenet1_1
 from .densenet import DenseNet, densenet121, densenet161, densenet169, densenet201, densenet264
 from .googlenet import GoogLeNet, googlenet
@@ -20,6 +21,6 @@ __all__ = ["ResNet", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152
            "mobilenet_v1", "MobileNetV2", "mobilenet_v2", "MobileNetV3Small", "MobileNetV3Large",
            "mobilenet_v3_small", "mobilenet_v3_large", "LeNet", "AlexNet", "alexnet", "SqueezeNet",
            "squeezenet1_0", "squeezenet1_1", "ShuffleNetV2", "shufflenet_v2_x0_25", "shufflenet_v2_x0_33",
-           "shufflenet_v2_x0_5", "shufflenet_v2_x1_0", "shufflenet_v2_x1_5", "shufflenet_v2_x2_0", "shufflenet_v2_swish",
-           "DenseNet", "densenet121", "densenet161", "densenet169", "densenet201", "densenet264", "GoogLeNet",
-           "googlenet", "InceptionV3", "inception_v3"]
+           "shufflenet_v2_x0_5", "shufflenet_v2_x1_0", "shufflenet_v2_x1_5", "shufflenet_v2_x2_0",
+           "shufflenet_v2_swish", "DenseNet", "densenet121", "densenet161", "densenet169", "densenet201",
+           "densenet264", "GoogLeNet", "googlenet", "InceptionV3", "inception_v3"]

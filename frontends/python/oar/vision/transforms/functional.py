@@ -356,5 +356,6 @@ def to_grayscale(img, num_output_channels=1):
 
 from .geometry import affine, perspective, rotate  # noqa: E402 - uses the helpers above
 
-__all__ = ["affine", "rotate", "perspective", "to_tensor", "resize", "pad", "crop", "center_crop", "hflip", "vflip", "normalize", "erase", "adjust_brightness",
-           "adjust_contrast", "adjust_saturation", "adjust_hue", "to_grayscale"]
+__all__ = ["affine", "rotate", "perspective", "to_tensor", "resize", "pad", "crop", "center_crop", "hflip", "vflip",
+           "normalize", "erase", "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue",
+           "to_grayscale"]
