@@ -248,6 +248,8 @@ def test_bad_arguments_raise():
         nn.GRU(2, 3)(oar.ones([2, 2]))
     with pytest.raises(ValueError, match=r"\[2, 1, 3\], got shape \[1, 1, 3\]"):
         nn.GRU(2, 3, direction="bidirect")(oar.ones([1, 4, 2]), oar.zeros([1, 1, 3]))
+    with pytest.raises(ValueError, match=r"sequence_length must have shape \[batch\] = \[1\]"):
+        nn.GRU(2, 3)(oar.ones([1, 4, 2]), sequence_length=oar.to_tensor([4, 4]))
     with pytest.raises(ValueError, match="input_size is 2"):
         nn.LSTM(2, 3)(oar.ones([1, 4, 5]))
     with pytest.raises(ValueError, match="pair"):

@@ -179,6 +179,10 @@ def test_crops_and_flips():
     windows = [padded[i:i + 4, j:j + 4] for i in range(7) for j in range(9)]
     assert out.shape == (4, 4, 3) and any((w == out).all() for w in windows)
     assert T.RandomCrop((8, 10), pad_if_needed=True)(img).shape == (8, 10, 3)
+    with pytest.raises(ValueError, match="does not fit in the 6x8 image"):
+        TF.center_crop(img, 7)
+    with pytest.raises(ValueError, match="does not fit"):
+        TF.crop(t, 4, 0, 3, 3)
     with pytest.raises(ValueError, match="smaller than the crop size"):
         T.RandomCrop(10)(img)
     random.seed(0)

@@ -188,10 +188,13 @@ class GRUCell(RNNCellBase):
         return (self.hidden_size,)
 
 
-def _step_masks(sequence_length, steps, dtype):
+def _step_masks(sequence_length, steps, dtype, batch):
     """[batch, 1] masks, one per step: 1 where step < sequence_length."""
     if not isinstance(sequence_length, Tensor):
         sequence_length = to_tensor(sequence_length)
+    if list(sequence_length.shape) != [batch]:
+        raise ValueError(f"RNN: sequence_length must have shape [batch] = [{batch}], got "
+                         f"{list(sequence_length.shape)}")
     lengths = M.cast(sequence_length, "int64")
     mask = M.less_than(M.unsqueeze(arange(0, steps, dtype="int64"), 0), M.unsqueeze(lengths, 1))
     return [M.unsqueeze(m, -1) for m in M.unbind(M.cast(mask, dtype), 1)]
@@ -213,7 +216,8 @@ def _run_cell(cell, inputs, initial_states, sequence_length, time_major, is_reve
     if initial_states is None:
         initial_states = cell.get_initial_states(inputs, batch_dim_idx=1 - time_axis)
     steps = M.unbind(inputs, time_axis)
-    masks = _step_masks(sequence_length, len(steps), inputs.dtype) if sequence_length is not None else None
+    batch = inputs.shape[1 - time_axis]
+    masks = None if sequence_length is None else _step_masks(sequence_length, len(steps), inputs.dtype, batch)
     order = range(len(steps) - 1, -1, -1) if is_reverse else range(len(steps))
     states, outputs = initial_states, [None] * len(steps)
     for t in order:
@@ -346,7 +350,7 @@ class RNNBase(LayerList):
         mask = None
         if sequence_length is not None:
             steps = inputs.shape[0 if self.time_major else 1]
-            mask = M.stack(_step_masks(sequence_length, steps, inputs.dtype), axis=0 if self.time_major else 1)
+            mask = M.stack(_step_masks(sequence_length, steps, inputs.dtype, batch), axis=0 if self.time_major else 1)
         finals = []
         for i, rnn in enumerate(self):
             if i > 0 and self.dropout:

@@ -189,11 +189,13 @@ def pad(img, padding, fill=0, padding_mode="constant"):
 def crop(img, top, left, height, width):
     """The height x width window whose top-left corner is (top, left)."""
     _check_image(img, "crop")
+    h, w = _hw(img)
+    if top < 0 or left < 0 or height <= 0 or width <= 0 or top + height > h or left + width > w:
+        raise ValueError(f"crop: the {height}x{width} window at (top={top}, left={left}) does not fit in the "
+                         f"{h}x{w} image")
     if _is_tensor_image(img):
         nd = len(img.shape)
-        h, w = img.shape[-2], img.shape[-1]
-        return M.slice(img, [nd - 2, nd - 1], [max(top, 0), max(left, 0)],
-                       [min(top + height, h), min(left + width, w)])
+        return M.slice(img, [nd - 2, nd - 1], [top, left], [top + height, left + width])
     return _on_hwc(lambda a: a[top:top + height, left:left + width], img)
 
 
