@@ -357,6 +357,15 @@ warps = {
 }
 for name, fn in warps.items():
     save(**{f"warp/{name}": fn()})
+r = np.random.default_rng(4)
+xy = r.uniform(0, 20, (30, 2))
+boxes = np.concatenate([xy, xy + r.uniform(2, 12, (30, 2))], 1).astype("float32")
+scores = r.random(30).astype("float32")
+cats = r.integers(0, 3, 30)
+save(nms_boxes=boxes, nms_scores=scores, nms_cats=cats)
+bt, st, ct = paddle.to_tensor(boxes), paddle.to_tensor(scores), paddle.to_tensor(cats)
+save(nms_plain=paddle.vision.ops.nms(bt, 0.3), nms_scored=paddle.vision.ops.nms(bt, 0.5, st),
+     nms_cat=paddle.vision.ops.nms(bt, 0.4, st, ct, [0, 1, 2], top_k=8))
 goog = M.googlenet(num_classes=10)
 goog.eval()
 for k, v in goog.state_dict().items():
@@ -440,6 +449,14 @@ def test_tensor_warps_match_paddle(paddle_ref, name):
     out = WARPS[name](oar.to_tensor(x[1, :, :6, :8]))
     assert list(out.shape) == list(paddle_ref[f"warp/{name}"].shape)
     assert_close(out, paddle_ref[f"warp/{name}"], rtol=1e-5, atol=1e-5)
+
+
+def test_nms_matches_paddle(paddle_ref):
+    boxes, scores, cats = (oar.to_tensor(paddle_ref[k]) for k in ("nms_boxes", "nms_scores", "nms_cats"))
+    ops = vision.ops
+    assert ops.nms(boxes, 0.3).numpy().tolist() == paddle_ref["nms_plain"].tolist()
+    assert ops.nms(boxes, 0.5, scores).numpy().tolist() == paddle_ref["nms_scored"].tolist()
+    assert ops.nms(boxes, 0.4, scores, cats, [0, 1, 2], top_k=8).numpy().tolist() == paddle_ref["nms_cat"].tolist()
 
 
 def test_tensor_resize_matches_paddle(paddle_ref):
@@ -540,3 +557,16 @@ def test_vision_namespace_and_backend():
         vision.set_image_backend(previous)
     with pytest.raises(ValueError, match="backend"):
         vision.image_load("x.png", backend="tensor")
+
+
+def test_nms_by_hand():
+    boxes = oar.to_tensor([[0, 0, 10, 10], [1, 1, 11, 11], [0, 0, 10, 10], [20, 20, 30, 30]], dtype="float32")
+    # IoU(box 0, box 1) = 81 / 119 = 0.68; box 2 equals box 0.
+    assert vision.ops.nms(boxes, 0.69).numpy().tolist() == [0, 1, 3]
+    assert vision.ops.nms(boxes, 0.68).numpy().tolist() == [0, 3]
+    scores = oar.to_tensor([0.1, 0.9, 0.5, 0.3])
+    assert vision.ops.nms(boxes, 0.5, scores).numpy().tolist() == [1, 3]
+    assert vision.ops.nms(boxes, 0.5, scores, oar.to_tensor([0, 1, 0, 1]), [0, 1]).numpy().tolist() == [1, 2, 3]
+    assert vision.ops.ConvNormActivation is M._utils.ConvNormActivation
+    with pytest.raises(ValueError, match=r"\[N, 4\]"):
+        vision.ops.nms(oar.ones([3, 3]))

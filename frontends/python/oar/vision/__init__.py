@@ -1,6 +1,6 @@
 """paddle.vision: models, transforms, datasets (their public names are also
 re-exported here, as Paddle does)."""
-from . import datasets, models, transforms
+from . import datasets, models, ops, transforms
 from .datasets import *  # noqa: F401,F403
 from .models import *  # noqa: F401,F403
 from .transforms import *  # noqa: F401,F403
