@@ -24,6 +24,7 @@ from . import fft  # noqa: F401 - paddle.fft
 from .utils.dlpack import from_dlpack  # noqa: F401 - torch.from_dlpack
 from .nn.functional import softmax  # noqa: F401
 from .serialization import save, load
+from . import vision  # noqa: F401 - paddle.vision
 from .nn.layer import Layer  # noqa: F401
 from .nn.parameter import ParamAttr, create_parameter  # noqa: F401
 from .hapi import Model  # noqa: F401
