@@ -1,6 +1,7 @@
 """Runs one example in this (fresh) process and saves the tensors it leaves.
 
     python harness_child.py --framework paddle|oar --code ex.py --out res.npz [--seeds 2026,7]
+    python harness_child.py --framework paddle|oar --serve    (see serve())
 
 Under oar, `paddle` is aliased to `oar` first. With several seeds the example
 is run once per seed in fresh namespaces (paddle only): the harness treats a
@@ -102,11 +103,74 @@ def save(path, runs):
     np.savez(path, __meta__=np.asarray(json.dumps(meta)), **arrays)
 
 
+def run_example(code_path, out_path, seeds, framework):
+    """Run the example once per seed (stopping at an error) and save the runs."""
+    code = open(code_path).read()
+    runs = []
+    for seed in [int(x) for x in seeds.split(",")]:
+        try:
+            runs.append(run_once(code, seed, framework))
+        except BaseException as e:  # importing the framework itself failed
+            runs.append(({"type": type(e).__name__, "message": str(e)[:500], "name": None,
+                          "line": None}, {}))
+        if runs[-1][0] is not None:
+            break
+    save(out_path, runs)
+
+
+def serve(framework):
+    """Fork server: import the framework once, then fork a fresh child per request.
+
+    Requests on stdin, one JSON line each: {"code", "out", "seeds", "cwd",
+    "timeout"}. One JSON reply line each: {"status": exit status} or
+    {"timeout": true}. The child's stdout/stderr go to files in its cwd.
+    """
+    import select
+    import signal
+    import time
+    replies = os.fdopen(os.dup(1), "w")
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    try:
+        import paddle  # noqa: F401  (oar under the alias)
+    except BaseException:
+        pass  # each example then reports the import error itself
+    for line in sys.stdin:
+        req = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.chdir(req["cwd"])
+                sys.path[0] = req["cwd"]
+                err = os.open("stderr.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+                os.dup2(err, 2)
+                run_example(req["code"], req["out"], req["seeds"], framework)
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                os._exit(0)
+        deadline = time.monotonic() + req["timeout"]
+        reply = None
+        while reply is None:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                reply = {"status": status}
+            elif time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                reply = {"timeout": True}
+            else:
+                select.select([], [], [], 0.02)
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--framework", choices=["paddle", "oar"], required=True)
-    ap.add_argument("--code", required=True)
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--serve", action="store_true", help="run as a fork server (see serve())")
+    ap.add_argument("--code")
+    ap.add_argument("--out")
     ap.add_argument("--seeds", default="2026")
     args = ap.parse_args()
     if args.framework == "oar":
@@ -115,17 +179,10 @@ def main():
         harness_alias.install()
         sys.path.pop(0)
     sys.path[0] = os.getcwd()  # the example sees its temp dir, not the harness
-    code = open(args.code).read()
-    runs = []
-    for seed in [int(s) for s in args.seeds.split(",")]:
-        try:
-            runs.append(run_once(code, seed, args.framework))
-        except BaseException as e:  # importing the framework itself failed
-            runs.append(({"type": type(e).__name__, "message": str(e)[:500], "name": None,
-                          "line": None}, {}))
-        if runs[-1][0] is not None:
-            break
-    save(args.out, runs)
+    if args.serve:
+        serve(args.framework)
+        return
+    run_example(args.code, args.out, args.seeds, args.framework)
     sys.stdout.flush()
     os._exit(0)  # skip interpreter teardown: some frameworks hang in atexit
 

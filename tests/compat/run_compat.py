@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 
 import numpy as np
 
@@ -46,6 +47,43 @@ def child_env(pythonpath):
     return env
 
 
+class ForkServer:
+    """A harness_child --serve process: the framework imported once, a fork per example."""
+
+    def __init__(self, python, framework, pythonpath):
+        self.cmd = [python, CHILD, "--framework", framework, "--serve"]
+        self.env = child_env(pythonpath)
+        self.proc = None
+
+    def run(self, tmp, src, res, seeds, timeout):
+        """Returns {"status": ...}, {"timeout": True} or {"crash": why}."""
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL, env=self.env, text=True,
+                                         cwd=tempfile.gettempdir())
+        req = {"code": src, "out": res, "seeds": seeds, "cwd": tmp, "timeout": timeout}
+        try:
+            self.proc.stdin.write(json.dumps(req) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except (BrokenPipeError, OSError):
+            line = ""
+        if not line:
+            self.close()
+            return {"crash": "the fork server died"}
+        return json.loads(line)
+
+    def close(self):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+
+_servers = threading.local()
+USE_FORK_SERVER = True
+
+
 def run_child(python, framework, code, seeds, timeout, pythonpath):
     """Run one example in a fresh process; returns a list of run results."""
     with tempfile.TemporaryDirectory(prefix=f"compat-{framework}-") as tmp:
@@ -53,22 +91,39 @@ def run_child(python, framework, code, seeds, timeout, pythonpath):
         with open(src, "w") as f:
             f.write(code)
         res = os.path.join(tmp, "result.npz")
-        cmd = [python, CHILD, "--framework", framework, "--code", src, "--out", res,
-               "--seeds", seeds]
-        proc = subprocess.Popen(cmd, cwd=tmp, env=child_env(pythonpath), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, start_new_session=True)
-        try:
-            _, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
+        if USE_FORK_SERVER:
+            key = (python, framework, pythonpath)
+            servers = _servers.__dict__.setdefault("by_key", {})
+            server = servers.setdefault(key, ForkServer(python, framework, pythonpath))
+            reply = server.run(tmp, src, res, seeds, timeout)
+        else:
+            reply = run_process(python, framework, tmp, src, res, seeds, timeout, pythonpath)
+        if reply.get("timeout"):
             return [{"error": None, "values": {}, "timeout": timeout}]
         if not os.path.exists(res):
-            lines = err.decode(errors="replace").strip().splitlines()
-            last = lines[-1][:300] if lines else ""
-            return [{"error": {"type": "crash", "message": f"process exited with {proc.returncode}: "
-                               f"{last}", "name": None, "line": None}, "values": {}}]
+            why = reply.get("crash") or f"process ended with status {reply.get('status')}"
+            try:
+                lines = open(os.path.join(tmp, "stderr.txt"), errors="replace").read().splitlines()
+            except OSError:
+                lines = []
+            last = f": {lines[-1][:300]}" if lines else ""
+            return [{"error": {"type": "crash", "message": why + last, "name": None, "line": None},
+                     "values": {}}]
         return load_result(res)
+
+
+def run_process(python, framework, tmp, src, res, seeds, timeout, pythonpath):
+    """The same as a fork server request, in a process of its own (--no-fork)."""
+    cmd = [python, CHILD, "--framework", framework, "--code", src, "--out", res, "--seeds", seeds]
+    with open(os.path.join(tmp, "stderr.txt"), "w") as err:
+        proc = subprocess.Popen(cmd, cwd=tmp, env=child_env(pythonpath), stdout=subprocess.DEVNULL,
+                                stderr=err, start_new_session=True)
+        try:
+            return {"status": proc.wait(timeout=timeout)}
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return {"timeout": True}
 
 
 def load_result(path):
@@ -251,6 +306,8 @@ def main(argv=None):
     ap.add_argument("--cache-dir", help="paddle results (default ~/.cache/oar-compat/<version>)")
     ap.add_argument("--no-cache", action="store_true", help="do not write paddle results")
     ap.add_argument("--paddle-only", action="store_true", help="only fill the paddle cache")
+    ap.add_argument("--no-fork", action="store_true",
+                    help="start a new interpreter per example instead of forking one")
     ap.add_argument("--list", action="store_true", help="list the examples and exit")
     ap.add_argument("--show", help="print the code of the example with this id and exit")
     ap.add_argument("--json", default="/tmp/compat-results.json", help="per-example results")
@@ -258,6 +315,8 @@ def main(argv=None):
     ap.add_argument("--failures", help="write the hand-out list of failures here")
     args = ap.parse_args(argv)
 
+    global USE_FORK_SERVER
+    USE_FORK_SERVER = not args.no_fork
     import paddle
     version = paddle.__version__
     args.cache_dir = args.cache_dir or os.path.expanduser(f"~/.cache/oar-compat/{version}")
