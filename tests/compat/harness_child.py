@@ -68,7 +68,8 @@ def run_once(code, seed, framework):
     import paddle  # aliased to oar under oar
     random.seed(seed)
     np.random.seed(seed)
-    paddle.seed(seed)
+    if hasattr(paddle, "seed"):  # a missing seed() shows up in the examples that call it
+        paddle.seed(seed)
     namespace = {"__name__": "__main__", "__builtins__": __builtins__}
     error = None
     sink = io.StringIO()
@@ -131,6 +132,7 @@ def serve(framework):
     replies = os.fdopen(os.dup(1), "w")
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
+    devnull_in = os.open(os.devnull, os.O_RDONLY)
     try:
         import paddle  # noqa: F401  (oar under the alias)
     except BaseException:
@@ -140,6 +142,7 @@ def serve(framework):
         pid = os.fork()
         if pid == 0:
             try:
+                os.dup2(devnull_in, 0)  # an example reading stdin must not eat requests
                 os.chdir(req["cwd"])
                 sys.path[0] = req["cwd"]
                 err = os.open("stderr.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)

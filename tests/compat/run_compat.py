@@ -116,8 +116,8 @@ def run_process(python, framework, tmp, src, res, seeds, timeout, pythonpath):
     """The same as a fork server request, in a process of its own (--no-fork)."""
     cmd = [python, CHILD, "--framework", framework, "--code", src, "--out", res, "--seeds", seeds]
     with open(os.path.join(tmp, "stderr.txt"), "w") as err:
-        proc = subprocess.Popen(cmd, cwd=tmp, env=child_env(pythonpath), stdout=subprocess.DEVNULL,
-                                stderr=err, start_new_session=True)
+        proc = subprocess.Popen(cmd, cwd=tmp, env=child_env(pythonpath), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
         try:
             return {"status": proc.wait(timeout=timeout)}
         except subprocess.TimeoutExpired:
@@ -147,7 +147,10 @@ def paddle_result(ex, args):
         # (a parameter name taken): give it a fresh process of its own
         second_seed = PADDLE_SEEDS.split(",")[1]
         runs[1:] = run_child(sys.executable, "paddle", ex.code, second_seed, args.timeout, None)
-    if not runs[0].get("timeout") and not args.no_cache:
+    if runs[0].get("timeout"):
+        runs = [{"error": {"type": "Timeout", "message": f"no result within {args.timeout} s",
+                           "name": None, "line": None}, "values": {}}]
+    if not args.no_cache:
         save_runs(path, runs)
     return runs
 
@@ -157,7 +160,7 @@ def save_runs(path, runs):
     import harness_child
     plain = [(r["error"], {n: (v["kind"], v["dtype"], v["shape"], v["array"])
                            for n, v in r["values"].items()}) for r in runs
-             if not r.get("timeout")]
+             ]
     harness_child.save(path + ".tmp.npz", plain)
     os.replace(path + ".tmp.npz", path)
 
@@ -168,7 +171,7 @@ def evaluate(ex, args):
     if ex.skip:
         return dict(rec, status="skip", reason=ex.skip, detail="")
     ref = paddle_result(ex, args)
-    if ref[0].get("timeout"):
+    if ref[0]["error"] is not None and ref[0]["error"]["type"] == "Timeout":
         return dict(rec, status="skip", reason="times out under paddle", detail="")
     if ref[0]["error"] is not None:
         return dict(rec, status="skip", reason=f"raises under paddle ({ref[0]['error']['type']})",
