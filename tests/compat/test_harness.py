@@ -49,6 +49,10 @@ FAKE_DOC = '''
             >>> # doctest: -SKIP
             >>> v = z * 2  # doctest: +SKIP
             >>> u = z * 3
+            >>> print(paddle.ones([2, 20]))
+            [[1., 1., ...,
+            ..., 1.]]
+            ... 1.
 
     Returns:
         Tensor.
@@ -71,7 +75,8 @@ def test_prompts_stripped_and_output_dropped():
 
 def test_skip_directives_drop_lines_and_hint_random():
     code, requires, random_hint = he.parse_block(he.code_blocks(FAKE_DOC)[2])
-    assert code == "import paddle\nz = paddle.rand([2])\nu = z * 3\n"
+    assert code == ("import paddle\nz = paddle.rand([2])\nv = z * 2\nu = z * 3\n"
+                    "print(paddle.ones([2, 20]))\n")
     assert random_hint is True
 
 
