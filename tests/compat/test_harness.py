@@ -105,6 +105,7 @@ def test_block_without_prompts_is_plain_code():
     ("x = paddle.to_tensor(np.random.rand(2, 3))", False),   # numpy is seeded alike
     ("import random\nk = random.randint(0, 3)", False),
     ("x = paddle.arange(3)", False),
+    ("paddle.seed(2023)\nparts = paddle.io.random_split(range(10), [3, 7])", True),
 ])
 def test_random_api_detection(code, expected):
     assert he.calls_random_api(code) is expected
