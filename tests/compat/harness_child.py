@@ -31,10 +31,15 @@ def to_record(value, tensor_type):
         return "tensor", dtype, list(value.shape), arr
     if isinstance(value, np.ndarray) and value.dtype != object:
         return "ndarray", str(value.dtype), list(value.shape), value
-    if isinstance(value, np.generic) and not isinstance(value, (np.str_, np.bytes_)):
-        return "ndarray", str(value.dtype), [], np.asarray(value)
-    if isinstance(value, (bool, int, float, complex)):
-        return "scalar", type(value).__name__, [], np.asarray(value)
+    # numpy scalars count as the Python number they stand for: np.float64 is a float
+    if isinstance(value, (bool, np.bool_)):
+        return "scalar", "bool", [], np.asarray(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return "scalar", "int", [], np.asarray(int(value))
+    if isinstance(value, (float, np.floating)):
+        return "scalar", "float", [], np.asarray(float(value))
+    if isinstance(value, (complex, np.complexfloating)):
+        return "scalar", "complex", [], np.asarray(complex(value))
     return None
 
 

@@ -36,8 +36,8 @@ def missing_name(error):
     msg = error["message"]
     patterns = [
         (r"module '([\w.]+)' has no attribute '(\w+)'", "{0}.{1}"),
-        (r"type object '([\w.]+)' has no attribute '(\w+)'", "{0}.{1}"),
-        (r"'([\w.]+)' object has no attribute '(\w+)'", "{0}.{1}"),
+        (r"type object '(?:[\w.]+\.)?(\w+)' has no attribute '(\w+)'", "{0}.{1}"),
+        (r"'(?:[\w.]+\.)?(\w+)' object has no attribute '(\w+)'", "{0}.{1}"),
         (r"cannot import name '(\w+)' from '([\w.]+)'", "{1}.{0}"),
         (r"No module named '([\w.]+)'", "{0}"),
     ]
@@ -91,12 +91,16 @@ def _difference(a, b):
             diff = np.abs(a.astype(complex) - b.astype(complex))
             diff = np.where(np.isnan(diff), np.inf, diff)
             i = np.unravel_index(np.argmax(diff), diff.shape) if diff.ndim else ()
-            return f"max abs diff {float(diff[i]):.3g} at {list(i)} ({a[i]} vs {b[i]})"
+            return f"max abs diff {float(diff[i]):.3g} at {_index(i)} ({a[i]} vs {b[i]})"
         bad = np.argwhere(a != b)
         i = tuple(bad[0]) if bad.size else ()
-        return f"{len(bad)} of {a.size} elements differ, first at {list(i)} ({a[i]} vs {b[i]})"
+        return f"{len(bad)} of {a.size} elements differ, first at {_index(i)} ({a[i]} vs {b[i]})"
     except Exception:
         return "values differ"
+
+
+def _index(i):
+    return "[" + ", ".join(str(int(k)) for k in i) + "]"
 
 
 def compare(ref, got, random, random_names=()):

@@ -46,7 +46,7 @@ RANDOM_API = re.compile(
     r"normal_?|standard_normal|gaussian|log_normal_?|dropout\w*|Dropout\w*|"
     r"alpha_dropout|AlphaDropout|shuffle|multinomial|bernoulli_?|poisson|"
     r"exponential_|random_|cauchy_|geometric_|binomial|sample|rrelu|RReLU|"
-    r"gumbel_softmax|random|random_split|seed)\s*\(")
+    r"gumbel_softmax|random|random_split|seed|\w*RandomSampler)\s*\(|shuffle\s*=\s*True")
 
 # numpy's and Python's generators are seeded alike in both runs, so their
 # numbers are the same under paddle and oar: not random for this purpose.

@@ -105,6 +105,8 @@ def test_block_without_prompts_is_plain_code():
     ("x = paddle.to_tensor(np.random.rand(2, 3))", False),   # numpy is seeded alike
     ("import random\nk = random.randint(0, 3)", False),
     ("x = paddle.arange(3)", False),
+    ("sampler = RandomSampler(data_source=ds)", True),
+    ("loader = DataLoader(ds, batch_size=2, shuffle=True)", True),
     ("paddle.seed(2023)\nparts = paddle.io.random_split(range(10), [3, 7])", True),
 ])
 def test_random_api_detection(code, expected):
@@ -171,6 +173,8 @@ def test_seed_dependent_names():
      (hc.MISSING, "paddle.nn.functional.glu")),
     ({"type": "AttributeError", "message": "'Tensor' object has no attribute 'frac_'"},
      (hc.MISSING, "Tensor.frac_")),
+    ({"type": "AttributeError", "message": "type object 'oar._C.Tensor' has no attribute 'mT'"},
+     (hc.MISSING, "Tensor.mT")),
     ({"type": "ImportError", "message": "cannot import name 'Bilinear' from 'oar.nn'"},
      (hc.MISSING, "paddle.nn.Bilinear")),
     ({"type": "ImportError",
@@ -236,9 +240,11 @@ class FakeTensor:
 
 def test_collect_flattens_tensors_lists_dicts_and_scalars():
     ns = {"t": FakeTensor([1, 2]), "pair": (FakeTensor([3]), 4), "d": {"w": FakeTensor([5], "float16")},
-          "a": np.int32([7, 8]), "s": "text", "f": len, "_hidden": FakeTensor([0]), "n": 2.5}
+          "a": np.int32([7, 8]), "s": "text", "f": len, "_hidden": FakeTensor([0]), "n": 2.5,
+          "npf": np.float64(0.5)}
     out = harness_child.collect(ns, FakeTensor)
-    assert sorted(out) == ["a", "d['w']", "n", "pair[0]", "pair[1]", "t"]
+    assert sorted(out) == ["a", "d['w']", "n", "npf", "pair[0]", "pair[1]", "t"]
+    assert out["npf"][:2] == out["n"][:2] == ("scalar", "float")   # np.float64 is a float
     kind, dtype, shape, arr = out["t"]
     assert (kind, dtype, shape, arr.tolist()) == ("tensor", "float32", [2], [1.0, 2.0])
     assert out["d['w']"][1] == "float16" and out["pair[1]"][:2] == ("scalar", "int")
