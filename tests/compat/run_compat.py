@@ -250,20 +250,24 @@ def skip_lines(records):
     return lines
 
 
-def oar_revision(args):
+def oar_description(args):
+    """What oar was measured: --oar-label, else the version the oar Python imports."""
+    if args.oar_label:
+        return args.oar_label
     try:
-        out = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
-                             capture_output=True, text=True, timeout=10)
-        return out.stdout.strip() or "unknown"
+        out = subprocess.run([args.oar_python, "-c", "import oar; print(oar.__version__)"],
+                             capture_output=True, text=True, timeout=120,
+                             env=child_env(args.oar_pythonpath))
+        return f"oar {out.stdout.strip() or '(unknown version)'} ({args.oar_python})"
     except Exception:
-        return "unknown"
+        return f"oar ({args.oar_python})"
 
 
 def markdown(records, args, paddle_version):
     today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     out = ["# Paddle docstring-example compatibility", "",
-           f"Measured {today} with paddle {paddle_version} (CPU) as the reference, oar at "
-           f"`{oar_revision(args)}`, by `tests/compat/run_compat.py` (see tests/compat/README.md).",
+           f"Measured {today} with paddle {paddle_version} (CPU) as the reference and "
+           f"{oar_description(args)}, by `tests/compat/run_compat.py` (see tests/compat/README.md).",
            "An example passes when it runs under oar and leaves the same tensors as under paddle "
            "(shape, dtype, values; random ones by shape and dtype only).", ""]
     out += area_table(records) + ["", "## Failures", ""] + failure_lines(records)
@@ -275,7 +279,10 @@ def markdown(records, args, paddle_version):
 def failures_text(records, paddle_version):
     """The lead's hand-out list: missing names by frequency, then every failure by area."""
     today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = [f"# oar compat failures ({today}, paddle {paddle_version})", ""]
+    lines = [f"# oar compat failures ({today}, paddle {paddle_version})", "",
+             "An example stops at its first failure: fixing a name can expose the next one.",
+             "See one example: /work/paddle-venv/bin/python tests/compat/run_compat.py --show ID;",
+             "rerun some: ... run_compat.py --filter 'REGEX' --oar-pythonpath /tmp/ovl-NAME", ""]
     lines += area_table(records) + ["", "## Missing names, most frequent first", ""]
     missing = collections.defaultdict(list)
     for r in records:
@@ -302,6 +309,7 @@ def main(argv=None):
                     help="the Python that imports oar")
     ap.add_argument("--oar-pythonpath", default="",
                     help="PYTHONPATH for the oar runs (e.g. /tmp/ovl-NAME)")
+    ap.add_argument("--oar-label", help="how the report names the oar measured (e.g. main@abc123)")
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--area", action="append", help="only this area (repeatable)")
     ap.add_argument("--filter", help="only examples whose id matches this regex")
