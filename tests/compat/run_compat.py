@@ -183,6 +183,7 @@ def evaluate(ex, args):
                     args.oar_pythonpath)[0]
     bad = hc.compare(ref[0], got, ex.random, random_names)
     rec["random_names"] = sorted(random_names)
+    rec["compared"] = len(ref[0]["values"])
     if bad is None:
         return dict(rec, status="pass", reason="", detail="")
     return dict(rec, status="fail", reason=bad[0], detail=bad[1])
@@ -263,22 +264,23 @@ def oar_description(args):
         return f"oar ({args.oar_python})"
 
 
-def markdown(records, args, paddle_version):
-    today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+def markdown(records, oar, paddle_version, today):
     out = ["# Paddle docstring-example compatibility", "",
            f"Measured {today} with paddle {paddle_version} (CPU) as the reference and "
-           f"{oar_description(args)}, by `tests/compat/run_compat.py` (see tests/compat/README.md).",
+           f"{oar}, by `tests/compat/run_compat.py` (see tests/compat/README.md).",
            "An example passes when it runs under oar and leaves the same tensors as under paddle "
            "(shape, dtype, values; random ones by shape and dtype only).", ""]
-    out += area_table(records) + ["", "## Failures", ""] + failure_lines(records)
+    empty = sum(1 for r in records if r["status"] == "pass" and not r.get("compared"))
+    out += area_table(records)
+    out += ["", f"{empty} of the passing examples leave no value to compare: they pass by running "
+            "without an error.", "", "## Failures", ""] + failure_lines(records)
     out += ["## Not runnable", "", "Skipped by the extraction rules, or failing under paddle "
             "itself on this CPU machine:", ""] + skip_lines(records) + [""]
     return "\n".join(out)
 
 
-def failures_text(records, paddle_version):
+def failures_text(records, paddle_version, today):
     """The lead's hand-out list: missing names by frequency, then every failure by area."""
-    today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [f"# oar compat failures ({today}, paddle {paddle_version})", "",
              "An example stops at its first failure: fixing a name can expose the next one.",
              "See one example: /work/paddle-venv/bin/python tests/compat/run_compat.py --show ID;",
@@ -321,6 +323,7 @@ def main(argv=None):
                     help="start a new interpreter per example instead of forking one")
     ap.add_argument("--list", action="store_true", help="list the examples and exit")
     ap.add_argument("--show", help="print the code of the example with this id and exit")
+    ap.add_argument("--from-json", help="report the results of an earlier run instead of running")
     ap.add_argument("--json", default="/tmp/compat-results.json", help="per-example results")
     ap.add_argument("--write", help="write the markdown report here (e.g. docs/compat.md)")
     ap.add_argument("--failures", help="write the hand-out list of failures here")
@@ -347,6 +350,11 @@ def main(argv=None):
             print(f"{e.area:14s} {e.id}" + (f"   [not runnable: {e.skip}]" if e.skip else ""))
         return 0
 
+    if args.from_json:
+        with open(args.from_json) as f:
+            saved = json.load(f)
+        return report(saved["records"], args, version, saved.get("measured", "unknown time"),
+                      args.oar_label or saved.get("oar", "oar"))
     records = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = [pool.submit(evaluate, e, args) for e in examples]
@@ -359,17 +367,25 @@ def main(argv=None):
     if args.paddle_only:
         print(f"paddle results cached in {args.cache_dir}")
         return 0
+    oar = oar_description(args)
+    measured = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     with open(args.json, "w") as f:
-        json.dump({"paddle": version, "records": records}, f, indent=1)
+        json.dump({"paddle": version, "measured": measured, "oar": oar, "records": records}, f,
+                  indent=1)
+    return report(records, args, version, measured, oar)
+
+
+def report(records, args, version, measured, oar):
+    """Print the table and the failures; write the markdown and hand-out files if asked."""
     print("\n".join(area_table(records)))
     print()
     print("\n".join(failure_lines(records)))
     if args.write:
         with open(args.write, "w") as f:
-            f.write(markdown(records, args, version))
+            f.write(markdown(records, oar, version, measured))
     if args.failures:
         with open(args.failures, "w") as f:
-            f.write(failures_text(records, version))
+            f.write(failures_text(records, version, measured))
     print(f"results: {args.json}" + (f", report: {args.write}" if args.write else ""))
     return 0
 
