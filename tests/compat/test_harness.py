@@ -279,3 +279,28 @@ def test_child_runs_an_example_end_to_end(tmp_path, fake_packages):
         del sys.modules["paddle"]
     assert error is None
     assert records["a"][3].tolist() == [0, 2, 4] and int(records["b"][3]) == 6
+
+
+def test_report_table_and_failure_groups():
+    run_compat = pytest.importorskip("run_compat")
+    records = [
+        {"id": "paddle.a", "area": "paddle", "status": "pass", "reason": "", "detail": ""},
+        {"id": "paddle.b", "area": "paddle", "status": "fail", "reason": hc.MISSING,
+         "detail": "paddle.zeta"},
+        {"id": "paddle.c", "area": "paddle", "status": "fail", "reason": hc.MISSING,
+         "detail": "paddle.zeta"},
+        {"id": "paddle.d", "area": "paddle", "status": "skip", "reason": "needs GPU", "detail": ""},
+        {"id": "paddle.fft.f", "area": "fft", "status": "fail", "reason": hc.VALUE,
+         "detail": "y: max abs diff 1"},
+    ]
+    table = run_compat.area_table(records)
+    assert table[2] == "| paddle | 4 | 1 | 3 | 1 | 33.3 |"
+    assert table[3] == "| fft | 1 | 0 | 1 | 0 | 0.0 |"
+    assert table[4] == "| **overall** | 5 | 1 | 4 | 1 | 25.0 |"
+    lines = run_compat.failure_lines(records)
+    assert "### missing name (2)" in lines
+    assert "- `paddle.zeta` (2): paddle.b, paddle.c" in lines
+    assert "- paddle.fft.f (y: max abs diff 1)" in lines
+    assert run_compat.skip_lines(records) == ["- needs GPU (1): paddle.d"]
+    text = run_compat.failures_text(records, "3.3.1", "today")
+    assert "  2  paddle.zeta   <- paddle.b, paddle.c" in text
