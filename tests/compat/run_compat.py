@@ -159,8 +159,7 @@ def save_runs(path, runs):
     """Write runs in the child's .npz format (atomically)."""
     import harness_child
     plain = [(r["error"], {n: (v["kind"], v["dtype"], v["shape"], v["array"])
-                           for n, v in r["values"].items()}) for r in runs
-             ]
+                           for n, v in r["values"].items()}) for r in runs]
     harness_child.save(path + ".tmp.npz", plain)
     os.replace(path + ".tmp.npz", path)
 
