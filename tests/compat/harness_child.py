@@ -44,7 +44,11 @@ def to_record(value, tensor_type):
 
 
 def collect(namespace, tensor_type):
-    """Flatten the namespace into {name: record}; lists/tuples/dicts by item."""
+    """Flatten the namespace into {name: record}; lists/tuples/dicts by item.
+
+    A public name holding nothing tensor-like (a layer, a module, a static
+    graph variable) gets an "other" record with its type name.
+    """
     out = {}
 
     def visit(name, value, depth):
@@ -61,10 +65,13 @@ def collect(namespace, tensor_type):
 
     for name, value in namespace.items():
         if not name.startswith("_"):
+            before = len(out)
             try:
                 visit(name, value, 0)
             except Exception as e:  # a value that cannot be read is a finding
                 out[name] = ("unreadable", type(e).__name__, [], np.asarray(str(e)[:200]))
+            if len(out) == before:  # nothing tensor-like: keep the name and its type
+                out[name] = ("other", type(value).__name__, [], np.asarray(0))
     return out
 
 

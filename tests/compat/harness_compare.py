@@ -59,8 +59,11 @@ def classify_error(error):
 
 def compare_value(name, ref, got, random):
     """None if got matches ref (random: by shape and dtype only), else (class, detail)."""
+    if ref["kind"] == "other":
+        return None   # nothing tensor-like under paddle (a layer, a static variable)
     if ref["kind"] != got["kind"]:
-        return STRUCTURE, f"{name} is a {ref['kind']} in paddle but a {got['kind']} in oar"
+        found = got["dtype"] if got["kind"] == "other" else got["kind"]
+        return STRUCTURE, f"{name} is a {ref['kind']} in paddle but a {found} in oar"
     rd, gd = normalize_dtype(ref["dtype"]), normalize_dtype(got["dtype"])
     if list(ref["shape"]) != list(got["shape"]):
         return SHAPE, f"{name}: shape {list(ref['shape'])} expected, got {list(got['shape'])}"

@@ -152,6 +152,17 @@ def test_compare_random_checks_shape_and_dtype_only():
                       random=True)[0] == hc.DTYPE
 
 
+def test_values_paddle_cannot_read_are_not_compared():
+    # a static-graph variable under paddle, a Tensor under oar: nothing to compare
+    ref = _res(x=_val(np.asarray(0), "Value", kind="other"), y=_val(np.float32([1.0])))
+    got = _res(x=_val(np.float32([5.0])), y=_val(np.float32([1.0])))
+    assert hc.compare(ref, got, False) is None
+    # the other way round is a failure that names the type oar returned
+    got = _res(x=_val(np.float32([5.0])), y=_val(np.asarray(0), "Variable", kind="other"))
+    assert hc.compare(ref, got, False) == (hc.STRUCTURE,
+                                           "y is a tensor in paddle but a Variable in oar")
+
+
 def test_half_precision_is_compared_loosely():
     ref = _res(h=_val(np.float32([1.0]), "float16"))
     assert hc.compare(ref, _res(h=_val(np.float32([1.0005]), "float16")), False) is None
@@ -243,7 +254,8 @@ def test_collect_flattens_tensors_lists_dicts_and_scalars():
           "a": np.int32([7, 8]), "s": "text", "f": len, "_hidden": FakeTensor([0]), "n": 2.5,
           "npf": np.float64(0.5)}
     out = harness_child.collect(ns, FakeTensor)
-    assert sorted(out) == ["a", "d['w']", "n", "npf", "pair[0]", "pair[1]", "t"]
+    assert sorted(out) == ["a", "d['w']", "f", "n", "npf", "pair[0]", "pair[1]", "s", "t"]
+    assert out["f"][:2] == ("other", "builtin_function_or_method") and out["s"][1] == "str"
     assert out["npf"][:2] == out["n"][:2] == ("scalar", "float")   # np.float64 is a float
     kind, dtype, shape, arr = out["t"]
     assert (kind, dtype, shape, arr.tolist()) == ("tensor", "float32", [2], [1.0, 2.0])
