@@ -250,6 +250,18 @@ def skip_lines(records):
     return lines
 
 
+def check_oar_imports(args):
+    """None if `import paddle` works under the alias, else the error's last line."""
+    code = (f"import sys; sys.path.insert(0, {HERE!r}); import harness_alias; "
+            "harness_alias.install(); import paddle")
+    out = subprocess.run([args.oar_python, "-c", code], capture_output=True, text=True,
+                         timeout=300, env=child_env(args.oar_pythonpath), cwd=tempfile.gettempdir())
+    if out.returncode == 0:
+        return None
+    lines = out.stderr.strip().splitlines()
+    return lines[-1] if lines else f"exit status {out.returncode}"
+
+
 def oar_description(args):
     """What oar was measured: --oar-label, else the version the oar Python imports."""
     if args.oar_label:
@@ -278,9 +290,9 @@ def markdown(records, oar, paddle_version, today):
     return "\n".join(out)
 
 
-def failures_text(records, paddle_version, today):
+def failures_text(records, paddle_version, today, oar):
     """The lead's hand-out list: missing names by frequency, then every failure by area."""
-    lines = [f"# oar compat failures ({today}, paddle {paddle_version})", "",
+    lines = [f"# oar compat failures ({today}, paddle {paddle_version}, {oar})", "",
              "An example stops at its first failure: fixing a name can expose the next one.",
              "See one example: /work/paddle-venv/bin/python tests/compat/run_compat.py --show ID;",
              "rerun some: ... run_compat.py --filter 'REGEX' --oar-pythonpath /tmp/ovl-NAME", ""]
@@ -354,6 +366,13 @@ def main(argv=None):
             saved = json.load(f)
         return report(saved["records"], args, version, saved.get("measured", "unknown time"),
                       args.oar_label or saved.get("oar", "oar"))
+    if not args.paddle_only:
+        broken = check_oar_imports(args)
+        if broken:
+            print(f"run_compat: oar does not import with {args.oar_python}"
+                  f"{' and PYTHONPATH=' + args.oar_pythonpath if args.oar_pythonpath else ''}: "
+                  f"{broken}", file=sys.stderr)
+            return 2
     records = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = [pool.submit(evaluate, e, args) for e in examples]
@@ -384,7 +403,7 @@ def report(records, args, version, measured, oar):
             f.write(markdown(records, oar, version, measured))
     if args.failures:
         with open(args.failures, "w") as f:
-            f.write(failures_text(records, version, measured))
+            f.write(failures_text(records, version, measured, oar))
     print(f"results: {args.json}" + (f", report: {args.write}" if args.write else ""))
     return 0
 

@@ -314,5 +314,5 @@ def test_report_table_and_failure_groups():
     assert "- `paddle.zeta` (2): paddle.b, paddle.c" in lines
     assert "- paddle.fft.f (y: max abs diff 1)" in lines
     assert run_compat.skip_lines(records) == ["- needs GPU (1): paddle.d"]
-    text = run_compat.failures_text(records, "3.3.1", "today")
+    text = run_compat.failures_text(records, "3.3.1", "today", "oar x")
     assert "  2  paddle.zeta   <- paddle.b, paddle.c" in text
