@@ -69,6 +69,9 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
     if (!inputs[i].defined()) {
       throw Error(ErrorCode::invalid_argument, op.name + ": input " + std::to_string(i) + " is undefined");
     }
+    if (const auto& overwritten = inputs[i].impl().overwritten) {  // Note [Version counter] in inplace.cpp
+      throw Error(ErrorCode::invalid_argument, *overwritten);
+    }
     if (inputs[i].impl().symbol) {
       throw Error(ErrorCode::invalid_argument, op.name + ": input " + std::to_string(i) +
                                                    " is a symbolic tensor of a to_static trace used outside it");
