@@ -102,6 +102,11 @@ bool backward_running();
 /// (slice, transpose, reshape, ...): an in-place write through it would
 /// change the leaf (Note [In-place writes] in core/src/tensor/inplace.cpp).
 bool is_view_of_grad_leaf(const Tensor& t);
+/// The tensor `t` was made from by view ops only, as autograd recorded it
+/// (the same handle state the caller holds), or an undefined Tensor when `t`
+/// is not a recorded view of a tensor with history. A write through `t`
+/// rebases this tensor's history (Note [In-place writes]).
+Tensor view_base(const Tensor& t);
 /// `data`'s memory (storage, shape, strides) with the autograd history of
 /// `history`: the handle an in-place write leaves behind (Note [In-place
 /// writes]). The history is stamped with the storage's current version.

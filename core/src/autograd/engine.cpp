@@ -214,6 +214,19 @@ bool is_view_of_grad_leaf(const Tensor& t) {
   return false;
 }
 
+Tensor view_base(const Tensor& t) {
+  if (!t.defined() || !t.is_view()) return Tensor();
+  const auto& meta = t.impl().autograd;
+  const Node* node = meta ? meta->grad_fn.get() : nullptr;
+  Tensor base;
+  while (node && !is_custom(*node) && eager_view_rule(*node->op) && !node->inputs.empty() &&
+         node->input_requires_grad[0] && node->inputs[0].impl().storage == t.impl().storage) {
+    base = node->inputs[0];
+    node = node->next_node[0].get();
+  }
+  return base.defined() && !base.is_leaf() ? base : Tensor();
+}
+
 Tensor with_history(const Tensor& data, const Tensor& history) {
   auto impl = std::make_shared<TensorImpl>(data.impl());
   impl->autograd = history.impl().autograd;

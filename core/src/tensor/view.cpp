@@ -98,7 +98,7 @@ Tensor reshape_view(const Tensor& x, const Attrs&, const TensorMeta& out) {
   if (x.is_contiguous()) return view_of(x, out, contiguous_strides(out.shape), x.impl().byte_offset, "reshape");
   if (auto strides = reshape_strides(x.shape(), x.strides(), out.shape))
     return view_of(x, out, std::move(*strides), x.impl().byte_offset, "reshape");
-  Tensor dense = materialize_contiguous(x);
+  Tensor dense = materialize_contiguous(x);  // a copy: not a view of x
   return view_of(dense, out, contiguous_strides(out.shape), dense.impl().byte_offset, nullptr);
 }
 

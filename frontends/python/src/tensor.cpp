@@ -221,6 +221,18 @@ void bind_tensor(py::module_& m) {
                              "How many in-place writes went into this tensor's memory (Note [Version counter]).")
       .def("_with_history", [](const oar::Tensor& x, const oar::Tensor& history) { return oar::with_history(x, history); },
            "This tensor's memory with the autograd history of `history`.")
+      .def("_shares_storage", [](const oar::Tensor& a, const oar::Tensor& b) {
+        return a.impl().storage != nullptr && a.impl().storage == b.impl().storage;
+      })
+      .def("_view_base", [](const oar::Tensor& x) -> std::optional<oar::Tensor> {
+        oar::Tensor base = oar::view_base(x);
+        if (!base.defined()) return std::nullopt;
+        return base;
+      }, "The tensor with history this one is a recorded view of, or None (Note [In-place writes]).")
+      .def("_set_history_", [](const oar::Tensor& x, const oar::Tensor& history) {
+        x.impl().autograd = history.impl().autograd;
+        x.impl().history_version = x.version();
+      }, "Gives every handle of this tensor the autograd history of `history` (a base rebased by a write through its view).")
       .def_property_readonly("_is_view_of_grad_leaf", [](const oar::Tensor& x) { return oar::is_view_of_grad_leaf(x); })
       .def("_rebind_", [](oar::Tensor& x, const oar::Tensor& src) { x = src; },
            "Makes this handle the tensor `src` (data and autograd history).")
