@@ -48,7 +48,7 @@ def write(x, new, what):
     if list(new.shape) != list(x.shape):
         raise ValueError(f"{what}: the result has shape {list(new.shape)} but the tensor written in place has "
                          f"shape {list(x.shape)}; an in-place op cannot change the shape")
-    base = x._view_base() if is_grad_enabled() else None
+    base = _base_to_rebase(x)
     if base is not None:  # base_new = base with x's elements replaced by new (differentiable in both)
         old = base._with_history(base)  # the base's history on a handle of its own
         rebased = _put(M.clone(old), _positions_in(base, x), _ops.reshape(new, [-1]))
@@ -56,7 +56,22 @@ def write(x, new, what):
     if base is not None:
         base._set_history_(rebased)
     take_history(x, new)
+    if base is not None:
+        x._written_base = base  # x's history is now the write's own: remember whom to rebase next time
     return x
+
+
+def _base_to_rebase(x):
+    """The tensor with history that x is a view of, when a write through x must rebase it."""
+    if not is_grad_enabled():
+        return None
+    base = x._view_base()
+    if base is None:
+        base = getattr(x, "_written_base", None)
+        if base is not None and not base._shares_storage(x):
+            base = None
+    # A base whose history is already stale stays so: recording an op on it raises.
+    return base if base is not None and base._history_current else None
 
 
 def take_history(x, new=None):

@@ -233,6 +233,9 @@ void bind_tensor(py::module_& m) {
         x.impl().autograd = history.impl().autograd;
         x.impl().history_version = x.version();
       }, "Gives every handle of this tensor the autograd history of `history` (a base rebased by a write through its view).")
+      .def_property_readonly("_history_current", [](const oar::Tensor& x) {
+        return x.is_leaf() || x.version() == x.impl().history_version;
+      }, "False when this non-leaf's memory was written since its history was recorded (Note [Version counter]).")
       .def_property_readonly("_is_view_of_grad_leaf", [](const oar::Tensor& x) { return oar::is_view_of_grad_leaf(x); })
       .def("_rebind_", [](oar::Tensor& x, const oar::Tensor& src) { x = src; },
            "Makes this handle the tensor `src` (data and autograd history).")

@@ -269,8 +269,10 @@ def test_a_write_through_a_view_rebases_its_base(device):
     v = y[1:]
     v.mul_(oar.to_tensor(3.0))
     assert_close(y, [2.0, 12.0, 18.0])  # the values are right
-    (y * oar.to_tensor([1.0, 10.0, 100.0])).sum().backward()  # y's history was rebased onto the write
-    assert_close(x.grad, [2.0, 60.0, 600.0])
+    v[0] = v[0] + v[1]                  # a second write through the same view
+    assert_close(y, [2.0, 30.0, 18.0])
+    (y * oar.to_tensor([1.0, 10.0, 100.0])).sum().backward()  # y's history was rebased onto both writes
+    assert_close(x.grad, [2.0, 60.0, 660.0])  # y1 = 6 x1 + 6 x2, y2 = 6 x2
 
 
 def test_a_view_taken_before_a_write_refuses_its_stale_history(device):
