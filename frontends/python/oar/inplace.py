@@ -38,6 +38,10 @@ def check_writable(x, what):
                            f"oar.no_grad(), or write a copy of the view (clone())")
 
 
+def _symbolic(*tensors):
+    return builtins.any(isinstance(t, Tensor) and _C.ir.is_symbolic(t) for t in tensors)
+
+
 def _records(*tensors):
     return is_grad_enabled() and builtins.any(isinstance(t, Tensor) and not t.stop_gradient for t in tensors)
 
@@ -48,6 +52,9 @@ def write(x, new, what):
     if list(new.shape) != list(x.shape):
         raise ValueError(f"{what}: the result has shape {list(new.shape)} but the tensor written in place has "
                          f"shape {list(x.shape)}; an in-place op cannot change the shape")
+    if _symbolic(x, new):  # a to_static trace: no memory to write, the program's value is the result
+        x._rebind_(new) if not new.stop_gradient else x._set_data_(new)
+        return x
     base = _base_to_rebase(x)
     if base is not None:  # base_new = base with x's elements replaced by new (differentiable in both)
         old = base._with_history(base)  # the base's history on a handle of its own
@@ -164,7 +171,7 @@ def copy_(x, src, blocking=True):
         except Exception:
             raise ValueError(f"copy_: src has shape {list(src.shape)}, which does not broadcast to the tensor's "
                              f"shape {list(x.shape)}") from None
-    if not _records(x, src):
+    if not _records(x, src) and not _symbolic(x, src):
         x._assign_(src)
         take_history(x)
         return x
@@ -178,6 +185,9 @@ def set_value(x, value):
         raise ValueError(f"set_value: value has shape {list(v.shape)} but the tensor has shape {list(x.shape)}")
     if v._device != x._device:
         v = v._to(x._device)
+    if _symbolic(x, v):
+        x._set_data_(creation.clone_data(v.detach()))
+        return
     x._assign_(v.detach())
     take_history(x)
 
@@ -205,7 +215,7 @@ def setitem(x, key, value, getitem, positions):
     """x[key] = value, broadcasting value to the selected shape (numpy's rules)."""
     check_writable(x, "__setitem__")
     vals = value_tensor(value, x)
-    if not _records(x, vals) and _is_basic(key):
+    if not _records(x, vals) and not _symbolic(x, vals) and _is_basic(key):
         view = getitem(x, key)  # slices, ints, None and ... select a view of x
         if view._shares_storage(x):
             _check_broadcast(vals, view.shape)
