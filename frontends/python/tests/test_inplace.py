@@ -267,7 +267,7 @@ def test_a_write_through_a_view_rebases_its_base(device):
     x = oar.to_tensor([1.0, 2.0, 3.0], stop_gradient=False)
     y = x * 2.0
     v = y[1:]
-    v.mul_(oar.to_tensor(3.0))
+    v.multiply_(oar.to_tensor(3.0))
     assert_close(y, [2.0, 12.0, 18.0])  # the values are right
     v[0] = v[0] + v[1]                  # a second write through the same view
     assert_close(y, [2.0, 30.0, 18.0])
