@@ -217,14 +217,20 @@ bool is_view_of_grad_leaf(const Tensor& t) {
 Tensor view_base(const Tensor& t) {
   if (!t.defined() || !t.is_view()) return Tensor();
   const auto& meta = t.impl().autograd;
-  const Node* node = meta ? meta->grad_fn.get() : nullptr;
-  Tensor base;
+  Node* node = meta ? meta->grad_fn.get() : nullptr;
+  Node* last = nullptr;  // the view node that saved the base
   while (node && !is_custom(*node) && eager_view_rule(*node->op) && !node->inputs.empty() &&
          node->input_requires_grad[0] && node->inputs[0].impl().storage == t.impl().storage) {
-    base = node->inputs[0];
+    last = node;
     node = node->next_node[0].get();
   }
-  return base.defined() && !base.is_leaf() ? base : Tensor();
+  if (!last || last->inputs[0].is_leaf()) return Tensor();
+  Tensor base = last->inputs[0];
+  // The caller gives `base` a new history that leads back to this node; the
+  // node keeps a handle of its own (same memory, the old history), so the
+  // base does not end up holding itself.
+  last->inputs[0] = Tensor(std::make_shared<TensorImpl>(base.impl()));
+  return base;
 }
 
 Tensor with_history(const Tensor& data, const Tensor& history) {
