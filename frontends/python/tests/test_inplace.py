@@ -298,3 +298,16 @@ def test_leaves_that_require_grad_refuse_inplace_writes_outside_no_grad(device):
     assert not w.stop_gradient and w.is_leaf
     (w * w).sum().backward()
     assert_close(w.grad, [2.0, 40.0, 60.0])
+
+
+def test_a_rebased_base_is_freed_without_a_backward(device):
+    import gc
+    gc.collect()
+    before = oar._C.live_autograd_nodes()
+    for _ in range(3):
+        x = oar.to_tensor([1.0, 2.0, 3.0], stop_gradient=False)
+        y = x * 2.0
+        y[1:].multiply_(oar.to_tensor(3.0))
+        del x, y
+    gc.collect()
+    assert oar._C.live_autograd_nodes() == before
