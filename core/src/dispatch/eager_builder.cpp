@@ -35,6 +35,17 @@ struct DepthGuard {
   ~DepthGuard() { --t_depth; }
 };
 
+}  // namespace
+
+DecompositionScope::DecompositionScope() : previous_(t_prefer_decomposition) { t_prefer_decomposition = true; }
+DecompositionScope::~DecompositionScope() { t_prefer_decomposition = previous_; }
+
+Builder& current_builder() { return t_builder ? *t_builder : EagerBuilder::instance(); }
+
+BuilderScope::BuilderScope(Builder& builder) : previous_(t_builder) { t_builder = &builder; }
+BuilderScope::~BuilderScope() { t_builder = previous_; }
+
+namespace {
 // True when `op` reads only the shape and dtype of its input `i` (a saved
 // tensor overwritten in place may still serve there: Note [Version counter]).
 bool reads_only_shape(const OpDef& op, size_t i) {
@@ -45,14 +56,6 @@ bool reads_only_shape(const OpDef& op, size_t i) {
 }
 
 }  // namespace
-
-DecompositionScope::DecompositionScope() : previous_(t_prefer_decomposition) { t_prefer_decomposition = true; }
-DecompositionScope::~DecompositionScope() { t_prefer_decomposition = previous_; }
-
-Builder& current_builder() { return t_builder ? *t_builder : EagerBuilder::instance(); }
-
-BuilderScope::BuilderScope(Builder& builder) : previous_(t_builder) { t_builder = &builder; }
-BuilderScope::~BuilderScope() { t_builder = previous_; }
 
 EagerBuilder& EagerBuilder::instance() {
   static EagerBuilder builder;
