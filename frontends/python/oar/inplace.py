@@ -26,7 +26,9 @@ _BOOL = convert_dtype("bool")
 
 
 def check_writable(x, what):
-    """Raises when writing x in place would break autograd (Paddle's rule for leaves)."""
+    """Raises when writing x in place would break autograd (Paddle's rule for
+    leaves); gives a broadcast view memory of its own first."""
+    _own_memory_if_broadcast(x)
     if not is_grad_enabled() or x.stop_gradient:
         return
     if x.is_leaf:
@@ -36,6 +38,14 @@ def check_writable(x, what):
         raise RuntimeError(f"{what}: this tensor is a view (made by {x._view_op}) of a leaf tensor that doesn't "
                            f"stop gradient, and writing it in place would change that leaf; write under "
                            f"oar.no_grad(), or write a copy of the view (clone())")
+
+
+def _own_memory_if_broadcast(x):
+    """A view with a stride-0 dim (expand, broadcast_to) shares one element
+    among several positions; Paddle's expand copies, so a write into one goes
+    to a copy of its own and leaves the tensor it was expanded from alone."""
+    if not _symbolic(x) and builtins.any(s == 0 and n > 1 for s, n in zip(x.strides, x.shape)):
+        x._rebind_(x.contiguous())
 
 
 def _symbolic(*tensors):
@@ -180,6 +190,7 @@ def copy_(x, src, blocking=True):
 
 def set_value(x, value):
     """Writes `value` (same shape) into x's memory; x keeps its autograd state (Paddle's set_value)."""
+    _own_memory_if_broadcast(x)
     v = value_tensor(value, x)
     if list(v.shape) != list(x.shape):
         raise ValueError(f"set_value: value has shape {list(v.shape)} but the tensor has shape {list(x.shape)}")
