@@ -2,6 +2,7 @@
 // Tensor::assign_ writes through a view into its base, broadcasts and casts
 // its source, bumps the storage version, and autograd refuses a saved
 // tensor that was overwritten (Note [Version counter]).
+#include "dispatch/device_context.h"
 #include "test_util.h"
 
 using oar::DType;
@@ -61,5 +62,25 @@ TEST_CASE("recording an op on a tensor whose memory was written through another 
     CHECK_THROWS_WITH_AS(oar::exp(y), doctest::Contains("its memory has since been written in place"), oar::Error);
     Tensor fresh = oar::with_history(y, y);  // the handle an in-place write leaves: stamped with the new version
     CHECK_NOTHROW(oar::exp(fresh));
+  }
+}
+
+TEST_CASE("without a copy kernel for strided outputs, assign_ writes strided views through host memory") {
+  for (const auto& device : test_devices()) {
+    INFO(device.str());
+    // White-box: hide the flag of the device's copy kernels, then restore it.
+    auto& kernels = oar::backend_of(device).kernels_by_op[static_cast<size_t>(oar::OpRegistry::instance().get("copy").id)];
+    std::vector<uint32_t> saved;
+    for (auto& k : kernels) {
+      saved.push_back(k.flags);
+      k.flags &= ~static_cast<uint32_t>(OAR_KERNEL_STRIDED_OUTPUT);
+    }
+    Tensor x = iota({3, 4}, device);
+    oar::slice(oar::transpose(x, {1, 0}), {0, 1}, {1, 0}, {4, 3}, {2, 2})
+        .assign_(Tensor::from_vector(std::vector<float>{-1, -2, -3, -4}, {2, 2}, device));
+    // x^T rows 1 and 3, columns 0 and 2: x[0][1] x[2][1] x[0][3] x[2][3]
+    check_close(x, {0, -1, 2, -3, 4, 5, 6, 7, 8, -2, 10, -4});
+    CHECK(x.version() == 1);
+    for (size_t i = 0; i < kernels.size(); ++i) kernels[i].flags = saved[i];
   }
 }
