@@ -49,7 +49,10 @@ def _own_memory_if_broadcast(x):
 
 
 def _symbolic(*tensors):
-    return builtins.any(isinstance(t, Tensor) and _C.ir.is_symbolic(t) for t in tensors)
+    """True for a symbolic tensor of a to_static trace or a distributed one:
+    neither has one memory to write, so an in-place op rebinds the handle to
+    its result (Note [Rebinding] in src/tensor.cpp), as before real writes."""
+    return builtins.any(isinstance(t, Tensor) and (_C.ir.is_symbolic(t) or t.is_dist()) for t in tensors)
 
 
 def _records(*tensors):
@@ -62,7 +65,7 @@ def write(x, new, what):
     if list(new.shape) != list(x.shape):
         raise ValueError(f"{what}: the result has shape {list(new.shape)} but the tensor written in place has "
                          f"shape {list(x.shape)}; an in-place op cannot change the shape")
-    if _symbolic(x, new):  # a to_static trace: no memory to write, the program's value is the result
+    if _symbolic(x, new):  # a to_static trace or a distributed tensor: the handle takes the result
         x._rebind_(new) if not new.stop_gradient else x._set_data_(new)
         return x
     base = _base_to_rebase(x)
