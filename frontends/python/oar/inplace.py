@@ -8,8 +8,13 @@ handle takes the result's autograd history (`_with_history`). When a
 gradient is being recorded the ops read a clone of x, so no recorded op
 saves memory that the write overwrites; a saved tensor that is overwritten
 anyway (y = x.exp(); y.add_(1)) is caught by the version counter when the
-backward needs it. A leaf that doesn't stop gradient refuses in-place
-writes outside no_grad (Paddle's rule), and so does a view of one.
+backward needs it. A write through a recorded view (v = y[1:];
+v.multiply_(w)) also rebases the view's base: y's history becomes "y with
+v's elements replaced" (_put over their flat positions), so y's gradient
+is right; other views of y taken before the write keep their old history,
+and recording an op on one raises (Note [Version counter]). A leaf that
+doesn't stop gradient refuses in-place writes outside no_grad (Paddle's
+rule), and so does a view of one.
 """
 import builtins
 import numbers
