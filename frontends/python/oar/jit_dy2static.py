@@ -38,7 +38,7 @@ import warnings
 from . import _C
 from .framework import Tensor
 
-__all__ = ["convert", "not_to_static"]
+__all__ = ["convert", "converted_source", "not_to_static"]
 
 _PREFIX = "__jst_"
 _NOT_CONVERTED = "__oar_not_to_static__"
@@ -367,7 +367,20 @@ def _build_factory(func, strict):
             node.lineno = first_line
     code = compile(module, filename, "exec")
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
-    return types.FunctionType(factory_code, func.__globals__, factory_code.co_name)
+    factory = types.FunctionType(factory_code, func.__globals__, factory_code.co_name)
+    factory.converted_source = ast.unparse(fdef)
+    return factory
+
+
+def converted_source(func):
+    """The converted source of `func` (for reading what to_static runs), or
+    None when it is not converted."""
+    func = getattr(func, "__func__", func)
+    if not isinstance(func, types.FunctionType):
+        return None
+    convert(func)
+    factory = _cache.get(func.__code__)
+    return None if factory is None else factory.converted_source
 
 
 def _assigned(stmts):
@@ -609,10 +622,10 @@ class _Converter(ast.NodeTransformer):
         if jumps:
             brk, cont = self.fresh("brk"), self.fresh("cont")
             out.append(ast.copy_location(ast.Assign(targets=[_name(brk, True)], value=_const(False)), node))
-            body = [ast.Assign(targets=[_name(cont, True)], value=_const(False))] + self.lower_jumps(body, brk, cont)
-            test = ast.BoolOp(op=ast.And(), values=[ast.UnaryOp(op=ast.Not(), operand=_name(brk)), test])
-            for s in body:
-                ast.copy_location(s, node)
+            reset = ast.copy_location(ast.Assign(targets=[_name(cont, True)], value=_const(False)), node)
+            body = [reset] + self.lower_jumps(body, brk, cont)
+            test = ast.copy_location(ast.BoolOp(op=ast.And(), values=[
+                ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=_name(brk)), node), test]), node)
         test = self.visit(test)
         body = self.block(body + tail)
         names = _assigned(body)
