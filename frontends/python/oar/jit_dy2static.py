@@ -65,9 +65,18 @@ class _Undefined:
     def __repr__(self):
         return f"<undefined variable {self.name!r}>"
 
-    def __getattr__(self, attr):
+    def _used(self, *_):
         raise NameError(f"to_static: variable {self.name!r} is used but not defined on every path of the "
                         "converted if/while before this point")
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        self._used()
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _used
+    __matmul__ = __rmatmul__ = __neg__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __call__ = _used
+    __getitem__ = __iter__ = __len__ = _used
 
 
 def _symbolic(value):

@@ -254,8 +254,12 @@ def unconverted(x):
     return -x
 
 
+def calls_unconverted(x):
+    return unconverted(x) + 1
+
+
 def test_not_to_static_functions_are_called_as_written():
-    static = oar.jit.to_static(lambda x: unconverted(x) + 1)
+    static = oar.jit.to_static(calls_unconverted)
     with pytest.raises(ValueError, match="symbolic tensor of a to_static trace"):
         static(f32(1.0))
 
