@@ -6,6 +6,7 @@
 
 #include "oar/autograd.h"
 #include "oar/error.h"
+#include "oar/ir/control_flow.h"
 #include "oar/ir/pass.h"
 #include "oar/ir/shape_inference.h"
 #include "oar/ir/trace.h"
@@ -88,7 +89,12 @@ std::vector<Value*> append_backward(Program& program, const std::vector<Value*>&
     const Operation& op = program.block().op(i);
     bool reached = false;
     for (Value* v : op.operands()) reached = reached || from_wrt.count(v);
-    if (reached && op.def().differentiable) from_wrt.insert(op.results().begin(), op.results().end());
+    // A cond or while also depends on what its regions read.
+    if (is_control_flow(op)) {
+      for (Value* v : captured_values(op)) reached = reached || from_wrt.count(v);
+    }
+    if (reached && (op.def().differentiable || is_control_flow(op)))
+      from_wrt.insert(op.results().begin(), op.results().end());
   }
 
   Tracer tracer(program, default_device(), Tracer::kAppend, std::move(types.symbols));
@@ -123,6 +129,14 @@ std::vector<Value*> append_backward(Program& program, const std::vector<Value*>&
     bool has_grad = false;
     for (Value* r : op.results()) has_grad = has_grad || grads.count(r);
     if (!has_grad) continue;
+    // Results in from_wrt with a gradient: the targets depend on the
+    // differentiated values through this op's regions.
+    if (is_control_flow(op)) {
+      throw Error(ErrorCode::unsupported,
+                  "append_backward: operation " + std::to_string(i) + " (" + op.def().name +
+                      ") lies between the differentiated values and the targets; program autodiff through cond "
+                      "and while is not implemented yet (train through the function eagerly)");
+    }
     std::vector<bool> needs_storage;
     bool any_need = false;
     for (Value* v : op.operands()) {

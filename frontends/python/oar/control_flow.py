@@ -101,8 +101,8 @@ def _number_tensor(value):
 def _shape_of(spec):
     """The spec with numbers' values dropped (numbers may differ between branches)."""
     kind = spec[0]
-    if kind == "number":
-        return ("number", spec[1])
+    if kind == "number":  # yielded as a tensor: matches a tensor of the other branch
+        return ("tensor", spec[1])
     if kind in ("tensor", "leaf"):
         return spec
     if kind is dict:

@@ -124,15 +124,16 @@ def test_to_static_captures_cond_and_takes_either_branch_on_each_run():
 def test_to_static_captures_nested_outputs_and_numbers():
     def f(x):
         # A tuple of a tensor and a dict; the number differs between the branches.
-        return cond(x.mean() > 0, lambda: (x + 1, {"k": x * 3}, 1), lambda: (x - 1, {"k": x}, 2))
+        a, d, n = cond(x.mean() > 0, lambda: (x + 1, {"k": x * 3}, 1), lambda: (x - 1, {"k": x}, 2))
+        return a, d["k"], n
 
     static_f = oar.jit.to_static(f)
     for values in ([1.0, 2.0], [-3.0, 1.0]):
         x = _f32(values)
-        a, d, n = static_f(x)
-        ea, ed, en = f(x)
+        a, k, n = static_f(x)
+        ea, ek, en = f(x)
         np.testing.assert_allclose(a.numpy(), ea.numpy())
-        np.testing.assert_allclose(d["k"].numpy(), ed["k"].numpy())
+        np.testing.assert_allclose(k.numpy(), ek.numpy())
         assert int(n.numpy()) == en
 
 
@@ -176,7 +177,7 @@ def test_captured_cond_inside_a_while_and_save_load(tmp_path):
 def test_captured_control_flow_errors_name_the_line_and_both_types():
     x = _f32([1.0, 2.0])
     dtypes = oar.jit.to_static(lambda x: cond(x.sum() > 0, lambda: x, lambda: oar.cast(x, "int64")))
-    with pytest.raises(ValueError, match=r"cond \(at .*test_control_flow.py:\d+\): the branches give different "
+    with pytest.raises(TypeError, match=r"cond \(at .*test_control_flow.py:\d+\): the branches give different "
                                          r"dtypes for value 0: f32\[2\] \(then\) and i64\[2\] \(else\)"):
         dtypes(x)
     shapes = oar.jit.to_static(lambda x: cond(x.sum() > 0, lambda: x, lambda: oar.concat([x, x])))
@@ -191,8 +192,8 @@ def test_captured_control_flow_errors_name_the_line_and_both_types():
                                         r"test_control_flow.py:\d+"):
         loop(x)
     grow = oar.jit.to_static(lambda x: while_loop(lambda v: v.sum() < 10, lambda v: oar.concat([v, v]), [x]))
-    with pytest.raises(ValueError, match=r"changes loop variable 0 from f32\[2\] to f32\[4\].*"
-                                         r"test_control_flow.py:\d+"):
+    with pytest.raises(ValueError, match=r"test_control_flow.py:\d+\): the body changes loop variable 0 from "
+                                         r"f32\[2\] to f32\[4\]"):
         grow(x)
     not_bool = oar.jit.to_static(lambda x: cond(x.sum(), lambda: x, lambda: x))
     with pytest.raises(ValueError, match=r"predicate must be a one-element bool tensor but is f32\[\]"):
