@@ -40,6 +40,7 @@
 #include "oar/autograd.h"
 #include "oar/error.h"
 #include "oar/ir/autodiff.h"
+#include "oar/ir/control_flow.h"
 #include "oar/ir/pass.h"
 #include "oar/ir/shape_inference.h"
 #include "oar/ops.h"
@@ -173,7 +174,11 @@ struct CompiledFunction::Impl {
       }
     };
     for (size_t i = forward_ops; i < p.block().size(); ++i) {
-      for (Value* v : p.block().op(i).operands()) save(v);
+      const Operation& op = p.block().op(i);
+      for (Value* v : op.operands()) save(v);
+      if (is_control_flow(op)) {  // a backward cond reads forward values inside its regions too
+        for (Value* v : captured_values(op)) save(v);
+      }
     }
     for (Value* g : grads) {
       if (g) save(g);  // a gradient that is a forward result

@@ -238,6 +238,21 @@ def test_methods_and_sublayers_of_a_layer_are_converted():
     assert "cond(" in layer.forward.program and "while(" in layer.forward.program
 
 
+def test_training_through_a_converted_branch_matches_eager():
+    oar.seed(2)
+    layer = Gate()
+    eager = Gate()
+    eager.set_state_dict(layer.state_dict())
+    static = oar.jit.to_static(layer)
+    for x in (f32(1.0, 2.0).reshape([1, 2]), f32(-4.0, -1.0).reshape([1, 2])):
+        for net in (static, eager):
+            net.clear_gradients()
+            (net(x) ** 2).sum().backward()
+        for name, p in layer.named_parameters():
+            q = dict(eager.named_parameters())[name]
+            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_converted_program_saves_and_loads(tmp_path):
     static = oar.jit.to_static(piecewise, input_spec=[InputSpec([2], "float32")])
     path = str(tmp_path / "piecewise")
