@@ -20,13 +20,16 @@ namespace oar::ir {
 
 namespace {
 
-bool is_one_element_bool(const Tensor& t) { return t.dtype() == DType::boolean && shape_numel(t.shape()) == 1; }
+bool is_one_element_bool(const Tensor& t) {
+  return t.dtype() == DType::boolean && shape_numel(t.shape()) == 1;
+}
 
 std::string example_type(const Tensor& t) { return TensorType{t.dtype(), t.shape()}.str(); }
 
 }  // namespace
 
-std::vector<Tensor> Tracer::trace_region(Block& region, const RegionFunction& fn, const std::vector<Tensor>& args) {
+std::vector<Tensor> Tracer::trace_region(Block& region, const RegionFunction& fn,
+                                         const std::vector<Tensor>& args) {
   regions_.push_back(&region);
   struct Pop {
     std::vector<Block*>& stack;
@@ -57,9 +60,9 @@ std::vector<Tensor> Tracer::trace_cond(const Tensor& pred, const RegionFunction&
   std::vector<Tensor> results;
   for (size_t k = 0; k < types.size(); ++k) {
     OAR_CHECK_ARG(then_out[k].shape() == else_out[k].shape(),
-                  where + ": the branches give different shapes for value " + std::to_string(k) + ": " +
-                      example_type(then_out[k]) + " (true branch) and " + example_type(else_out[k]) +
-                      " (false branch)");
+                  where + ": the branches give different shapes for value " + std::to_string(k) +
+                      ": " + example_type(then_out[k]) + " (true branch) and " +
+                      example_type(else_out[k]) + " (false branch)");
     const SymShape& a = symbolic_shape(capture(then_out[k]));
     const SymShape& b = symbolic_shape(capture(else_out[k]));
     SymShape sym = a;
@@ -72,7 +75,8 @@ std::vector<Tensor> Tracer::trace_cond(const Tensor& pred, const RegionFunction&
   return results;
 }
 
-std::vector<Tensor> Tracer::trace_while(const RegionFunction& cond_fn, const RegionFunction& body_fn,
+std::vector<Tensor> Tracer::trace_while(const RegionFunction& cond_fn,
+                                        const RegionFunction& body_fn,
                                         const std::vector<Tensor>& init, const std::string& where) {
   OAR_CHECK_ARG(!init.empty(), where + ": a loop needs at least one loop variable");
   std::vector<Value*> carried;
@@ -81,18 +85,21 @@ std::vector<Tensor> Tracer::trace_while(const RegionFunction& cond_fn, const Reg
   auto arguments = [&](Block& region) {
     std::vector<Tensor> args;
     for (Value* v : carried)
-      args.push_back(symbolic(program_.add_argument(region, v->type()), example_shape(v), symbolic_shape(v)));
+      args.push_back(
+          symbolic(program_.add_argument(region, v->type()), example_shape(v), symbolic_shape(v)));
     return args;
   };
   Block& condition = op->add_region();
   std::vector<Tensor> going = trace_region(condition, cond_fn, arguments(condition));
-  OAR_CHECK_ARG(going.size() == 1 && is_one_element_bool(going[0]),
-                where + ": the loop condition must give one one-element bool tensor but gives " +
-                    (going.size() == 1 ? example_type(going[0]) : std::to_string(going.size()) + " values"));
+  OAR_CHECK_ARG(
+      going.size() == 1 && is_one_element_bool(going[0]),
+      where + ": the loop condition must give one one-element bool tensor but gives " +
+          (going.size() == 1 ? example_type(going[0]) : std::to_string(going.size()) + " values"));
   Block& body = op->add_region();
   std::vector<Tensor> next = trace_region(body, body_fn, arguments(body));
-  OAR_CHECK_ARG(next.size() == init.size(), where + ": the body gives " + std::to_string(next.size()) +
-                                                " values for " + std::to_string(init.size()) + " loop variables");
+  OAR_CHECK_ARG(next.size() == init.size(), where + ": the body gives " +
+                                                std::to_string(next.size()) + " values for " +
+                                                std::to_string(init.size()) + " loop variables");
   std::vector<Tensor> results;
   for (size_t k = 0; k < init.size(); ++k) {
     OAR_CHECK_ARG(next[k].dtype() == init[k].dtype() && next[k].shape() == init[k].shape(),
@@ -100,7 +107,8 @@ std::vector<Tensor> Tracer::trace_while(const RegionFunction& cond_fn, const Reg
                       example_type(init[k]) + " to " + example_type(next[k]) +
                       "; a loop-carried value keeps its dtype and shape");
     Value* v = carried[k];
-    results.push_back(symbolic(program_.add_result(*op, v->type()), example_shape(v), symbolic_shape(v)));
+    results.push_back(
+        symbolic(program_.add_result(*op, v->type()), example_shape(v), symbolic_shape(v)));
   }
   return results;
 }
