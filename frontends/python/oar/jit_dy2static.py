@@ -345,6 +345,8 @@ def _cell_filled(cell):
 def _build_factory(func, strict):
     if func.__name__ == "<lambda>":
         return None  # one expression: nothing to rewrite
+    if func.__code__.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+        return None  # a yield or await cannot move into a branch function
     try:
         source = textwrap.dedent(inspect.getsource(func))
         filename = inspect.getsourcefile(func) or func.__code__.co_filename
@@ -361,6 +363,10 @@ def _build_factory(func, strict):
         return None
     ast.increment_lineno(tree, first_line - 1)
     fdef.decorator_list = []
+    # Branches become functions: a global, nonlocal or del of a name there
+    # would change meaning, so such functions run as written.
+    if any(isinstance(n, (ast.Global, ast.Nonlocal, ast.Delete)) for s in fdef.body for n in ast.walk(s)):
+        return None
     _Converter(filename).convert_function(fdef)
     freevars = list(func.__code__.co_freevars)
     params = ["_jst"] + freevars

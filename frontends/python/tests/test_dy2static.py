@@ -327,3 +327,35 @@ def test_errors_name_the_file_line_and_types():
     with pytest.raises(NotImplementedError, match=rf"the while loop with a return .* at .*test_dy2static.py:"
                                                   rf"{line_of(returns_in_loop, 'while')} depends on a tensor"):
         oar.jit.to_static(returns_in_loop)(f32(1.0))
+
+
+class _Base(oar.nn.Layer):
+    def forward(self, x):
+        return x + 1
+
+
+class _Child(_Base):
+    def forward(self, x):
+        y = super().forward(x)  # zero-argument super() inside a converted method
+        if y.sum() > 0:
+            y = y * 2
+        return y
+
+
+def test_super_in_a_converted_method_and_functions_left_as_written():
+    from oar.jit_dy2static import convert
+    layer = _Child()
+    static = oar.jit.to_static(_Child())
+    for x in (f32(1.0, 2.0), f32(-5.0, -10.0)):
+        np.testing.assert_allclose(static(x).numpy(), layer(x).numpy())
+
+    def generator(x):
+        if x:
+            yield x
+
+    def uses_global(x):
+        global _COUNT
+        _COUNT = x
+        return x
+    # A generator or a function with global/nonlocal/del runs as written.
+    assert convert(generator) is generator and convert(uses_global) is uses_global
