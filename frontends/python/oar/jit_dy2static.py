@@ -16,7 +16,7 @@ Python control flow on tensors becomes program control flow:
   carried as loop variables, and the statements after them run under
   ``if not flag``.
 - ``and``/``or``/``not`` give logical ops on tensors and Python's meaning
-  otherwise; ``print`` of a symbolic tensor prints its type when traced.
+  otherwise, and ``a if c else b`` on a tensor ``c`` a cond; ``print`` of a symbolic tensor prints its type when traced.
 - Calls of user functions, methods and Layers are converted the same way
   (oar's own modules, builtins and ``oar.jit.not_to_static`` functions are
   called as they are).
@@ -121,6 +121,14 @@ class _Runtime:
         except (ValueError, TypeError) as e:
             raise type(e)(_name_values(str(e), tensor_names)) from None
         return tuple(_Undefined(n) if d else out[n] for n, d in zip(names, drop))
+
+    @staticmethod
+    def Select(pred, true_fn, false_fn, where):
+        """`a if pred else b`: a cond for a symbolic predicate."""
+        if not _symbolic(pred):
+            return true_fn() if _truth(pred, where) else false_fn()
+        from .control_flow import _captured_cond
+        return _captured_cond(pred, true_fn, false_fn, f" (at {where})")
 
     @staticmethod
     def While(cond_fn, body_fn, init, names, where):
@@ -250,7 +258,13 @@ def _captured_loop(first, cond_fn, body_fn, values, names, where):
         return [out[k] for k in carried]
 
     del first
-    result = _captured_while(cond, body, [values[k] for k in carried], where)
+    try:
+        result = _captured_while(cond, body, [values[k] for k in carried], where)
+    except (TypeError, ValueError) as e:
+        import re
+        message = re.sub(r"loop variable (\d+)", lambda m: f"loop variable {names[carried[int(m.group(1))]]!r}",
+                         str(e))
+        raise type(e)(message) from None
     out = list(values)
     for k, r in zip(carried, result):
         out[k] = r
@@ -343,8 +357,6 @@ def _cell_filled(cell):
 
 
 def _build_factory(func, strict):
-    if func.__name__ == "<lambda>":
-        return None  # one expression: nothing to rewrite
     if func.__code__.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
         return None  # a yield or await cannot move into a branch function
     try:
@@ -357,6 +369,8 @@ def _build_factory(func, strict):
                           "so its Python control flow is not converted: an if or while on a tensor fails when "
                           "traced", UserWarning, stacklevel=4)
         return None
+    if func.__name__ == "<lambda>":
+        return None  # one expression (its source line may hold more than the lambda)
     tree = ast.parse(source)
     fdef = tree.body[0]
     if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -694,6 +708,11 @@ class _Converter(ast.NodeTransformer):
         if isinstance(node.op, ast.Not):
             return ast.copy_location(_call("Not", [node.operand]), node)
         return node
+
+    def visit_IfExp(self, node):
+        self.generic_visit(node)
+        return ast.copy_location(_call("Select", [node.test, _thunk(node.body), _thunk(node.orelse),
+                                                  self.where(node)]), node)
 
     def visit_Call(self, node):
         self.generic_visit(node)

@@ -318,7 +318,7 @@ def test_errors_name_the_file_line_and_types():
     with pytest.raises(TypeError, match=rf"test_dy2static.py:{line_of(mixed_dtypes, 'if x.sum')}\): the branches "
                                          r"give different dtypes for variable 'y': f32\[1\] \(then\) and i64\[1\]"):
         oar.jit.to_static(mixed_dtypes)(f32(1.0))
-    with pytest.raises(TypeError, match=rf"from .*float32 to .*float64.*test_dy2static.py:"
+    with pytest.raises(TypeError, match=rf"loop variable 'x' from .*float32 to .*float64.*test_dy2static.py:"
                                         rf"{line_of(carried_dtype, 'while')}"):
         oar.jit.to_static(carried_dtype)(f32(1.0))
     with pytest.raises(NotImplementedError, match=rf"assert on a tensor of the trace at .*test_dy2static.py:"
@@ -359,3 +359,22 @@ def test_super_in_a_converted_method_and_functions_left_as_written():
         return x
     # A generator or a function with global/nonlocal/del runs as written.
     assert convert(generator) is generator and convert(uses_global) is uses_global
+
+
+def clipped(x):
+    return x * 2 if x.sum() > 0 else x - 1
+
+
+def test_conditional_expression_on_a_tensor():
+    static = oar.jit.to_static(clipped)
+    for x in (f32(1.0, 2.0), f32(-1.0, -2.0)):
+        same(static, clipped, x)
+    assert static.trace_count == 1 and "cond(" in static.program
+
+
+def test_a_function_without_source_is_traced_as_written_with_a_warning():
+    namespace = {}
+    exec("def made(x):\n    return x * 3\n", namespace)
+    static = oar.jit.to_static(namespace["made"])
+    with pytest.warns(UserWarning, match="source of made is not available"):
+        np.testing.assert_allclose(static(f32(1.0)).numpy(), [3.0])
