@@ -153,7 +153,7 @@ def _same_leaves(a, b):
 def _captured_cond(pred, true_fn, false_fn, where):
     specs = []
 
-    def branch(fn, label):
+    def branch(fn):
         def traced(_args):
             tensors = []
             spec = _flatten(None if fn is None else fn(), tensors)
@@ -164,7 +164,7 @@ def _captured_cond(pred, true_fn, false_fn, where):
             return tensors
         return traced
 
-    results = _C.ir.trace_cond(pred, branch(true_fn, "true_fn"), branch(false_fn, "false_fn"),
+    results = _C.ir.trace_cond(pred, branch(true_fn), branch(false_fn),
                                "oar.static.nn.cond" + where)
     return _unflatten(specs[0], specs[1], results)
 

@@ -89,10 +89,6 @@ class _Runtime:
     """The namespace converted code sees as `_jst`."""
 
     @staticmethod
-    def Undefined(name):
-        return _Undefined(name)
-
-    @staticmethod
     def ld(scope, name):
         """The value of local `name`, or an _Undefined."""
         return scope[name] if name in scope else _Undefined(name)
