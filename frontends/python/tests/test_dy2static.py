@@ -378,3 +378,12 @@ def test_a_function_without_source_is_traced_as_written_with_a_warning():
     static = oar.jit.to_static(namespace["made"])
     with pytest.warns(UserWarning, match="source of made is not available"):
         np.testing.assert_allclose(static(f32(1.0)).numpy(), [3.0])
+
+
+def test_one_trace_serves_every_length_of_a_dynamic_dim():
+    spec = [InputSpec([None], "float32")]
+    branch, loop = oar.jit.to_static(piecewise, input_spec=spec), oar.jit.to_static(halve_until_small, input_spec=spec)
+    for values in ([5.0, 6.0], [1.0, 2.0, 3.0], [-1.0]):
+        same(branch, piecewise, f32(*values))
+        same(loop, halve_until_small, f32(*values))
+    assert branch.trace_count == 1 and loop.trace_count == 1
