@@ -14,7 +14,8 @@ Python control flow on tensors becomes program control flow:
   trace is captured as a ``while``, a Python one loops in Python (unrolled
   into the trace, as before). ``break`` and ``continue`` become flags
   carried as loop variables, and the statements after them run under
-  ``if not flag``.
+  ``if not flag``; a ``return`` in a loop becomes a flag and a ``break``,
+  the function returning after the loop.
 - ``and``/``or``/``not`` give logical ops on tensors and Python's meaning
   otherwise, and ``a if c else b`` on a tensor ``c`` a cond; ``print`` of a symbolic tensor prints its type when traced.
 - Calls of user functions, methods and Layers are converted the same way
@@ -23,7 +24,7 @@ Python control flow on tensors becomes program control flow:
 
 Generated code keeps the original line numbers, so errors point at the
 user's file and line. What cannot be converted (a ``return``, ``break`` or
-``continue`` the rewriting does not cover, an ``assert`` on a tensor, a
+``continue`` inside ``with``/``try``, an ``assert`` on a tensor, a
 ``while ... else``) stays Python and raises an error naming the file, line
 and construct when its condition is a tensor of the trace.
 """
@@ -417,6 +418,7 @@ def _assigned(stmts):
             if isinstance(node.ctx, ast.Store) and not node.id.startswith(_PREFIX + "t") and node.id not in found:
                 if not node.id.startswith(_PREFIX) or node.id.startswith((_PREFIX + "brk", _PREFIX + "cont",
                                                                           _PREFIX + "ret", _PREFIX + "i")):
+                    # (retflag/retkind start with ret)
                     found.append(node.id)
 
         def visit_FunctionDef(self, node):
@@ -492,8 +494,66 @@ class _Converter(ast.NodeTransformer):
 
     # ---- entry ----
     def convert_function(self, fdef):
+        fdef.body = self.lower_loop_returns(fdef.body)
         fdef.body = self.lower_returns(fdef.body, top=True)
         fdef.body = self.block(fdef.body)
+
+    # ---- returns inside loops: a flag and a break; the function returns after the loop ----
+    def lower_loop_returns(self, stmts):
+        """`return e` directly in a loop body (or in ifs there) becomes `flag = True;
+        break`, and `if flag: return e` follows the loop. The expression is
+        evaluated after the loop, where the loop variables hold their values
+        of that iteration (what follows the return in it is skipped)."""
+        out = []
+        for s in stmts:
+            if isinstance(s, ast.If):
+                s.body = self.lower_loop_returns(s.body)
+                s.orelse = self.lower_loop_returns(s.orelse)
+            if isinstance(s, (ast.While, ast.For)) and not s.orelse and _has(s.body, ast.Return):
+                returns = []
+                body = self.returns_to_breaks(s.body, returns)
+                if body is not None:
+                    flag, kind = self.fresh("retflag"), self.fresh("retkind")
+                    s.body = body
+                    out.append(ast.copy_location(ast.Assign(targets=[_name(flag, True)], value=_const(False)), s))
+                    out.append(ast.copy_location(ast.Assign(targets=[_name(kind, True)], value=_const(0)), s))
+                    out.append(s)
+                    # return (e0 if kind == 0 else e1 if kind == 1 else ...)
+                    value = returns[-1].value
+                    for k in range(len(returns) - 2, -1, -1):
+                        test = ast.Compare(left=_name(kind), ops=[ast.Eq()], comparators=[_const(k)])
+                        value = ast.IfExp(test=test, body=returns[k].value, orelse=value)
+                    ret = ast.Return(value=value)
+                    out.append(ast.copy_location(ast.If(test=_name(flag), body=[ret], orelse=[]), s))
+                    for node in ast.walk(out[-1]):
+                        if "lineno" in node._attributes and not hasattr(node, "lineno"):
+                            ast.copy_location(node, s)
+                    for k, r in enumerate(returns):
+                        r.flag, r.kind, r.index = flag, kind, k
+                    continue
+            out.append(s)
+        return out
+
+    def returns_to_breaks(self, stmts, returns):
+        """The statements with each return (reached through ifs only) replaced by
+        placeholders set later; None when a return sits in a with/try/nested loop."""
+        out = []
+        for s in stmts:
+            if isinstance(s, ast.Return):
+                marker = _ReturnMark(s)
+                returns.append(marker)
+                out.extend(marker.statements())
+                return out
+            if isinstance(s, ast.If) and _has([s], ast.Return, into_loops=True):
+                body = self.returns_to_breaks(s.body, returns)
+                orelse = self.returns_to_breaks(s.orelse, returns)
+                if body is None or orelse is None:
+                    return None
+                s.body, s.orelse = body or [ast.Pass()], orelse
+            elif _has([s], ast.Return, into_loops=True):
+                return None
+            out.append(s)
+        return out
 
     def block(self, stmts):
         out = []
@@ -729,6 +789,29 @@ class _Converter(ast.NodeTransformer):
         self.generic_visit(node)
         return ast.copy_location(ast.Expr(value=_call("Assert", [node.test, node.msg or _const(None),
                                                                  self.where(node)])), node)
+
+
+class _ReturnMark:
+    """A `return e` inside a loop, while it is rewritten: its statements
+    (`flag = True; kind = index; break`) get their names once the loop's
+    flags are made."""
+
+    def __init__(self, node):
+        self.node, self.value = node, node.value or _const(None)
+        self.flag_assign = ast.copy_location(ast.Assign(targets=[_name("?", True)], value=_const(True)), node)
+        self.kind_assign = ast.copy_location(ast.Assign(targets=[_name("?", True)], value=_const(0)), node)
+
+    def statements(self):
+        return [self.flag_assign, self.kind_assign, ast.copy_location(ast.Break(), self.node)]
+
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value)
+        if name == "flag":
+            self.flag_assign.targets[0].id = value
+        elif name == "kind":
+            self.kind_assign.targets[0].id = value
+        elif name == "index":
+            self.kind_assign.value = _const(value)
 
 
 def _assigns(stmts, name):

@@ -157,6 +157,24 @@ def test_early_return_from_an_if():
     assert static.trace_count == 1
 
 
+def first_large(x, n):
+    for i in range(n):
+        if x.sum() > 20:
+            return x + 1000
+        if x.sum() < -20:
+            return x - 1000
+        x = x * 2
+    return x
+
+
+def test_return_inside_a_loop():
+    static = oar.jit.to_static(first_large)
+    for values, n in (([1.0, 2.0], 1), ([1.0, 2.0], 5), ([-3.0, -4.0], 5)):
+        x = f32(*values)
+        np.testing.assert_allclose(static(x, i64(n)).numpy(), first_large(x, n).numpy())
+    assert static.trace_count == 1
+
+
 def logic(x):
     if (x.sum() > 0 and x.max() < 5) or not (x.min() > -1):
         return x + 100
@@ -306,11 +324,10 @@ def asserts(x):
     return x
 
 
-def returns_in_loop(x):
+def returns_in_with(x):
     while x.sum() > 1:
-        if x.max() > 3:
+        with oar.no_grad():
             return x
-        x = x / 2
     return x
 
 
@@ -325,8 +342,8 @@ def test_errors_name_the_file_line_and_types():
                                                   rf"{line_of(asserts, 'assert x')}"):
         oar.jit.to_static(asserts)(f32(1.0))
     with pytest.raises(NotImplementedError, match=rf"the while loop with a return .* at .*test_dy2static.py:"
-                                                  rf"{line_of(returns_in_loop, 'while')} depends on a tensor"):
-        oar.jit.to_static(returns_in_loop)(f32(1.0))
+                                                  rf"{line_of(returns_in_with, 'while')} depends on a tensor"):
+        oar.jit.to_static(returns_in_with)(f32(1.0))
 
 
 class _Base(oar.nn.Layer):
