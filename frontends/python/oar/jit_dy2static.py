@@ -409,17 +409,24 @@ def converted_source(func):
     return None if factory is None else factory.converted_source
 
 
+# Generated names that are state (flags, return values, range indices) and
+# pass through branches and loops like user variables; the others
+# (__jst_t_stop, __jst_t_step) are fixed before their loop.
+_STATE = tuple(_PREFIX + kind for kind in ("brk", "cont", "ret", "i"))
+
+
+def _is_state(name):
+    return not name.startswith(_PREFIX) or name.startswith(_STATE)
+
+
 def _assigned(stmts):
     """Names the statements assign (not counting nested functions' bodies), in order."""
     found = []
 
     class Visitor(ast.NodeVisitor):
         def visit_Name(self, node):
-            if isinstance(node.ctx, ast.Store) and not node.id.startswith(_PREFIX + "t") and node.id not in found:
-                if not node.id.startswith(_PREFIX) or node.id.startswith((_PREFIX + "brk", _PREFIX + "cont",
-                                                                          _PREFIX + "ret", _PREFIX + "i")):
-                    # (retflag/retkind start with ret)
-                    found.append(node.id)
+            if isinstance(node.ctx, ast.Store) and node.id not in found and _is_state(node.id):
+                found.append(node.id)
 
         def visit_FunctionDef(self, node):
             if not node.name.startswith(_PREFIX) and node.name not in found:
