@@ -40,6 +40,7 @@
 #include "oar/autograd.h"
 #include "oar/error.h"
 #include "oar/ir/autodiff.h"
+#include "oar/ir/control_flow.h"
 #include "oar/ir/pass.h"
 #include "oar/ir/shape_inference.h"
 #include "oar/ops.h"
@@ -55,6 +56,7 @@ struct TrainingPair {
   std::unique_ptr<Executor> backward;  // inputs, grads, saved -> gradients
   size_t num_outputs = 0;
   std::vector<int> grad_output;        // per differentiated value: its backward output, -1 when unreachable
+  std::string refused;                 // why there is no backward (control flow): raised when it runs
 };
 
 bool decomposed_for_autodiff(const OpDef& def) { return def.decompose && !def.vjp; }
@@ -143,7 +145,19 @@ struct CompiledFunction::Impl {
       seeds.push_back(p.add_input("grad:" + out.name, out.value->type()));
       if (!shapes.empty()) shapes.push_back(out.value->type().dims);
     }
-    std::vector<Value*> grads = append_backward(p, targets, wrt, seeds, {.input_shapes = shapes, .allow_unused = true});
+    std::vector<Value*> grads;
+    try {
+      grads = append_backward(p, targets, wrt, seeds, {.input_shapes = shapes, .allow_unused = true});
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::unsupported) throw;
+      // The forward still runs (inference in grad mode); only a backward
+      // through this program fails, with the reason.
+      auto refused = std::make_shared<TrainingPair>();
+      refused->forward = std::make_unique<Executor>(program, device, options);
+      refused->num_outputs = program.outputs().size();
+      refused->refused = e.what();
+      return refused;
+    }
 
     // Forward results the backward part reads, by (operation, result) position.
     std::unordered_map<const Value*, std::pair<size_t, size_t>> position;
@@ -160,7 +174,11 @@ struct CompiledFunction::Impl {
       }
     };
     for (size_t i = forward_ops; i < p.block().size(); ++i) {
-      for (Value* v : p.block().op(i).operands()) save(v);
+      const Operation& op = p.block().op(i);
+      for (Value* v : op.operands()) save(v);
+      if (is_control_flow(op)) {  // a backward cond reads forward values inside its regions too
+        for (Value* v : captured_values(op)) save(v);
+      }
     }
     for (Value* g : grads) {
       if (g) save(g);  // a gradient that is a forward result
@@ -260,6 +278,7 @@ std::vector<Tensor> CompiledFunction::operator()(std::span<const Tensor> inputs,
   CustomVjp vjp = [pair, saved_inputs, saved_params, saved](const VjpContext& ctx) {
     OAR_CHECK_ARG(!grad_enabled(), "to_static: gradients of gradients (create_graph) through a static program are "
                                    "not supported; call the function eagerly for higher derivatives");
+    if (!pair->refused.empty()) throw Error(ErrorCode::unsupported, "to_static: " + pair->refused);
     std::vector<Tensor> feed = saved_inputs;
     for (size_t i = 0; i < ctx.grads.size(); ++i) {
       feed.push_back(ctx.grads[i].defined() ? ctx.grads[i] : zeros_like(ctx.outputs[i]));

@@ -2,10 +2,12 @@
 // with the op definitions' VJP rules (the rules eager mode runs).
 #include "oar/ir/autodiff.h"
 
+#include <functional>
 #include <unordered_set>
 
 #include "oar/autograd.h"
 #include "oar/error.h"
+#include "oar/ir/control_flow.h"
 #include "oar/ir/pass.h"
 #include "oar/ir/shape_inference.h"
 #include "oar/ir/trace.h"
@@ -50,6 +52,88 @@ void decompose_ops_without_vjp(Program& program, std::vector<Value*>& held, cons
   for (auto& o : keep) program.add_output(o.value, o.name);
 }
 
+// Note [VJP of cond]
+// The backward of %r... = cond(%p) {A} {B} is a cond on the same predicate.
+// Each of its branches re-runs the forward branch (values made inside a
+// region live only there), then the VJP rules of its operations in
+// reverse, and yields one gradient per outside value the regions read that
+// needs one (zeros where that branch does not use it). A while, or control
+// flow nested in a branch, is refused.
+std::vector<Tensor> branch_backward(const Block& region, const std::vector<Value*>& wanted,
+                                    const std::vector<Tensor>& result_grads,
+                                    const std::function<Tensor(Value*)>& outside) {
+  std::unordered_map<const Value*, Tensor> local;
+  auto value_of = [&](Value* v) {
+    auto it = local.find(v);
+    return it != local.end() ? it->second : outside(v);
+  };
+  std::unordered_set<const Value*> reached(wanted.begin(), wanted.end());
+  const Operation* yield = terminator(region);
+  std::vector<const Operation*> ops;
+  for (const Operation* op = region.front(); op != nullptr && op != yield; op = op->next()) {
+    if (is_control_flow(*op)) {
+      throw Error(ErrorCode::unsupported, "append_backward: a " + op->name() + " inside a branch of a cond is not "
+                                          "differentiable yet (program autodiff handles one level of cond)");
+    }
+    std::vector<Tensor> in;
+    bool any = false;
+    for (Value* v : op->operands()) {
+      in.push_back(value_of(v));
+      any = any || reached.count(v);
+    }
+    std::vector<Tensor> out = current_builder().apply(op->def(), in, op->attrs(), nullptr);
+    for (size_t r = 0; r < out.size(); ++r) local[op->result(r)] = out[r];
+    if (any && op->def().differentiable) reached.insert(op->results().begin(), op->results().end());
+    ops.push_back(op);
+  }
+  std::unordered_map<const Value*, Tensor> grads;
+  auto accumulate = [&](const Value* v, const Tensor& g) {
+    auto it = grads.find(v);
+    if (it == grads.end()) {
+      grads.emplace(v, g);
+    } else {
+      it->second = add(it->second, g);
+    }
+  };
+  for (size_t k = 0; yield && k < yield->operands().size(); ++k) {
+    if (reached.count(yield->operand(k))) accumulate(yield->operand(k), result_grads[k]);
+  }
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+    const Operation& op = **it;
+    std::vector<Tensor> in, out, g;
+    bool has_grad = false;
+    for (Value* r : op.results()) {
+      auto found = grads.find(r);
+      has_grad = has_grad || found != grads.end();
+      out.push_back(local.at(r));
+      g.push_back(found == grads.end() ? Tensor() : found->second);
+    }
+    std::unique_ptr<bool[]> needs(new bool[op.operands().size()]);
+    bool any_need = false;
+    for (size_t k = 0; k < op.operands().size(); ++k) {
+      needs[k] = reached.count(op.operand(k)) > 0;
+      any_need = any_need || needs[k];
+      in.push_back(value_of(op.operand(k)));
+    }
+    if (!has_grad || !any_need) continue;
+    const OpDef& def = op.def();
+    if (!def.differentiable || !def.vjp) {
+      throw Error(ErrorCode::unsupported, "append_backward: " + def.name + " inside a branch of a cond has no VJP rule");
+    }
+    VjpContext ctx{in, out, g, op.attrs(), std::span<const bool>(needs.get(), op.operands().size())};
+    std::vector<Tensor> input_grads = def.vjp(ctx);
+    for (size_t k = 0; k < op.operands().size() && k < input_grads.size(); ++k) {
+      if (needs[k] && input_grads[k].defined()) accumulate(op.operand(k), input_grads[k]);
+    }
+  }
+  std::vector<Tensor> result;
+  for (Value* v : wanted) {
+    auto it = grads.find(v);
+    result.push_back(it != grads.end() ? it->second : zeros_like(outside(v)));
+  }
+  return result;
+}
+
 }  // namespace
 
 std::vector<Value*> append_backward(Program& program, const std::vector<Value*>& targets,
@@ -88,7 +172,12 @@ std::vector<Value*> append_backward(Program& program, const std::vector<Value*>&
     const Operation& op = program.block().op(i);
     bool reached = false;
     for (Value* v : op.operands()) reached = reached || from_wrt.count(v);
-    if (reached && op.def().differentiable) from_wrt.insert(op.results().begin(), op.results().end());
+    // A cond or while also depends on what its regions read.
+    if (is_control_flow(op)) {
+      for (Value* v : captured_values(op)) reached = reached || from_wrt.count(v);
+    }
+    if (reached && (op.def().differentiable || is_control_flow(op)))
+      from_wrt.insert(op.results().begin(), op.results().end());
   }
 
   Tracer tracer(program, default_device(), Tracer::kAppend, std::move(types.symbols));
@@ -123,6 +212,35 @@ std::vector<Value*> append_backward(Program& program, const std::vector<Value*>&
     bool has_grad = false;
     for (Value* r : op.results()) has_grad = has_grad || grads.count(r);
     if (!has_grad) continue;
+    if (&op.def() == &cond_op()) {  // Note [VJP of cond]
+      std::vector<Value*> wanted;
+      for (Value* v : captured_values(op)) {
+        if (from_wrt.count(v)) wanted.push_back(v);
+      }
+      if (wanted.empty()) continue;
+      std::vector<Tensor> result_grads;
+      for (Value* r : op.results()) {
+        auto it = grads.find(r);
+        result_grads.push_back(it != grads.end() ? it->second : zeros_like(sym(r)));
+      }
+      auto branch = [&](size_t region) {
+        return [&, region](const std::vector<Tensor>&) {
+          return branch_backward(op.region(region), wanted, result_grads, sym);
+        };
+      };
+      std::vector<Tensor> g = tracer.trace_cond(sym(op.operand(0)), branch(0), branch(1),
+                                                "append_backward: the VJP of operation " + std::to_string(i) + " (cond)");
+      for (size_t k = 0; k < wanted.size(); ++k) accumulate(wanted[k], g[k]);
+      continue;
+    }
+    // Results in from_wrt with a gradient: the targets depend on the
+    // differentiated values through this op's regions.
+    if (is_control_flow(op)) {
+      throw Error(ErrorCode::unsupported,
+                  "append_backward: operation " + std::to_string(i) + " (" + op.def().name +
+                      ") lies between the differentiated values and the targets; program autodiff through while "
+                      "is not implemented yet (train through the function eagerly)");
+    }
     std::vector<bool> needs_storage;
     bool any_need = false;
     for (Value* v : op.operands()) {

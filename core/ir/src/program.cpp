@@ -114,6 +114,13 @@ Operation* Program::insert_before(Operation* before, const OpDef& def, std::vect
                      result_types);
 }
 
+Value* Program::add_result(Operation& op, TensorType type) {
+  Value* v = new_value(ValueKind::result, std::move(type), "");
+  v->set_producer(&op, static_cast<int>(op.results().size()));
+  op.add_result(v);
+  return v;
+}
+
 Operation* Program::insert_into(Block& block, Operation* before, const OpDef& def,
                                 std::vector<Value*> operands, AttributeMap attrs,
                                 const std::vector<TensorType>& result_types) {

@@ -142,6 +142,11 @@ std::vector<Tensor> Tracer::apply(const OpDef& op, std::span<const Tensor> input
   if (grad_enabled()) {
     for (const auto& t : inputs) record = record || (t.defined() && t.is_symbolic() && t.requires_grad());
   }
+  // The tape cannot see through a region (the cond's results would not
+  // depend on what its branches read): refused rather than a wrong gradient.
+  OAR_CHECK_ARG(!record || regions_.empty(),
+                op.name + ": an input requiring grad reaches an op inside a traced cond or while; oar.grad "
+                          "inside to_static cannot differentiate through control flow (call it eagerly)");
   if (record && op.decompose && !op.vjp) return op.decompose(inputs, attrs);
 
   std::vector<Value*> operands;
@@ -179,12 +184,18 @@ std::vector<Tensor> Tracer::apply(const OpDef& op, std::span<const Tensor> input
     }
     types.push_back({out[r].dtype, SymbolTable::type_dims(sym)});
   }
-  Operation* operation = program_.insert(cursor_++, op, std::move(operands), attrs, types);
+  Operation* operation = emit(op, std::move(operands), attrs, types);
   std::vector<Tensor> outputs;
   outputs.reserve(out.size());
   for (size_t r = 0; r < out.size(); ++r) outputs.push_back(symbolic(operation->result(r), out[r].shape, out_sym[r].shape));
   if (record) record_op(op, inputs, outputs, attrs);
   return outputs;
+}
+
+Operation* Tracer::emit(const OpDef& op, std::vector<Value*> operands, const Attrs& attrs,
+                        const std::vector<TensorType>& types) {
+  if (!regions_.empty()) return program_.append(*regions_.back(), op, std::move(operands), attrs, types);
+  return program_.insert(cursor_++, op, std::move(operands), attrs, types);
 }
 
 Trace trace(const TracedFunction& fn, const std::vector<InputSpec>& specs, const ParamMap& parameters,

@@ -4,13 +4,12 @@
 In eager mode they run Python: the predicate (a one-element bool tensor) is
 read and a branch called; the loop calls ``body`` while ``cond`` is true.
 
-The IR has the matching ops (``cond``, ``while`` with regions, see "Control
-flow" in docs/static.md), run by the executor, ``oar-run`` and
-``jit.save``/``load``. Capturing them from Python inside
-``oar.jit.to_static`` (tracing a branch or a body into a region) is not
-implemented yet: a predicate that is a symbolic tensor of a trace raises
-``NotImplementedError`` naming the function and your source line, instead of
-silently baking one branch into the program.
+Inside ``oar.jit.to_static``, a predicate that is a symbolic tensor of the
+trace is captured: each branch (or the loop's condition and body) is traced
+into a region of a ``cond`` / ``while`` op of the program (see "Control
+flow" in docs/static.md), so the program takes the branch the values decide
+on every run. Branch outputs may be nested lists, tuples and dicts of
+tensors; Python numbers that differ between the branches become tensors.
 """
 
 import inspect
@@ -42,11 +41,6 @@ def _predicate(fn_name, what, pred, where):
     if not isinstance(pred, Tensor):
         raise TypeError(f"{fn_name}: {what} must be a one-element bool Tensor but is "
                         f"{type(pred).__name__}{where}")
-    if _is_symbolic(pred):
-        raise NotImplementedError(
-            f"{fn_name}: {what} is a symbolic tensor of a to_static trace; capturing a "
-            f"tensor-dependent {'branch' if fn_name.endswith('cond') else 'loop'} into the "
-            f"program is not implemented yet{where}")
     dtype = str(pred.dtype).split(".")[-1]
     if "bool" not in dtype:
         raise TypeError(f"{fn_name}: {what} must be a one-element bool Tensor but is a "
@@ -67,14 +61,141 @@ def cond(pred, true_fn=None, false_fn=None, name=None, return_names=None):
     if return_names is not None:
         raise NotImplementedError("oar.static.nn.cond: return_names is not supported")
     where = _caller()
+    for fn, label in ((true_fn, "true_fn"), (false_fn, "false_fn")):
+        if fn is not None and not callable(fn):
+            raise TypeError(f"oar.static.nn.cond: {label} must be callable but is "
+                            f"{type(fn).__name__}{where}")
+    if _is_symbolic(pred):
+        return _captured_cond(pred, true_fn, false_fn, where)
     taken = _predicate("oar.static.nn.cond", "pred", pred, where)
-    fn, label = (true_fn, "true_fn") if taken else (false_fn, "false_fn")
-    if fn is None:
-        return None
-    if not callable(fn):
-        raise TypeError(f"oar.static.nn.cond: {label} must be callable but is "
-                        f"{type(fn).__name__}{where}")
-    return fn()
+    fn = true_fn if taken else false_fn
+    return None if fn is None else fn()
+
+
+# ---- capture inside to_static (Note [Tracing control flow] in trace_control_flow.cpp) ----
+
+_NUMBER = (bool, int, float)
+
+
+def _flatten(value, tensors):
+    """The structure of `value` with each tensor (and Python number, which
+    may become one) appended to `tensors` and replaced by its index."""
+    if isinstance(value, Tensor):
+        tensors.append(value)
+        return ("tensor", len(tensors) - 1)
+    if isinstance(value, _NUMBER):
+        tensors.append(_number_tensor(value))
+        return ("number", len(tensors) - 1, value)
+    if isinstance(value, (list, tuple)):
+        return (type(value), tuple(_flatten(v, tensors) for v in value))
+    if isinstance(value, dict):
+        return (dict, tuple((k, _flatten(v, tensors)) for k, v in value.items()))
+    return ("leaf", value)
+
+
+def _number_tensor(value):
+    from .creation import to_tensor
+    return to_tensor(value)
+
+
+def _shape_of(spec):
+    """The spec with numbers' values dropped (numbers may differ between branches)."""
+    kind = spec[0]
+    if kind == "number":  # yielded as a tensor: matches a tensor of the other branch
+        return ("tensor", spec[1])
+    if kind in ("tensor", "leaf"):
+        return spec
+    if kind is dict:
+        return (dict, tuple((k, _shape_of(v)) for k, v in spec[1]))
+    return (kind, tuple(_shape_of(v) for v in spec[1]))
+
+
+def _describe(spec):
+    kind = spec[0]
+    if kind == "tensor":
+        return "Tensor"
+    if kind == "number":
+        return type(spec[2]).__name__
+    if kind == "leaf":
+        return "None" if spec[1] is None else type(spec[1]).__name__
+    if kind is dict:
+        return "{" + ", ".join(f"{k!r}: {_describe(v)}" for k, v in spec[1]) + "}"
+    inner = ", ".join(_describe(v) for v in spec[1])
+    return f"[{inner}]" if kind is list else f"({inner}{',' if len(spec[1]) == 1 else ''})"
+
+
+def _unflatten(spec, other, results):
+    """The value of `spec` (the true branch's) given the results; `other` is
+    the false branch's spec: numbers equal in both stay Python numbers."""
+    kind = spec[0]
+    if kind == "tensor":
+        return results[spec[1]]
+    if kind == "number":
+        same = other[0] == "number" and type(other[2]) is type(spec[2]) and other[2] == spec[2]
+        return spec[2] if same else results[spec[1]]
+    if kind == "leaf":
+        return spec[1]
+    if kind is dict:
+        return {k: _unflatten(v, o, results) for (k, v), (_, o) in zip(spec[1], other[1])}
+    return kind(_unflatten(v, o, results) for v, o in zip(spec[1], other[1]))
+
+
+def _same_leaves(a, b):
+    """Non-tensor leaves (None, strings, ...) must be equal in both branches."""
+    if a[0] == "leaf":
+        return a[1] is b[1] or a[1] == b[1]
+    if a[0] in ("tensor", "number"):
+        return True
+    return all(_same_leaves(x, y) for x, y in zip(a[1] if a[0] is not dict else [v for _, v in a[1]],
+                                                  b[1] if b[0] is not dict else [v for _, v in b[1]]))
+
+
+def _captured_cond(pred, true_fn, false_fn, where):
+    specs = []
+
+    def branch(fn):
+        def traced(_args):
+            tensors = []
+            spec = _flatten(None if fn is None else fn(), tensors)
+            specs.append(spec)
+            if len(specs) == 2 and (_shape_of(specs[0]) != _shape_of(spec) or not _same_leaves(specs[0], spec)):
+                raise TypeError(f"oar.static.nn.cond: true_fn returns {_describe(specs[0])} but false_fn returns "
+                                f"{_describe(spec)}; both branches must return the same structure{where}")
+            return tensors
+        return traced
+
+    results = _C.ir.trace_cond(pred, branch(true_fn), branch(false_fn),
+                               "oar.static.nn.cond" + where)
+    return _unflatten(specs[0], specs[1], results)
+
+
+def _captured_while(cond, body, loop_vars, where):
+    """while_loop inside a trace: loop_vars are tensors (numbers become tensors)."""
+    init = [v if isinstance(v, Tensor) else _number_tensor(v) if isinstance(v, _NUMBER) else v for v in loop_vars]
+    for k, v in enumerate(init):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"oar.static.nn.while_loop: loop variable {k} is a {type(v).__name__}; a loop captured "
+                            f"in to_static carries Tensors or numbers{where}")
+
+    def condition(args):
+        return [cond(*args)]
+
+    def step(args):
+        out = body(*args)
+        out = list(out) if isinstance(out, (list, tuple)) else [out]
+        if len(out) != len(init):
+            raise ValueError(f"oar.static.nn.while_loop: body returned {len(out)} values for "
+                             f"{len(init)} loop variables{where}")
+        for k, v in enumerate(out):
+            if isinstance(v, _NUMBER):
+                out[k] = _number_tensor(v)
+            elif not isinstance(v, Tensor):
+                raise TypeError(f"oar.static.nn.while_loop: body returned a {type(v).__name__} for loop variable "
+                                f"{k}; expected a Tensor{where}")
+        _check_carried(init, out, where)
+        return out
+
+    return _C.ir.trace_while(condition, step, init, "oar.static.nn.while_loop" + where)
 
 
 def _check_carried(before, after, where):
@@ -104,7 +225,10 @@ def while_loop(cond, body, loop_vars, is_test=False, name=None):
     if len(loop_vars) == 0:
         raise ValueError(f"oar.static.nn.while_loop: loop_vars must not be empty{where}")
     loop_vars = list(loop_vars)
-    going = _predicate("oar.static.nn.while_loop", "the value cond returns", cond(*loop_vars), where)
+    first = cond(*loop_vars)
+    if _is_symbolic(first):
+        return _captured_while(cond, body, loop_vars, where)
+    going = _predicate("oar.static.nn.while_loop", "the value cond returns", first, where)
     while going:
         out = body(*loop_vars)
         if not isinstance(out, (list, tuple)):
@@ -115,6 +239,8 @@ def while_loop(cond, body, loop_vars, is_test=False, name=None):
                              f"{len(loop_vars)} loop variables{where}")
         _check_carried(loop_vars, out, where)
         loop_vars = out
-        going = _predicate("oar.static.nn.while_loop", "the value cond returns",
-                           cond(*loop_vars), where)
+        going = cond(*loop_vars)
+        if _is_symbolic(going):  # the iterations so far ran in Python; the rest is captured
+            return _captured_while(cond, body, loop_vars, where)
+        going = _predicate("oar.static.nn.while_loop", "the value cond returns", going, where)
     return loop_vars

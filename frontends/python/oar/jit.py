@@ -8,9 +8,12 @@ save writes a traced program with its parameters (path.json +
 path.safetensors, readable without Python by oar::Predictor and oar-run);
 load reads it back as a TranslatedLayer.
 
-What a trace sees is what the Python code did on that call: Python control
-flow and Python numbers are fixed in the program (a branch on a tensor's
-values cannot be traced: reading values of a symbolic tensor is an error).
+With full_graph=True (the default) the function's source is converted
+first (oar/jit_dy2static.py, Paddle's dy2static): if/while/for-range on a
+tensor of the trace become the program's cond and while, and and/or/not
+logical ops, so branches and loops are decided by the values on every run.
+Python conditions stay Python: they are decided once, when traced, as are
+Python numbers. With full_graph=False the code is traced as written.
 """
 import functools
 import os
@@ -19,6 +22,7 @@ import warnings
 import weakref
 
 from . import _C
+from . import jit_dy2static
 from .autograd import no_grad
 from .framework import Tensor
 from .nn.layer import Layer
@@ -43,10 +47,10 @@ def enable_to_static(enable_to_static_bool):
 
 
 def not_to_static(func=None):
-    """Marks a function to be left as Python code (paddle.jit.not_to_static).
-    oar traces by running the Python code, never by rewriting it, so every
-    function already runs as written and this returns `func` unchanged."""
-    return func
+    """Marks a function to be called as written, without the conversion of
+    its control flow, when a to_static function calls it
+    (paddle.jit.not_to_static); returns `func`."""
+    return jit_dy2static.not_to_static(func)
 
 
 def _specs(input_spec, what):
@@ -141,8 +145,10 @@ class StaticFunction:
     as constants otherwise. Pass tensors that change as arguments, or use a
     Layer."""
 
-    def __init__(self, function, input_spec=None, layer=None, backend=None):
+    def __init__(self, function, input_spec=None, layer=None, backend=None, full_graph=True):
         self._function = function
+        self._full_graph = full_graph
+        self._converted = None  # the function after the dy2static conversion
         self._layer = layer
         self._backend = backend
         # None: OAR_COMPILER / FLAGS_use_cinn decide; True: the compiler plugin (backend="CINN").
@@ -172,7 +178,8 @@ class StaticFunction:
         bound = self._bound.get(instance)
         if bound is None:
             bound = StaticFunction(self._function.__get__(instance, owner), self._input_spec_arg,
-                                   layer=instance if isinstance(instance, Layer) else None, backend=self._backend)
+                                   layer=instance if isinstance(instance, Layer) else None, backend=self._backend,
+                                   full_graph=self._full_graph)
             self._bound[instance] = bound
         return bound
 
@@ -182,10 +189,18 @@ class StaticFunction:
             return self._function(*args, **kwargs)
         inputs, rebuild, key = _split_arguments(f"to_static({self._name})", args, kwargs)
         if any(_C.ir.is_symbolic(t) for t in inputs):
-            return self._function(*args, **kwargs)  # called inside another trace: inlined there
+            return self._traced_function()(*args, **kwargs)  # called inside another trace: inlined there
         device = inputs[0]._device if inputs else _C.get_device()
         entry = self._lookup(inputs, rebuild, key, device)
         return self._run(entry, inputs)
+
+    def _traced_function(self):
+        """What a trace runs: the converted function with full_graph, else the function."""
+        if self._converted is None:
+            self._converted = self._function
+            if self._full_graph:
+                self._converted = jit_dy2static.convert_entry(self._function)
+        return self._converted
 
     def _mode(self):
         """Per sublayer of the Layer: whether it trains (each mode has its own trace)."""
@@ -242,7 +257,7 @@ class StaticFunction:
             saved = [(name, store, key, store[key], Tensor(store[key])) for name, store, key in slots]
             args, kwargs = rebuild(symbolic_inputs)
             try:
-                out = self._function(*args, **kwargs)
+                out = self._traced_function()(*args, **kwargs)
             finally:
                 # Parameters or buffers the forward reassigned (in place or
                 # by attribute) hold symbolic tensors now: they become program
@@ -374,8 +389,12 @@ def to_static(function=None, input_spec=None, build_strategy=None, backend=None,
     (liboar_compiler.so: fused kernels generated for its groups, every
     composite op decomposed first, as Paddle's CINN with FLAGS_prim_all);
     None or "" keeps the environment's choice (OAR_COMPILER=1 or
-    FLAGS_use_cinn=1 turn the compiler on for every to_static function)."""
-    del build_strategy, full_graph, kwargs  # Paddle options with no oar counterpart
+    FLAGS_use_cinn=1 turn the compiler on for every to_static function).
+
+    `full_graph=True` converts the function's (and its callees') Python
+    control flow on tensors into the program's cond and while (see
+    oar/jit_dy2static.py); False traces the code as written."""
+    del build_strategy, kwargs  # Paddle options with no oar counterpart
     _compiler_of(backend)  # an unknown backend fails here, not at the first call
 
     def decorate(fn):
@@ -383,12 +402,14 @@ def to_static(function=None, input_spec=None, build_strategy=None, backend=None,
             return fn
         if isinstance(fn, Layer):
             if not isinstance(fn.forward, StaticFunction):
-                fn.__dict__["forward"] = StaticFunction(fn.forward, input_spec, layer=fn, backend=backend)
+                fn.__dict__["forward"] = StaticFunction(fn.forward, input_spec, layer=fn, backend=backend,
+                                                        full_graph=full_graph)
             return fn
         if not callable(fn):
             raise TypeError(f"to_static: expected a function or a Layer, got {type(fn).__name__}")
         owner = getattr(fn, "__self__", None)
-        return StaticFunction(fn, input_spec, layer=owner if isinstance(owner, Layer) else None, backend=backend)
+        return StaticFunction(fn, input_spec, layer=owner if isinstance(owner, Layer) else None, backend=backend,
+                              full_graph=full_graph)
 
     return decorate if function is None else decorate(function)
 

@@ -63,6 +63,18 @@ std::vector<std::string> names_of(const std::vector<ir::NamedValue>& values) {
   return out;
 }
 
+// The tracer of the to_static trace in progress on this thread.
+ir::Tracer& current_tracer(const std::string& what) {
+  auto* tracer = dynamic_cast<ir::Tracer*>(&oar::current_builder());
+  if (tracer == nullptr) throw py::value_error(what + ": no to_static trace is in progress");
+  return *tracer;
+}
+
+// A Python callable (list of Tensors) -> list of Tensors, traced into a region.
+ir::Tracer::RegionFunction region_function(const py::function& fn) {
+  return [&fn](const std::vector<oar::Tensor>& args) { return tensors_of(fn(py::cast(args))); };
+}
+
 // ir::trace's result with a shareable program.
 struct PyTrace {
   ProgramPtr program;
@@ -221,6 +233,25 @@ void bind_ir(py::module_& parent) {
       py::arg("fn"), py::arg("specs"), py::arg("parameters") = ir::ParamMap{},
       py::arg("device") = py::none(), py::arg("examples") = std::vector<oar::Shape>{},
       "Traces fn(list of symbolic Tensors) -> Tensor or list of Tensors into a Program.");
+
+  m.def(
+      "trace_cond",
+      [](const oar::Tensor& pred, const py::function& then_fn, const py::function& else_fn,
+         const std::string& where) {
+        return current_tracer(where).trace_cond(pred, region_function(then_fn), region_function(else_fn), where);
+      },
+      py::arg("pred"), py::arg("then_fn"), py::arg("else_fn"), py::arg("where"),
+      "Inside a trace: appends a cond whose regions are then_fn() and else_fn() (each a list of Tensors) traced; "
+      "returns its results. `where` prefixes errors.");
+  m.def(
+      "trace_while",
+      [](const py::function& cond_fn, const py::function& body_fn, const std::vector<oar::Tensor>& init,
+         const std::string& where) {
+        return current_tracer(where).trace_while(region_function(cond_fn), region_function(body_fn), init, where);
+      },
+      py::arg("cond_fn"), py::arg("body_fn"), py::arg("init"), py::arg("where"),
+      "Inside a trace: appends a while carrying init, its regions cond_fn(vars) -> [bool] and body_fn(vars) -> "
+      "next vars traced; returns its results.");
 
   m.def(
       "default_pipeline",

@@ -1,7 +1,8 @@
 """oar.control_flow: cond and while_loop with Paddle 3's eager semantics
 (values checked against numpy and hand-computed ones), their error
-sentences (naming the function, the types and the caller's line), and the
-honest refusal to capture a tensor-dependent branch inside to_static."""
+sentences (naming the function, the types and the caller's line), and their
+capture inside to_static (programs equal to eager for every branch and trip
+count, saved and loaded)."""
 import numpy as np
 import pytest
 
@@ -104,14 +105,118 @@ def test_errors_name_the_function_the_types_and_the_line():
         while_loop(lambda: True, lambda: (), [])
 
 
-def test_to_static_refuses_to_capture_a_tensor_branch():
+def _f32(values):
+    return oar.to_tensor(np.array(values, dtype="float32"))
+
+
+def test_to_static_captures_cond_and_takes_either_branch_on_each_run():
     def f(x):
         return cond(oar.sum(x) > 0, lambda: x * 2, lambda: -x)
 
     static_f = oar.jit.to_static(f, input_spec=[oar.static.InputSpec([3], "float32")])
-    with pytest.raises(NotImplementedError, match="cond: pred is a symbolic tensor of a to_static "
-                                                  "trace.*not implemented yet"):
-        static_f(oar.to_tensor(np.array([1.0, 2.0, 3.0], dtype="float32")))
+    for values in ([1.0, 2.0, 3.0], [-1.0, -2.0, 0.5], [0.0, 0.0, 0.0]):
+        x = _f32(values)
+        np.testing.assert_allclose(static_f(x).numpy(), f(x).numpy())
+    assert static_f.trace_count == 1
+    assert "cond(" in static_f.program and "yield(" in static_f.program
+
+
+def test_to_static_captures_nested_outputs_and_numbers():
+    def f(x):
+        # A tuple of a tensor and a dict; the number differs between the branches.
+        a, d, n = cond(x.mean() > 0, lambda: (x + 1, {"k": x * 3}, 1), lambda: (x - 1, {"k": x}, 2))
+        return a, d["k"], n
+
+    static_f = oar.jit.to_static(f)
+    for values in ([1.0, 2.0], [-3.0, 1.0]):
+        x = _f32(values)
+        a, k, n = static_f(x)
+        ea, ek, en = f(x)
+        np.testing.assert_allclose(a.numpy(), ea.numpy())
+        np.testing.assert_allclose(k.numpy(), ek.numpy())
+        assert int(n.numpy()) == en
+
+
+def test_to_static_captures_while_loop_for_several_trip_counts():
+    def f(x, n):
+        i = oar.zeros([], "int64")
+        _, out = while_loop(lambda i, s: i < n, lambda i, s: (i + 1, s * 2 + 1), [i, x])
+        return out
+
+    static_f = oar.jit.to_static(f)
+    x = _f32([1.0, -1.0])
+    for trips in (0, 1, 4):
+        n = oar.to_tensor(trips, dtype="int64")
+        expect = np.array([1.0, -1.0])
+        for _ in range(trips):
+            expect = expect * 2 + 1
+        np.testing.assert_allclose(static_f(x, n).numpy(), expect)
+    assert static_f.trace_count == 1 and "while(" in static_f.program
+
+
+def test_captured_cond_inside_a_while_and_save_load(tmp_path):
+    def collatz(n):
+        steps = oar.zeros([], "int64")
+
+        def body(n, steps):
+            n = cond(n % 2 == 0, lambda: n // 2, lambda: 3 * n + 1)
+            return n, steps + 1
+        return while_loop(lambda n, s: n > 1, body, [n, steps])[1]
+
+    spec = [oar.static.InputSpec([], "int64")]
+    static_f = oar.jit.to_static(collatz, input_spec=spec)
+    for start, steps in ((1, 0), (6, 8), (27, 111)):
+        assert int(static_f(oar.to_tensor(start, dtype="int64")).numpy()) == steps
+    path = str(tmp_path / "collatz")
+    oar.jit.save(static_f, path)
+    loaded = oar.jit.load(path)
+    assert int(loaded(oar.to_tensor(27, dtype="int64")).numpy()) == 111
+    assert int(loaded(oar.to_tensor(6, dtype="int64")).numpy()) == 8
+
+
+def test_captured_control_flow_errors_name_the_line_and_both_types():
+    x = _f32([1.0, 2.0])
+    dtypes = oar.jit.to_static(lambda x: cond(x.sum() > 0, lambda: x, lambda: oar.cast(x, "int64")))
+    with pytest.raises(TypeError, match=r"cond \(at .*test_control_flow.py:\d+\): the branches give different "
+                                         r"dtypes for value 0: f32\[2\] \(then\) and i64\[2\] \(else\)"):
+        dtypes(x)
+    shapes = oar.jit.to_static(lambda x: cond(x.sum() > 0, lambda: x, lambda: oar.concat([x, x])))
+    with pytest.raises(ValueError, match=r"test_control_flow.py:\d+\): the branches give different shapes for "
+                                         r"value 0: f32\[2\] \(true branch\) and f32\[4\] \(false branch\)"):
+        shapes(x)
+    structure = oar.jit.to_static(lambda x: cond(x.sum() > 0, lambda: x, lambda: None))
+    with pytest.raises(TypeError, match=r"true_fn returns Tensor but false_fn returns None.*test_control_flow.py"):
+        structure(x)
+    loop = oar.jit.to_static(lambda x: while_loop(lambda v: v.sum() < 10, lambda v: oar.cast(v, "float64"), [x]))
+    with pytest.raises(TypeError, match=r"body changed loop variable 0 from .*float32 to .*float64.*"
+                                        r"test_control_flow.py:\d+"):
+        loop(x)
+    grow = oar.jit.to_static(lambda x: while_loop(lambda v: v.sum() < 10, lambda v: oar.concat([v, v]), [x]))
+    with pytest.raises(ValueError, match=r"test_control_flow.py:\d+\): the body changes loop variable 0 from "
+                                         r"f32\[2\] to f32\[4\]"):
+        grow(x)
+    not_bool = oar.jit.to_static(lambda x: cond(x.sum(), lambda: x, lambda: x))
+    with pytest.raises(ValueError, match=r"predicate must be a one-element bool tensor but is f32\[\]"):
+        not_bool(x)
+
+
+def test_gradients_through_a_captured_cond_equal_the_taken_branch():
+    f = oar.jit.to_static(lambda x: cond(x.sum() > 0, lambda: (x * x).sum(), lambda: (-x).sum()))
+    for values, grad in (([1.0, 2.0], [2.0, 4.0]), ([-1.0, -3.0], [-1.0, -1.0])):
+        x = _f32(values)
+        x.stop_gradient = False
+        f(x).backward()
+        np.testing.assert_allclose(x.grad.numpy(), grad)  # d sum(x*x) = 2x; d sum(-x) = -1
+
+
+def test_backward_through_a_captured_while_is_an_error_not_a_wrong_gradient():
+    x = _f32([1.0, 2.0])
+    x.stop_gradient = False
+    f = oar.jit.to_static(lambda x: while_loop(lambda v: v.sum() < 10, lambda v: v * 2, [x])[0].sum())
+    y = f(x)  # the forward runs in grad mode
+    np.testing.assert_allclose(y.numpy(), 12.0)  # [1, 2] -> [2, 4] -> [4, 8]
+    with pytest.raises(RuntimeError, match=r"\(while\) lies between the differentiated values and the targets"):
+        y.backward()
 
 
 def test_static_nn_names_are_the_control_flow_functions():

@@ -528,6 +528,48 @@ def test_python_export_runs_in_oar_run(tmp_path):
     np.testing.assert_allclose(out["output_0"].numpy(), want, rtol=1e-6, atol=1e-6)
 
 
+class _SignGate(nn.Layer):
+    """forward branches on a tensor: converted to a cond by to_static."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(3, 2)
+
+    def forward(self, x):
+        h = self.linear(x)
+        if h.sum() > 0:
+            h = h * 2
+        else:
+            h = -h
+        return h
+
+
+def test_tensor_branch_of_a_layer_is_captured_saved_and_loaded(tmp_path):
+    import subprocess
+    oar.seed(1)
+    net = _SignGate()
+    net.eval()
+    xs = [np.full((1, 3), v, dtype=np.float32) for v in (-50.0, 50.0)]
+    with oar.no_grad():
+        want = [net(oar.to_tensor(x)).numpy() for x in xs]
+        sums = [float(net.linear(oar.to_tensor(x)).sum().numpy()) for x in xs]
+    assert (sums[0] > 0) != (sums[1] > 0)  # the two inputs take different branches
+    path = str(tmp_path / "gate")
+    oar.jit.save(net, path, input_spec=[InputSpec([1, 3], "float32", "x")])
+    loaded = oar.jit.load(path)
+    assert "cond(" in loaded.program
+    for x, w in zip(xs, want):
+        np.testing.assert_allclose(loaded(oar.to_tensor(x)).numpy(), w, rtol=1e-6)
+    if os.environ.get("OAR_RUN_BIN"):
+        for k, (x, w) in enumerate(zip(xs, want)):
+            oar.save({"x": oar.to_tensor(x)}, str(tmp_path / f"in{k}.safetensors"))
+            run = subprocess.run([os.environ["OAR_RUN_BIN"], path, "--device", "cpu", "--inputs",
+                                  str(tmp_path / f"in{k}.safetensors"), "--output", str(tmp_path / f"out{k}.safetensors")],
+                                 capture_output=True, text=True)
+            assert run.returncode == 0, run.stderr
+            np.testing.assert_allclose(oar.load(str(tmp_path / f"out{k}.safetensors"))["output_0"].numpy(), w, rtol=1e-6)
+
+
 def test_training_with_a_dynamic_batch_traces_once_for_every_batch_size(device):
     # The loss averages over the batch and the backward broadcasts back to
     # it: both take the batch size when the program runs (numel,

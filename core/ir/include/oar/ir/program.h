@@ -69,6 +69,9 @@ class Program {
   /// Same, inserting just before `before` in its block, in O(1).
   Operation* insert_before(Operation* before, const OpDef& def, std::vector<Value*> operands,
                            AttributeMap attrs, const std::vector<TensorType>& result_types);
+  /// Adds a result of `type` to `op`: for a region op whose results are
+  /// known only once its regions are built (a traced cond).
+  Value* add_result(Operation& op, TensorType type);
 
   const std::vector<Value*>& inputs() const { return inputs_; }
   const std::vector<Value*>& parameters() const { return parameters_; }

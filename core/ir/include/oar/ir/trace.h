@@ -90,7 +90,30 @@ class Tracer final : public Builder {
                             const Device* device) override;
   void note_size_read(const Tensor& x, int64_t dim) override;
 
+  /// Code traced into a region: the region's arguments in (symbolic
+  /// tensors), the values its yield returns out.
+  using RegionFunction = std::function<std::vector<Tensor>(const std::vector<Tensor>& args)>;
+  /// Appends a cond on the one-element bool `pred` whose regions are
+  /// `then_fn` and `else_fn` traced (Note [Tracing control flow]); returns
+  /// its results. Branches giving different counts, dtypes or shapes are an
+  /// error naming `where` and both types.
+  std::vector<Tensor> trace_cond(const Tensor& pred, const RegionFunction& then_fn, const RegionFunction& else_fn,
+                                 const std::string& where);
+  /// Appends a while carrying `init`: `cond_fn` (one one-element bool) and
+  /// `body_fn` (the next carried values) traced on the region arguments.
+  /// A body changing a carried dtype or shape is an error naming `where`.
+  std::vector<Tensor> trace_while(const RegionFunction& cond_fn, const RegionFunction& body_fn,
+                                  const std::vector<Tensor>& init, const std::string& where);
+
  private:
+  // Adds an operation where tracing is: the innermost region being traced,
+  // else the top-level block at cursor_.
+  Operation* emit(const OpDef& op, std::vector<Value*> operands, const Attrs& attrs,
+                  const std::vector<TensorType>& types);
+  // Traces fn(args) into `region` and ends it with a yield of the results.
+  std::vector<Tensor> trace_region(Block& region, const RegionFunction& fn, const std::vector<Tensor>& args);
+
+  std::vector<Block*> regions_;  // not owned: the regions being traced, innermost last
   Program& program_;
   Device device_;
   size_t cursor_;

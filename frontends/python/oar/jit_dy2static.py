@@ -1,0 +1,825 @@
+"""Dynamic-to-static conversion (Paddle's dy2static) for to_static(full_graph=True).
+
+A function's source is parsed and rewritten before it is traced, so that
+Python control flow on tensors becomes program control flow:
+
+- ``if``/``elif``/``else`` becomes ``_jst.IfElse(pred, true_fn, false_fn, ...)``:
+  the names either branch assigns are passed in and returned, and the
+  decision is made when it runs: a tensor of the trace is captured as a
+  ``cond``, anything else (a Python value, a tensor with values) picks one
+  branch as Python would. An ``if`` whose branches end in ``return`` is
+  rewritten first so the function returns once, after it.
+- ``while`` and ``for i in range(...)`` become ``_jst.While(cond, body, ...)``
+  over the names the body assigns: a condition that is a tensor of the
+  trace is captured as a ``while``, a Python one loops in Python (unrolled
+  into the trace, as before). ``break`` and ``continue`` become flags
+  carried as loop variables, and the statements after them run under
+  ``if not flag``; a ``return`` in a loop becomes a flag and a ``break``,
+  the function returning after the loop.
+- ``and``/``or``/``not`` give logical ops on tensors and Python's meaning
+  otherwise, and ``a if c else b`` on a tensor ``c`` a cond; ``print`` of a symbolic tensor prints its type when traced.
+- Calls of user functions, methods and Layers are converted the same way
+  (oar's own modules, builtins and ``oar.jit.not_to_static`` functions are
+  called as they are).
+
+Generated code keeps the original line numbers, so errors point at the
+user's file and line. What cannot be converted (a ``return``, ``break`` or
+``continue`` inside ``with``/``try``, an ``assert`` on a tensor, a
+``while ... else``) stays Python and raises an error naming the file, line
+and construct when its condition is a tensor of the trace.
+"""
+import ast
+import functools
+import inspect
+import sys
+import textwrap
+import types
+import warnings
+
+from . import _C
+from .framework import Tensor
+
+__all__ = ["convert", "converted_source", "not_to_static"]
+
+_PREFIX = "__jst_"
+_NOT_CONVERTED = "__oar_not_to_static__"
+
+
+def not_to_static(func=None):
+    """Marks `func` to be called as written inside a converted function."""
+    if func is None:
+        return not_to_static
+    try:
+        setattr(func, _NOT_CONVERTED, True)
+    except (AttributeError, TypeError):
+        pass
+    return func
+
+
+class _Undefined:
+    """The value of a name that is not assigned yet where a branch or loop starts."""
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"<undefined variable {self.name!r}>"
+
+    def _used(self, *_):
+        raise NameError(f"to_static: variable {self.name!r} is used but not defined on every path of the "
+                        "converted if/while before this point")
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        self._used()
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _used
+    __matmul__ = __rmatmul__ = __neg__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __call__ = _used
+    __getitem__ = __iter__ = __len__ = _used
+
+
+def _symbolic(value):
+    return isinstance(value, Tensor) and _C.ir.is_symbolic(value)
+
+
+# ---- the runtime helpers the converted code calls (as _jst.*) ----
+
+class _Runtime:
+    """The namespace converted code sees as `_jst`."""
+
+    @staticmethod
+    def ld(scope, name):
+        """The value of local `name`, or an _Undefined."""
+        return scope[name] if name in scope else _Undefined(name)
+
+    @staticmethod
+    def IfElse(pred, true_fn, false_fn, init, names, both, where):
+        """Runs the if: captured as a cond for a symbolic predicate."""
+        if not _symbolic(pred):
+            return true_fn(*init) if _truth(pred, where) else false_fn(*init)
+        from .control_flow import _captured_cond
+        # A name undefined before the if and assigned by one branch only is
+        # undefined after it (using it later is an error).
+        drop = [isinstance(v, _Undefined) and n not in both for v, n in zip(init, names)]
+
+        tensor_names = []
+
+        def run(fn):
+            def branch():
+                out = {n: None if d else v for v, n, d in zip(fn(*init), names, drop)}
+                if not tensor_names:  # which variable each flattened value is, for errors
+                    tensor_names.extend(n for n, v in out.items() if isinstance(v, (Tensor, bool, int, float)))
+                return out
+            return branch
+        try:
+            out = _captured_cond(pred, run(true_fn), run(false_fn), f" (at {where})")
+        except (ValueError, TypeError) as e:
+            raise type(e)(_name_values(str(e), tensor_names)) from None
+        return tuple(_Undefined(n) if d else out[n] for n, d in zip(names, drop))
+
+    @staticmethod
+    def Select(pred, true_fn, false_fn, where):
+        """`a if pred else b`: a cond for a symbolic predicate."""
+        if not _symbolic(pred):
+            return true_fn() if _truth(pred, where) else false_fn()
+        from .control_flow import _captured_cond
+        return _captured_cond(pred, true_fn, false_fn, f" (at {where})")
+
+    @staticmethod
+    def While(cond_fn, body_fn, init, names, where):
+        """Runs the loop: captured as a while once its condition is symbolic."""
+        values = list(init)
+        while True:
+            going = cond_fn(*values)
+            if _symbolic(going):
+                return _captured_loop(going, cond_fn, body_fn, values, names, where)
+            if not _truth(going, where):
+                return tuple(values)
+            values = list(body_fn(*values))
+
+    @staticmethod
+    def And(*thunks):
+        value = thunks[0]()
+        for thunk in thunks[1:]:
+            if isinstance(value, Tensor):
+                from .math import logical_and
+                value = logical_and(value, _as_bool_tensor(thunk()))
+            elif not value:
+                return value
+            else:
+                value = thunk()
+        return value
+
+    @staticmethod
+    def Or(*thunks):
+        value = thunks[0]()
+        for thunk in thunks[1:]:
+            if isinstance(value, Tensor):
+                from .math import logical_or
+                value = logical_or(value, _as_bool_tensor(thunk()))
+            elif value:
+                return value
+            else:
+                value = thunk()
+        return value
+
+    @staticmethod
+    def Not(value):
+        if isinstance(value, Tensor):
+            from .math import logical_not
+            return logical_not(value)
+        return not value
+
+    @staticmethod
+    def Print(*args, **kwargs):
+        print(*[f"Tensor(shape={list(a.shape)}, dtype={a.dtype}, symbolic)" if _symbolic(a) else a for a in args],
+              **kwargs)
+
+    @staticmethod
+    def Assert(test, message, where):
+        if _symbolic(test):
+            raise NotImplementedError(f"to_static: an assert on a tensor of the trace at {where} cannot be converted "
+                                      "(the program has no assert op); check it outside to_static")
+        assert test, message
+
+    @staticmethod
+    def Python(test, construct, where):
+        """The test of an if/while left as Python: a symbolic tensor there is an error."""
+        if _symbolic(test):
+            raise NotImplementedError(f"to_static: the {construct} at {where} depends on a tensor of the trace but "
+                                      "cannot be converted; move it into a function or restructure it")
+        return test
+
+    @staticmethod
+    def RangeTest(i, stop, step):
+        if isinstance(step, Tensor):
+            raise NotImplementedError("to_static: a range() with a tensor step cannot be converted")
+        return i < stop if step > 0 else i > stop
+
+    @staticmethod
+    def Call(func):
+        return _converted_callable(func)
+
+
+_jst = _Runtime()
+
+
+def _name_values(message, names):
+    """'value 1' in an error from the IR becomes "variable 'y'"."""
+    import re
+    return re.sub(r"\bvalue (\d+)\b",
+                  lambda m: f"variable {names[int(m.group(1))]!r}" if int(m.group(1)) < len(names) else m.group(0),
+                  message)
+
+
+def _truth(value, where):
+    if isinstance(value, Tensor):
+        if value.size != 1:
+            raise ValueError(f"to_static: the condition at {where} is a tensor of shape {list(value.shape)}; "
+                             "a condition must be a one-element tensor")
+        return bool(value.item())
+    return bool(value)
+
+
+def _as_bool_tensor(value):
+    if isinstance(value, Tensor):
+        return value if "bool" in str(value.dtype) else value.astype("bool")
+    from .creation import to_tensor
+    return to_tensor(bool(value))
+
+
+def _captured_loop(first, cond_fn, body_fn, values, names, where):
+    """A while over the tensors and numbers among `values`; other values
+    (undefined names, Python objects) stay fixed."""
+    from .control_flow import _captured_while
+    carried = [k for k, v in enumerate(values) if isinstance(v, (Tensor, bool, int, float))]
+    where = f" (at {where})"
+
+    def full(args):
+        out = list(values)
+        for k, a in zip(carried, args):
+            out[k] = a
+        return out
+
+    def cond(*args):
+        return _as_bool_tensor(cond_fn(*full(args)))
+
+    def body(*args):
+        out = body_fn(*full(args))
+        for k, (before, after) in enumerate(zip(values, out)):
+            if k not in carried and not isinstance(before, _Undefined) and after is not before:
+                raise TypeError(f"to_static: the loop{where} changes variable {names[k]!r}, a "
+                                f"{type(before).__name__}; a captured loop carries only tensors and numbers")
+        return [out[k] for k in carried]
+
+    del first
+    try:
+        result = _captured_while(cond, body, [values[k] for k in carried], where)
+    except (TypeError, ValueError) as e:
+        import re
+        message = re.sub(r"loop variable (\d+)", lambda m: f"loop variable {names[carried[int(m.group(1))]]!r}",
+                         str(e))
+        raise type(e)(message) from None
+    out = list(values)
+    for k, r in zip(carried, result):
+        out[k] = r
+    for k, v in enumerate(values):
+        if isinstance(v, _Undefined):
+            out[k] = _Undefined(names[k])
+    return tuple(out)
+
+
+# ---- which calls are converted ----
+
+def _is_oar_code(func):
+    """True for code that is not the user's: oar itself, the standard library
+    and installed packages (numpy, ...), which are called as they are."""
+    module = getattr(func, "__module__", None) or ""
+    top = module.split(".")[0]
+    if top == "oar" or top in sys.stdlib_module_names:
+        return True
+    filename = getattr(getattr(func, "__code__", None), "co_filename", "")
+    return "site-packages" in filename or "dist-packages" in filename
+
+
+def _converted_callable(func):
+    from .nn.layer import Layer
+    from .jit import StaticFunction
+    if getattr(func, _NOT_CONVERTED, False) or isinstance(func, StaticFunction):
+        return func
+    if isinstance(func, Layer):
+        forward = type(func).forward
+        if _is_oar_code(forward) or func._forward_pre_hooks or func._forward_post_hooks:
+            return func
+        if "forward" in func.__dict__:  # an instance-level forward (to_static of a sublayer)
+            return func
+        return types.MethodType(convert(forward), func)
+    if isinstance(func, types.MethodType):
+        inner = func.__func__
+        if isinstance(inner, types.FunctionType) and not _is_oar_code(inner):
+            return types.MethodType(convert(inner), func.__self__)
+        return func
+    if isinstance(func, types.FunctionType) and not _is_oar_code(func):
+        return convert(func)
+    return func
+
+
+# ---- the conversion ----
+
+_cache = {}  # code object -> factory function (or None: not convertible)
+
+
+def convert(func, strict=False):
+    """The converted version of plain Python function `func` (itself when
+    there is nothing to convert). With `strict`, a function whose source is
+    not available warns that it runs unconverted."""
+    if not isinstance(func, types.FunctionType) or getattr(func, _NOT_CONVERTED, False):
+        return func
+    code = func.__code__
+    if code not in _cache:
+        _cache[code] = _build_factory(func, strict)
+    factory = _cache[code]
+    if factory is None:
+        return func
+    cells = [c.cell_contents if _cell_filled(c) else _Undefined(n)
+             for n, c in zip(code.co_freevars, func.__closure__ or ())]
+    converted = factory(_jst, *cells)
+    converted.__defaults__ = func.__defaults__
+    converted.__kwdefaults__ = func.__kwdefaults__
+    functools.update_wrapper(converted, func)
+    converted.__wrapped__ = func
+    return converted
+
+
+def convert_entry(func):
+    """The function to_static traces for `func` (a function or a bound method):
+    converted, warning when its source is not available."""
+    if getattr(func, _NOT_CONVERTED, False):
+        return func
+    if isinstance(func, types.MethodType) and isinstance(func.__func__, types.FunctionType):
+        return types.MethodType(convert(func.__func__, strict=True), func.__self__)
+    if isinstance(func, types.FunctionType):
+        return convert(func, strict=True)
+    return func
+
+
+def _cell_filled(cell):
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+def _build_factory(func, strict):
+    if func.__code__.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+        return None  # a yield or await cannot move into a branch function
+    try:
+        source = textwrap.dedent(inspect.getsource(func))
+        filename = inspect.getsourcefile(func) or func.__code__.co_filename
+        first_line = func.__code__.co_firstlineno
+    except (OSError, TypeError) as e:
+        if strict:
+            warnings.warn(f"to_static(full_graph=True): the source of {func.__qualname__} is not available ({e}), "
+                          "so its Python control flow is not converted: an if or while on a tensor fails when "
+                          "traced", UserWarning, stacklevel=4)
+        return None
+    if func.__name__ == "<lambda>":
+        return None  # one expression (its source line may hold more than the lambda)
+    tree = ast.parse(source)
+    fdef = tree.body[0]
+    if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    ast.increment_lineno(tree, first_line - 1)
+    fdef.decorator_list = []
+    # Branches become functions: a global, nonlocal or del of a name there
+    # would change meaning, so such functions run as written.
+    if any(isinstance(n, (ast.Global, ast.Nonlocal, ast.Delete)) for s in fdef.body for n in ast.walk(s)):
+        return None
+    _Converter(filename).convert_function(fdef)
+    freevars = list(func.__code__.co_freevars)
+    params = ["_jst"] + freevars
+    factory = ast.FunctionDef(
+        name=_PREFIX + "factory",
+        args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=p) for p in params], vararg=None, kwonlyargs=[],
+                           kw_defaults=[], kwarg=None, defaults=[]),
+        body=[fdef, ast.Return(value=ast.Name(id=fdef.name, ctx=ast.Load()))], decorator_list=[], returns=None,)
+    module = ast.Module(body=[factory], type_ignores=[])
+    ast.fix_missing_locations(module)
+    for node in ast.walk(factory):
+        if not hasattr(node, "lineno") or node.lineno is None:
+            node.lineno = first_line
+    code = compile(module, filename, "exec")
+    factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    factory = types.FunctionType(factory_code, func.__globals__, factory_code.co_name)
+    factory.converted_source = ast.unparse(fdef)
+    return factory
+
+
+def converted_source(func):
+    """The converted source of `func` (for reading what to_static runs), or
+    None when it is not converted."""
+    func = getattr(func, "__func__", func)
+    if not isinstance(func, types.FunctionType):
+        return None
+    convert(func)
+    factory = _cache.get(func.__code__)
+    return None if factory is None else factory.converted_source
+
+
+# Generated names that are state (flags, return values, range indices) and
+# pass through branches and loops like user variables; the others
+# (__jst_t_stop, __jst_t_step) are fixed before their loop.
+_STATE = tuple(_PREFIX + kind for kind in ("brk", "cont", "ret", "i"))
+
+
+def _is_state(name):
+    return not name.startswith(_PREFIX) or name.startswith(_STATE)
+
+
+def _assigned(stmts):
+    """Names the statements assign (not counting nested functions' bodies), in order."""
+    found = []
+
+    class Visitor(ast.NodeVisitor):
+        def visit_Name(self, node):
+            if isinstance(node.ctx, ast.Store) and node.id not in found and _is_state(node.id):
+                found.append(node.id)
+
+        def visit_FunctionDef(self, node):
+            if not node.name.startswith(_PREFIX) and node.name not in found:
+                found.append(node.name)
+
+        visit_AsyncFunctionDef = visit_FunctionDef
+
+        def visit_Lambda(self, node):
+            pass
+
+        def visit_ClassDef(self, node):
+            if node.name not in found:
+                found.append(node.name)
+
+    v = Visitor()
+    for s in stmts:
+        v.visit(s)
+    return found
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_LOOPS = (ast.For, ast.While, ast.AsyncFor)
+
+
+def _has(stmts, kinds, into_loops=False):
+    """True when a node of `kinds` occurs in `stmts`, not in nested functions and,
+    unless into_loops, not in nested loops (their break/continue are theirs)."""
+    return any(isinstance(node, kinds) for s in stmts for node in _walk(s, into_loops))
+
+
+def _walk(node, into_loops):
+    if isinstance(node, _SCOPES) or (not into_loops and isinstance(node, _LOOPS)):
+        return
+    yield node
+    for child in ast.iter_child_nodes(node):
+        yield from _walk(child, into_loops)
+
+
+def _name(id_, store=False):
+    return ast.Name(id=id_, ctx=ast.Store() if store else ast.Load())
+
+
+def _call(attr, args, keywords=()):
+    return ast.Call(func=ast.Attribute(value=_name("_jst"), attr=attr, ctx=ast.Load()), args=list(args),
+                    keywords=list(keywords))
+
+
+def _thunk(expr):
+    return ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                                         kwarg=None, defaults=[]), body=expr)
+
+
+def _const(v):
+    return ast.Constant(value=v)
+
+
+def _ends_in_return(stmts):
+    return bool(stmts) and isinstance(stmts[-1], ast.Return)
+
+
+class _Converter(ast.NodeTransformer):
+    def __init__(self, filename):
+        self.filename = filename
+        self.counter = 0
+
+    def fresh(self, kind):
+        self.counter += 1
+        return f"{_PREFIX}{kind}{self.counter}"
+
+    def where(self, node):
+        return _const(f"{self.filename}:{node.lineno}")
+
+    # ---- entry ----
+    def convert_function(self, fdef):
+        fdef.body = self.lower_loop_returns(fdef.body)
+        fdef.body = self.lower_returns(fdef.body, top=True)
+        fdef.body = self.block(fdef.body)
+
+    # ---- returns inside loops: a flag and a break; the function returns after the loop ----
+    def lower_loop_returns(self, stmts):
+        """`return e` directly in a loop body (or in ifs there) becomes `flag = True;
+        break`, and `if flag: return e` follows the loop. The expression is
+        evaluated after the loop, where the loop variables hold their values
+        of that iteration (what follows the return in it is skipped)."""
+        out = []
+        for s in stmts:
+            if isinstance(s, ast.If):
+                s.body = self.lower_loop_returns(s.body)
+                s.orelse = self.lower_loop_returns(s.orelse)
+            if isinstance(s, (ast.While, ast.For)) and not s.orelse and _has(s.body, ast.Return):
+                returns = []
+                body = self.returns_to_breaks(s.body, returns)
+                if body is not None:
+                    flag, kind = self.fresh("retflag"), self.fresh("retkind")
+                    s.body = body
+                    out.append(ast.copy_location(ast.Assign(targets=[_name(flag, True)], value=_const(False)), s))
+                    out.append(ast.copy_location(ast.Assign(targets=[_name(kind, True)], value=_const(0)), s))
+                    out.append(s)
+                    # return (e0 if kind == 0 else e1 if kind == 1 else ...)
+                    value = returns[-1].value
+                    for k in range(len(returns) - 2, -1, -1):
+                        test = ast.Compare(left=_name(kind), ops=[ast.Eq()], comparators=[_const(k)])
+                        value = ast.IfExp(test=test, body=returns[k].value, orelse=value)
+                    ret = ast.Return(value=value)
+                    out.append(ast.copy_location(ast.If(test=_name(flag), body=[ret], orelse=[]), s))
+                    for node in ast.walk(out[-1]):
+                        if "lineno" in node._attributes and not hasattr(node, "lineno"):
+                            ast.copy_location(node, s)
+                    for k, r in enumerate(returns):
+                        r.flag, r.kind, r.index = flag, kind, k
+                    continue
+            out.append(s)
+        return out
+
+    def returns_to_breaks(self, stmts, returns):
+        """The statements with each return (reached through ifs only) replaced by
+        placeholders set later; None when a return sits in a with/try/nested loop."""
+        out = []
+        for s in stmts:
+            if isinstance(s, ast.Return):
+                marker = _ReturnMark(s)
+                returns.append(marker)
+                out.extend(marker.statements())
+                return out
+            if isinstance(s, ast.If) and _has([s], ast.Return, into_loops=True):
+                body = self.returns_to_breaks(s.body, returns)
+                orelse = self.returns_to_breaks(s.orelse, returns)
+                if body is None or orelse is None:
+                    return None
+                s.body, s.orelse = body or [ast.Pass()], orelse
+            elif _has([s], ast.Return, into_loops=True):
+                return None
+            out.append(s)
+        return out
+
+    def block(self, stmts):
+        out = []
+        for s in stmts:
+            r = self.visit(s)
+            if r is None:
+                continue
+            out.extend(r if isinstance(r, list) else [r])
+        return out or [ast.Pass()]
+
+    # Nested functions are converted when they are called (Call), not here.
+    def visit_FunctionDef(self, node):
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Lambda(self, node):
+        return node
+
+    # ---- early returns: an if whose branch ends in return gets the rest of the block ----
+    def lower_returns(self, stmts, top=False):
+        """Moves statements after an if with a returning branch into its other
+        branch, so returns end branches; then, at top level, the function
+        returns once from a variable."""
+        out = []
+        for k, s in enumerate(stmts):
+            if isinstance(s, ast.If) and (_ends_in_return(s.body) or _ends_in_return(s.orelse)):
+                rest = stmts[k + 1:]
+                if not _ends_in_return(s.body):
+                    s.body = s.body + rest
+                elif not _ends_in_return(s.orelse):
+                    s.orelse = s.orelse + rest
+                s.body = self.lower_returns(s.body)
+                s.orelse = self.lower_returns(s.orelse)
+                out.append(s)
+                break
+            out.append(s)
+        if top and _has(out, ast.If) and _has(out, ast.Return, into_loops=True) and self.returns_only_at_ends(out):
+            self.ret = _PREFIX + "ret"
+            falls_off = not _ends_in_return(out) and not isinstance(out[-1], ast.If)
+            out = self.returns_to_assign(out)
+            if falls_off:
+                out.append(ast.Assign(targets=[_name(self.ret, True)], value=_const(None)))
+            out.append(ast.Return(value=_name(self.ret)))
+        return out
+
+    def returns_only_at_ends(self, stmts):
+        """True when every return ends a branch (so it can become an assignment)."""
+        for k, s in enumerate(stmts):
+            last = k == len(stmts) - 1
+            if isinstance(s, ast.If) and _has([s], ast.Return, into_loops=True):
+                if not last or not (self.returns_only_at_ends(s.body) and self.returns_only_at_ends(s.orelse)):
+                    return False
+            elif isinstance(s, ast.Return):
+                if not last:
+                    return False
+            elif _has([s], ast.Return, into_loops=True):
+                return False  # a return inside a loop, with or try: left as Python
+        return True
+
+    def returns_to_assign(self, stmts):
+        out = []
+        for s in stmts:
+            if isinstance(s, ast.Return):
+                out.append(ast.copy_location(ast.Assign(targets=[_name(self.ret, True)],
+                                                        value=s.value or _const(None)), s))
+            elif isinstance(s, ast.If) and _has([s], ast.Return, into_loops=True):
+                s.body = self.returns_to_assign(s.body)
+                s.orelse = self.returns_to_assign(s.orelse)
+                # A branch that falls off the end returns None.
+                for branch in (s.body, s.orelse):
+                    if not _has(branch, ast.Return, into_loops=True) and not _assigns(branch, self.ret):
+                        branch.append(ast.copy_location(ast.Assign(targets=[_name(self.ret, True)],
+                                                                   value=_const(None)), s))
+                out.append(s)
+            else:
+                out.append(s)
+        return out
+
+    # ---- if ----
+    def visit_If(self, node):
+        branches = node.body + node.orelse
+        if _has(branches, (ast.Break, ast.Continue)) or _has(branches, ast.Return, into_loops=True):
+            # Left as Python (a jump that is not rewritten): refused on a tensor.
+            self.generic_visit(node)
+            node.test = _call("Python", [node.test, _const("if statement with a return/break/continue inside"),
+                                         self.where(node)])
+            return node
+        test = self.visit(node.test)
+        body = self.block(node.body)
+        orelse = self.block(node.orelse) if node.orelse else [ast.Pass()]
+        true_names, false_names = _assigned(body), _assigned(orelse)
+        names = true_names + [n for n in false_names if n not in true_names]
+        both = [n for n in true_names if n in false_names]
+        tf, ff = self.fresh("true"), self.fresh("false")
+        out = [self.branch_function(tf, names, body, node), self.branch_function(ff, names, orelse, node)]
+        call = _call("IfElse", [test, _name(tf), _name(ff), self.loads(names),
+                                ast.Tuple(elts=[_const(n) for n in names], ctx=ast.Load()),
+                                ast.Tuple(elts=[_const(n) for n in both], ctx=ast.Load()), self.where(node)])
+        out.append(self.assign(names, call))
+        return [ast.copy_location(s, node) for s in out]
+
+    def branch_function(self, fname, names, body, node):
+        ret = ast.Return(value=ast.Tuple(elts=[_name(n) for n in names], ctx=ast.Load()))
+        return ast.copy_location(ast.FunctionDef(
+            name=fname,
+            args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in names], vararg=None, kwonlyargs=[],
+                               kw_defaults=[], kwarg=None, defaults=[]),
+            body=body + [ret], decorator_list=[], returns=None), node)
+
+    def loads(self, names):
+        scope = ast.Call(func=_name("locals"), args=[], keywords=[])
+        return ast.Tuple(elts=[_call("ld", [scope, _const(n)]) for n in names], ctx=ast.Load())
+
+    def assign(self, names, value):
+        if not names:
+            return ast.Expr(value=value)
+        return ast.Assign(targets=[ast.Tuple(elts=[_name(n, True) for n in names], ctx=ast.Store())], value=value)
+
+    # ---- loops ----
+    def visit_While(self, node):
+        if node.orelse or _has(node.body, ast.Return, into_loops=True):
+            self.generic_visit(node)
+            node.test = _call("Python", [node.test, _const("while loop with a return or an else clause"),
+                                         self.where(node)])
+            return node
+        return self.loop(node, [], node.test, node.body, [])
+
+    def visit_For(self, node):
+        it = node.iter
+        is_range = (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                    and not it.keywords and 1 <= len(it.args) <= 3 and isinstance(node.target, ast.Name))
+        if not is_range or node.orelse or _has(node.body, ast.Return, into_loops=True):
+            self.generic_visit(node)
+            return node
+        args = [self.visit(a) for a in it.args]
+        start, stop, step = ([_const(0)] + args + [_const(1)])[:3] if len(args) == 1 else (
+            args + [_const(1)])[:3]
+        i, n, s = self.fresh("i"), self.fresh("t_stop"), self.fresh("t_step")
+        setup = [ast.Assign(targets=[_name(i, True)], value=start), ast.Assign(targets=[_name(n, True)], value=stop),
+                 ast.Assign(targets=[_name(s, True)], value=step)]
+        test = _call("RangeTest", [_name(i), _name(n), _name(s)])
+        head = [ast.Assign(targets=[node.target], value=_name(i))]
+        tail = [ast.AugAssign(target=_name(i, True), op=ast.Add(), value=_name(s))]
+        return self.loop(node, setup, test, head + node.body, tail)
+
+    def loop(self, node, setup, test, body, tail):
+        """setup; while test: body (with break/continue lowered); tail."""
+        out = [ast.copy_location(s, node) for s in setup]
+        jumps = _has(body, (ast.Break, ast.Continue))
+        if jumps:
+            brk, cont = self.fresh("brk"), self.fresh("cont")
+            out.append(ast.copy_location(ast.Assign(targets=[_name(brk, True)], value=_const(False)), node))
+            reset = ast.copy_location(ast.Assign(targets=[_name(cont, True)], value=_const(False)), node)
+            body = [reset] + self.lower_jumps(body, brk, cont)
+            test = ast.copy_location(ast.BoolOp(op=ast.And(), values=[
+                ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=_name(brk)), node), test]), node)
+        test = self.visit(test)
+        body = self.block(body + tail)
+        names = _assigned(body)
+        cf, bf = self.fresh("cond"), self.fresh("body")
+        cond_def = ast.FunctionDef(
+            name=cf, args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in names], vararg=None,
+                                        kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+            body=[ast.Return(value=test)], decorator_list=[], returns=None)
+        out.append(ast.copy_location(cond_def, node))
+        out.append(self.branch_function(bf, names, body, node))
+        call = _call("While", [_name(cf), _name(bf), self.loads(names),
+                               ast.Tuple(elts=[_const(n) for n in names], ctx=ast.Load()), self.where(node)])
+        out.append(ast.copy_location(self.assign(names, call), node))
+        return out
+
+    def lower_jumps(self, stmts, brk, cont):
+        """break/continue set flags; what follows one runs under `if not (brk or cont)`."""
+        out = []
+        for k, s in enumerate(stmts):
+            if isinstance(s, ast.Break):
+                out.append(ast.copy_location(ast.Assign(targets=[_name(brk, True)], value=_const(True)), s))
+                return out
+            if isinstance(s, ast.Continue):
+                out.append(ast.copy_location(ast.Assign(targets=[_name(cont, True)], value=_const(True)), s))
+                return out
+            if isinstance(s, ast.If) and _has([s], (ast.Break, ast.Continue)):
+                s.body = self.lower_jumps(s.body, brk, cont) or [ast.Pass()]
+                s.orelse = self.lower_jumps(s.orelse, brk, cont)
+                out.append(s)
+                rest = self.lower_jumps(stmts[k + 1:], brk, cont)
+                if rest:
+                    guard = ast.UnaryOp(op=ast.Not(), operand=ast.BoolOp(op=ast.Or(), values=[_name(brk),
+                                                                                               _name(cont)]))
+                    out.append(ast.copy_location(ast.If(test=guard, body=rest, orelse=[]), s))
+                return out
+            if _has([s], (ast.Break, ast.Continue)):
+                # A jump inside a with/try: not rewritten.
+                raise SyntaxError(f"to_static: cannot convert the break/continue inside the "
+                                  f"{type(s).__name__.lower()} statement at {self.filename}:{s.lineno}")
+            out.append(s)
+        return out
+
+    # ---- expressions ----
+    def visit_BoolOp(self, node):
+        self.generic_visit(node)
+        return ast.copy_location(_call("And" if isinstance(node.op, ast.And) else "Or",
+                                       [_thunk(v) for v in node.values]), node)
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Not):
+            return ast.copy_location(_call("Not", [node.operand]), node)
+        return node
+
+    def visit_IfExp(self, node):
+        self.generic_visit(node)
+        return ast.copy_location(_call("Select", [node.test, _thunk(node.body), _thunk(node.orelse),
+                                                  self.where(node)]), node)
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        f = node.func
+        if isinstance(f, ast.Name) and f.id == "print":
+            node.func = ast.Attribute(value=_name("_jst"), attr="Print", ctx=ast.Load())
+            return node
+        if isinstance(f, ast.Name) and f.id in ("super", "locals", "range", "len", "isinstance", "getattr",
+                                                 "setattr", "hasattr", "type", "int", "float", "bool", "str",
+                                                 "list", "tuple", "dict", "zip", "enumerate", "min", "max"):
+            return node
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "_jst":
+            return node
+        node.func = ast.copy_location(_call("Call", [f]), f)
+        return node
+
+    def visit_Assert(self, node):
+        self.generic_visit(node)
+        return ast.copy_location(ast.Expr(value=_call("Assert", [node.test, node.msg or _const(None),
+                                                                 self.where(node)])), node)
+
+
+class _ReturnMark:
+    """A `return e` inside a loop, while it is rewritten: its statements
+    (`flag = True; kind = index; break`) get their names once the loop's
+    flags are made."""
+
+    def __init__(self, node):
+        self.node, self.value = node, node.value or _const(None)
+        self.flag_assign = ast.copy_location(ast.Assign(targets=[_name("?", True)], value=_const(True)), node)
+        self.kind_assign = ast.copy_location(ast.Assign(targets=[_name("?", True)], value=_const(0)), node)
+
+    def statements(self):
+        return [self.flag_assign, self.kind_assign, ast.copy_location(ast.Break(), self.node)]
+
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value)
+        if name == "flag":
+            self.flag_assign.targets[0].id = value
+        elif name == "kind":
+            self.kind_assign.targets[0].id = value
+        elif name == "index":
+            self.kind_assign.value = _const(value)
+
+
+def _assigns(stmts, name):
+    return name in _assigned(stmts)

@@ -1,0 +1,406 @@
+"""to_static(full_graph=True) converts Python control flow on tensors
+(oar/jit_dy2static.py): each converted function is checked against the same
+function run eagerly, for inputs that take every branch and several trip
+counts, with one trace; error cases name the file and line."""
+import inspect
+
+import numpy as np
+import pytest
+
+import oar
+from oar.static import InputSpec
+
+
+def f32(*values):
+    return oar.to_tensor(np.array(values, dtype="float32"))
+
+
+def i64(value):
+    return oar.to_tensor(value, dtype="int64")
+
+
+def same(static_fn, fn, *args):
+    got, want = static_fn(*args), fn(*args)
+    np.testing.assert_allclose(np.asarray(got.numpy()), np.asarray(want.numpy()), rtol=1e-6)
+
+
+def line_of(fn, text):
+    """The file line of the first source line of `fn` containing `text`."""
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(k for k, line in enumerate(lines) if text in line)
+
+
+def piecewise(x):
+    if x.sum() > 10:
+        y = x * 10
+    elif x.sum() > 0:
+        y = x + 1
+    else:
+        y = -x
+    return y
+
+
+def test_if_elif_else_on_a_tensor_takes_every_branch_with_one_trace():
+    static = oar.jit.to_static(piecewise)
+    for x in (f32(5.0, 6.0), f32(1.0, 2.0), f32(-1.0, -2.0)):
+        same(static, piecewise, x)
+    assert static.trace_count == 1
+    assert static.program.count("cond(") == 2
+
+
+def nested(x):
+    y = x
+    if x.mean() > 0:
+        if x.max() > 5:
+            y = x * 100
+        else:
+            y = x * 2
+        y = y + 1
+    return y
+
+
+def test_nested_if():
+    static = oar.jit.to_static(nested)
+    for x in (f32(1.0, 9.0), f32(1.0, 2.0), f32(-1.0, -2.0)):
+        same(static, nested, x)
+    assert static.trace_count == 1
+
+
+def halve_until_small(x):
+    while x.sum() > 1:
+        x = x / 2
+    return x
+
+
+def test_while_on_a_tensor_runs_to_the_value_bound():
+    static = oar.jit.to_static(halve_until_small)
+    for x in (f32(0.5, 0.2), f32(3.0, 1.0), f32(100.0, 28.0)):
+        same(static, halve_until_small, x)
+    assert static.trace_count == 1 and "while(" in static.program
+
+
+def power_sum(x, n):
+    s = oar.zeros_like(x)
+    for i in range(n):
+        s = s + x ** 2 + i
+    return s
+
+
+def test_for_range_of_a_tensor_becomes_a_loop():
+    static = oar.jit.to_static(power_sum)
+    x = f32(1.0, 2.0)
+    for n in (0, 1, 3):
+        np.testing.assert_allclose(static(x, i64(n)).numpy(), power_sum(x, n).numpy())
+    assert static.trace_count == 1 and "while(" in static.program
+
+
+def jumps(x, n):
+    s = oar.zeros([], "float32")
+    i = 0
+    while i < n:
+        i = i + 1
+        if i % 2 == 0:
+            continue  # skips even i
+        s = s + x.sum() * i
+        if s > 20:
+            break
+    return s
+
+
+def jumps_python(x, n):
+    s, i = 0.0, 0
+    while i < n:
+        i += 1
+        if i % 2 == 0:
+            continue
+        s += float(x.sum().numpy()) * i
+        if s > 20:
+            break
+    return s
+
+
+def test_break_and_continue_in_a_tensor_loop():
+    static = oar.jit.to_static(jumps)
+    x = f32(1.0, 1.0)
+    for n in (0, 1, 4, 10):
+        np.testing.assert_allclose(static(x, i64(n)).numpy(), jumps_python(x, n), rtol=1e-6)
+    assert static.trace_count == 1
+
+
+def for_break(x, n):
+    s = x
+    for i in range(n):
+        if s.sum() > 50:
+            break
+        s = s * 2
+    return s
+
+
+def test_break_in_a_for_range_loop():
+    static = oar.jit.to_static(for_break)
+    x = f32(1.0, 2.0)
+    for n in (0, 2, 10):
+        same(static, for_break, x, i64(n))
+
+
+def early_return(x):
+    if x.sum() > 0:
+        return x * 3
+    y = x - 1
+    return y * y
+
+
+def test_early_return_from_an_if():
+    static = oar.jit.to_static(early_return)
+    for x in (f32(1.0, 2.0), f32(-1.0, -2.0)):
+        same(static, early_return, x)
+    assert static.trace_count == 1
+
+
+def first_large(x, n):
+    for i in range(n):
+        if x.sum() > 20:
+            return x + 1000
+        if x.sum() < -20:
+            return x - 1000
+        x = x * 2
+    return x
+
+
+def test_return_inside_a_loop():
+    static = oar.jit.to_static(first_large)
+    for values, n in (([1.0, 2.0], 1), ([1.0, 2.0], 5), ([-3.0, -4.0], 5)):
+        x = f32(*values)
+        np.testing.assert_allclose(static(x, i64(n)).numpy(), first_large(x, n).numpy())
+    assert static.trace_count == 1
+
+
+def logic(x):
+    if (x.sum() > 0 and x.max() < 5) or not (x.min() > -1):
+        return x + 100
+    return x
+
+
+def test_and_or_not_on_tensors():
+    static = oar.jit.to_static(logic)
+    for x in (f32(1.0, 2.0), f32(1.0, 9.0), f32(-3.0, -2.0), f32(0.5, -0.6)):
+        same(static, logic, x)
+    assert static.trace_count == 1
+    assert "logical_and" in static.program and "logical_not" in static.program
+
+
+def test_print_of_a_symbolic_tensor_prints_its_type_when_traced(capsys):
+    def shows(x):
+        print("x is", x)
+        return x + 1
+
+    static = oar.jit.to_static(shows)
+    same(static, lambda x: x + 1, f32(1.0, 2.0))
+    assert "x is Tensor(shape=[2], dtype=" in capsys.readouterr().out
+
+
+def scaled(x, mode):
+    if mode == "double":  # a Python condition: decided when traced
+        return x * 2
+    return x
+
+
+def test_python_conditions_stay_python():
+    static = oar.jit.to_static(scaled)
+    x = f32(1.0, 2.0)
+    np.testing.assert_allclose(static(x, "double").numpy(), [2.0, 4.0])
+    assert "cond(" not in static.program
+    np.testing.assert_allclose(static(x, "same").numpy(), [1.0, 2.0])
+    assert static.trace_count == 2
+
+
+class Gate(oar.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.linear = oar.nn.Linear(2, 2)
+
+    def pick(self, h):
+        if h.mean() > 0:
+            h = h * 2
+        else:
+            h = h - 1
+        return h
+
+    def forward(self, x):
+        return self.pick(self.linear(x))
+
+
+class Outer(oar.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.gate = Gate()
+
+    def forward(self, x):
+        h = self.gate(x)
+        n = 0
+        while h.sum() < 10 and n < 5:
+            h = h + 3
+            n = n + 1
+        return h
+
+
+def test_methods_and_sublayers_of_a_layer_are_converted():
+    oar.seed(0)
+    layer = Outer()
+    x = f32(1.0, 2.0).reshape([1, 2])
+    eager = [layer(x).numpy(), layer(-x * 5).numpy()]
+    static = oar.jit.to_static(layer)
+    np.testing.assert_allclose(static(x).numpy(), eager[0], rtol=1e-5)
+    np.testing.assert_allclose(static(-x * 5).numpy(), eager[1], rtol=1e-5)
+    assert layer.forward.trace_count == 1
+    assert "cond(" in layer.forward.program and "while(" in layer.forward.program
+
+
+def test_training_through_a_converted_branch_matches_eager():
+    oar.seed(2)
+    layer = Gate()
+    eager = Gate()
+    eager.set_state_dict(layer.state_dict())
+    static = oar.jit.to_static(layer)
+    for x in (f32(1.0, 2.0).reshape([1, 2]), f32(-4.0, -1.0).reshape([1, 2])):
+        for net in (static, eager):
+            net.clear_gradients()
+            (net(x) ** 2).sum().backward()
+        for name, p in layer.named_parameters():
+            q = dict(eager.named_parameters())[name]
+            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_converted_program_saves_and_loads(tmp_path):
+    static = oar.jit.to_static(piecewise, input_spec=[InputSpec([2], "float32")])
+    path = str(tmp_path / "piecewise")
+    oar.jit.save(static, path)
+    loaded = oar.jit.load(path)
+    for x in (f32(5.0, 6.0), f32(1.0, 2.0), f32(-1.0, -2.0)):
+        np.testing.assert_allclose(loaded(x).numpy(), piecewise(x).numpy())
+
+
+@oar.jit.not_to_static
+def unconverted(x):
+    if x.sum() > 0:
+        return x
+    return -x
+
+
+def calls_unconverted(x):
+    return unconverted(x) + 1
+
+
+def test_not_to_static_functions_are_called_as_written():
+    static = oar.jit.to_static(calls_unconverted)
+    with pytest.raises(ValueError, match="symbolic tensor of a to_static trace"):
+        static(f32(1.0))
+
+
+def test_full_graph_false_traces_as_written():
+    static = oar.jit.to_static(piecewise, full_graph=False)
+    with pytest.raises(ValueError, match="symbolic tensor of a to_static trace"):
+        static(f32(1.0))
+
+
+def mixed_dtypes(x):
+    if x.sum() > 0:
+        y = x
+    else:
+        y = oar.cast(x, "int64")
+    return y
+
+
+def carried_dtype(x):
+    i = 0
+    while x.sum() < 10:
+        x = oar.cast(x * 2, "float64")
+        i = i + 1
+    return x
+
+
+def asserts(x):
+    assert x.sum() > 0, "positive"
+    return x
+
+
+def returns_in_with(x):
+    while x.sum() > 1:
+        with oar.no_grad():
+            return x
+    return x
+
+
+def test_errors_name_the_file_line_and_types():
+    with pytest.raises(TypeError, match=rf"test_dy2static.py:{line_of(mixed_dtypes, 'if x.sum')}\): the branches "
+                                         r"give different dtypes for variable 'y': f32\[1\] \(then\) and i64\[1\]"):
+        oar.jit.to_static(mixed_dtypes)(f32(1.0))
+    with pytest.raises(TypeError, match=rf"loop variable 'x' from .*float32 to .*float64.*test_dy2static.py:"
+                                        rf"{line_of(carried_dtype, 'while')}"):
+        oar.jit.to_static(carried_dtype)(f32(1.0))
+    with pytest.raises(NotImplementedError, match=rf"assert on a tensor of the trace at .*test_dy2static.py:"
+                                                  rf"{line_of(asserts, 'assert x')}"):
+        oar.jit.to_static(asserts)(f32(1.0))
+    with pytest.raises(NotImplementedError, match=rf"the while loop with a return .* at .*test_dy2static.py:"
+                                                  rf"{line_of(returns_in_with, 'while')} depends on a tensor"):
+        oar.jit.to_static(returns_in_with)(f32(1.0))
+
+
+class _Base(oar.nn.Layer):
+    def forward(self, x):
+        return x + 1
+
+
+class _Child(_Base):
+    def forward(self, x):
+        y = super().forward(x)  # zero-argument super() inside a converted method
+        if y.sum() > 0:
+            y = y * 2
+        return y
+
+
+def test_super_in_a_converted_method_and_functions_left_as_written():
+    from oar.jit_dy2static import convert
+    layer = _Child()
+    static = oar.jit.to_static(_Child())
+    for x in (f32(1.0, 2.0), f32(-5.0, -10.0)):
+        np.testing.assert_allclose(static(x).numpy(), layer(x).numpy())
+
+    def generator(x):
+        if x:
+            yield x
+
+    def uses_global(x):
+        global _COUNT
+        _COUNT = x
+        return x
+    # A generator or a function with global/nonlocal/del runs as written.
+    assert convert(generator) is generator and convert(uses_global) is uses_global
+
+
+def clipped(x):
+    return x * 2 if x.sum() > 0 else x - 1
+
+
+def test_conditional_expression_on_a_tensor():
+    static = oar.jit.to_static(clipped)
+    for x in (f32(1.0, 2.0), f32(-1.0, -2.0)):
+        same(static, clipped, x)
+    assert static.trace_count == 1 and "cond(" in static.program
+
+
+def test_a_function_without_source_is_traced_as_written_with_a_warning():
+    namespace = {}
+    exec("def made(x):\n    return x * 3\n", namespace)
+    static = oar.jit.to_static(namespace["made"])
+    with pytest.warns(UserWarning, match="source of made is not available"):
+        np.testing.assert_allclose(static(f32(1.0)).numpy(), [3.0])
+
+
+def test_one_trace_serves_every_length_of_a_dynamic_dim():
+    spec = [InputSpec([None], "float32")]
+    branch, loop = oar.jit.to_static(piecewise, input_spec=spec), oar.jit.to_static(halve_until_small, input_spec=spec)
+    for values in ([5.0, 6.0], [1.0, 2.0, 3.0], [-1.0]):
+        same(branch, piecewise, f32(*values))
+        same(loop, halve_until_small, f32(*values))
+    assert branch.trace_count == 1 and loop.trace_count == 1
