@@ -33,6 +33,7 @@ from . import hapi  # noqa: F401
 from . import distributed  # noqa: F401
 from . import amp, profiler  # noqa: F401 - paddle.amp, paddle.profiler
 from .dynamic_flops import flops  # noqa: F401 - paddle.flops
+from . import random_more as _random_more  # noqa: F401 - installs Tensor.normal_, uniform_, ... (random fills)
 
 __version__ = "0.1.0"
 
