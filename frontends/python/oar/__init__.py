@@ -34,6 +34,9 @@ from . import distributed  # noqa: F401
 from . import amp, profiler  # noqa: F401 - paddle.amp, paddle.profiler
 from .dynamic_flops import flops  # noqa: F401 - paddle.flops
 from . import random_more as _random_more  # noqa: F401 - installs Tensor.normal_, uniform_, ... (random fills)
+from . import regularizer  # noqa: F401 - paddle.regularizer
+from .math_more import gammainc, gammaincc, shard_index  # noqa: F401
+from .runtime_flags import get_flags, set_flags, disable_signal_handler, LazyGuard  # noqa: F401
 
 __version__ = "0.1.0"
 

@@ -1,0 +1,99 @@
+"""gammainc/gammaincc, shard_index, get_flags/set_flags, LazyGuard and paddle.regularizer."""
+import math
+
+import numpy as np
+import pytest
+
+import oar
+from conftest import assert_close
+
+
+def _p_closed_form(a, x):
+    # P(1/2, x) = erf(sqrt(x)), P(1, x) = 1 - e^-x, and P(a + 1, x) = P(a, x) - x^a e^-x / Gamma(a + 1)
+    p, b = (math.erf(math.sqrt(x)), 0.5) if a % 1 else (1 - math.exp(-x), 1.0)
+    while b < a:
+        p -= x ** b * math.exp(-x) / math.gamma(b + 1)
+        b += 1
+    return p
+
+
+@pytest.mark.parametrize("a,x", [(0.5, 1.0), (2.0, 3.0), (5.0, 1.5), (0.5, 10.0), (3.0, 20.0), (4.5, 4.0)])
+def test_gammainc_against_quadrature(a, x):
+    p = _p_closed_form(a, x)
+    out = oar.gammainc(oar.to_tensor([a], dtype="float64"), oar.to_tensor([x], dtype="float64"))
+    assert_close(out, [p], rtol=1e-6, atol=1e-9)
+    assert_close(oar.gammaincc(oar.to_tensor([a], dtype="float64"), oar.to_tensor([x], dtype="float64")),
+                 [1.0 - p], rtol=1e-6, atol=1e-9)
+
+
+def test_gammainc_closed_forms_and_grad():
+    # P(1, y) = 1 - e^-y and P(1/2, y) = erf(sqrt(y))
+    y = oar.to_tensor([0.0, 0.5, 2.0, 7.0], stop_gradient=False)
+    assert_close(oar.gammainc(oar.ones([4]), y), 1 - np.exp(-y.numpy()))
+    out = oar.gammainc(oar.full([4], 0.5), y)
+    assert_close(out, [math.erf(math.sqrt(v)) for v in y.numpy()])
+    assert out.dtype == oar.float32
+    (g,) = oar.grad(oar.gammainc(oar.ones([4]), y).sum(), [y])
+    assert_close(g, np.exp(-y.numpy()))  # d/dy (1 - e^-y)
+    (g,) = oar.grad(oar.gammaincc(oar.ones([4]), y).sum(), [y])
+    assert_close(g, -np.exp(-y.numpy()))
+
+
+def test_gammainc_bad_input():
+    with pytest.raises(ValueError, match="gammainc: expected x > 0"):
+        oar.gammainc(oar.to_tensor([-1.0]), oar.to_tensor([1.0]))
+    with pytest.raises(ValueError, match="gammaincc: expected y >= 0"):
+        oar.gammaincc(oar.to_tensor([1.0]), oar.to_tensor([-1.0]))
+    with pytest.raises(TypeError, match="gammainc: expected x to be a float32 or float64 tensor"):
+        oar.gammainc(oar.to_tensor([1]), oar.to_tensor([1.0]))
+
+
+def test_shard_index():
+    label = oar.to_tensor([[16], [1], [10], [19]])
+    np.testing.assert_array_equal(oar.shard_index(label, 20, 2, 1).numpy(), [[6], [-1], [0], [9]])
+    np.testing.assert_array_equal(oar.shard_index(label, 20, 2, 0).numpy(), [[-1], [1], [-1], [-1]])
+    out = oar.shard_index(oar.cast(label, "int32"), 20, 3, 1, ignore_value=-5)  # shards of 7
+    assert out.dtype == oar.int32
+    np.testing.assert_array_equal(out.numpy(), [[-5], [-5], [3], [-5]])
+    with pytest.raises(ValueError, match="shard_index: expected 0 <= shard_id < nshards"):
+        oar.shard_index(label, 20, 2, 2)
+    with pytest.raises(ValueError, match="shard_index: expected input of rank >= 2"):
+        oar.shard_index(oar.to_tensor([16, 1]), 20, 2, 1)
+    with pytest.raises(TypeError, match="shard_index: expected input to be an int32 or int64 tensor"):
+        oar.shard_index(oar.to_tensor([[1.0]]), 20, 2, 1)
+
+
+def test_flags():
+    assert oar.get_flags(["FLAGS_eager_delete_tensor_gb", "FLAGS_check_nan_inf"]) == {
+        "FLAGS_eager_delete_tensor_gb": 0.0, "FLAGS_check_nan_inf": False}
+    oar.set_flags({"FLAGS_eager_delete_tensor_gb": 1, "FLAGS_check_nan_inf": "true"})
+    assert oar.get_flags("FLAGS_eager_delete_tensor_gb") == {"FLAGS_eager_delete_tensor_gb": 1.0}
+    assert oar.get_flags("FLAGS_check_nan_inf")["FLAGS_check_nan_inf"] is True
+    oar.set_flags({"FLAGS_eager_delete_tensor_gb": 0.0, "FLAGS_check_nan_inf": False})
+    with pytest.raises(ValueError, match="get_flags: flag FLAGS_nope is not a flag oar knows"):
+        oar.get_flags("FLAGS_nope")
+    with pytest.raises(ValueError, match="set_flags: flag FLAGS_nope"):
+        oar.set_flags({"FLAGS_nope": 1})
+    with pytest.raises(TypeError, match="set_flags: expected a dict"):
+        oar.set_flags(["FLAGS_check_nan_inf"])
+    assert oar.disable_signal_handler() is None
+
+
+def test_lazy_guard_builds_ready_layers():
+    with oar.LazyGuard():
+        net = oar.nn.Linear(3, 2)
+    for p in net.parameters():
+        p.initialize()
+    assert net(oar.ones([1, 3])).shape == [1, 2]
+
+
+def test_regularizer_in_param_attr_and_weight_decay():
+    attr = oar.ParamAttr(name="w", regularizer=oar.regularizer.L2Decay(0.5))
+    layer = oar.nn.Linear(2, 1, weight_attr=attr, bias_attr=False)
+    w0 = layer.weight.numpy().copy()
+    opt = oar.optimizer.SGD(learning_rate=0.1, parameters=layer.parameters(),
+                            weight_decay=oar.regularizer.L1Decay(10.0))  # the parameter's own L2Decay wins
+    layer(oar.ones([1, 2])).sum().backward()
+    opt.step()
+    # gradient of sum(x @ w) is 1 per weight; plus 0.5 * w from L2Decay(0.5)
+    assert_close(layer.weight, w0 - 0.1 * (1.0 + 0.5 * w0))
