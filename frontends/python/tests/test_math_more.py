@@ -97,3 +97,13 @@ def test_regularizer_in_param_attr_and_weight_decay():
     opt.step()
     # gradient of sum(x @ w) is 1 per weight; plus 0.5 * w from L2Decay(0.5)
     assert_close(layer.weight, w0 - 0.1 * (1.0 + 0.5 * w0))
+
+
+def test_stack_of_empty_tensors():
+    x = oar.ones([0, 1, 2])
+    assert oar.stack([x, x], axis=0).shape == [2, 0, 1, 2]
+    assert oar.stack([x, x], axis=1).shape == [0, 2, 1, 2]
+    assert oar.stack([x, x, x], axis=-1).shape == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match=r"stack: input 1 has shape \[0, 2, 2\] but input 0 has shape"):
+        oar.stack([x, oar.ones([0, 2, 2])])
+    assert_close(oar.stack([oar.ones([2]), oar.zeros([2])], axis=1), [[1, 0], [1, 0]])
