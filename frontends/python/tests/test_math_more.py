@@ -107,3 +107,22 @@ def test_stack_of_empty_tensors():
     with pytest.raises(ValueError, match=r"stack: input 1 has shape \[0, 2, 2\] but input 0 has shape"):
         oar.stack([x, oar.ones([0, 2, 2])])
     assert_close(oar.stack([oar.ones([2]), oar.zeros([2])], axis=1), [[1, 0], [1, 0]])
+
+
+def test_summary_passes_a_list_input_as_one_argument(capsys):
+    class TwoPart(oar.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.fc = oar.nn.Linear(4, 2)
+
+        def forward(self, inputs):
+            return self.fc(inputs[0] + inputs[1])
+
+    info = oar.summary(TwoPart(), input=[oar.rand([1, 4]), oar.rand([1, 4])])
+    assert info == {"total_params": 10, "trainable_params": 10}
+
+    class TwoArgs(TwoPart):
+        def forward(self, x, y):
+            return self.fc(x + y)
+
+    assert oar.summary(TwoArgs(), [(1, 4), (1, 4)], dtypes=["float32", "float32"])["total_params"] == 10
