@@ -25,12 +25,10 @@ def _uniform01(x, dtype=None):
     return _ops.uniform(list(x.shape), 0.0, 1.0, dtype or x.dtype, x._device)
 
 
-def _check_prob(name, p, closed_low=True):
+def _check_prob(name, p):
     values = p.numpy() if isinstance(p, Tensor) else np.asarray(p, dtype=np.float64)
-    low_bad = values < 0 if closed_low else values <= 0
-    if np.any(low_bad) or np.any(values > 1) or np.any(np.isnan(values)):
-        bound = "0 <= p <= 1" if closed_low else "0 < p <= 1"
-        raise ValueError(f"{name}: expected probabilities with {bound}, but got {values.tolist()}")
+    if np.any(values <= 0) or np.any(values > 1) or np.any(np.isnan(values)):
+        raise ValueError(f"{name}: expected probabilities with 0 < p <= 1, but got {values.tolist()}")
 
 
 def normal_(x, mean=0.0, std=1.0, name=None):
@@ -84,7 +82,7 @@ def log_normal_(x, mean=1.0, std=2.0, name=None):
 def geometric_(x, probs, name=None):
     """Fills x with log(u) / log(1 - probs), u ~ U(0, 1] (Paddle's continuous form of the geometric law)."""
     _require_float(x, "geometric_")
-    _check_prob("geometric_", probs, closed_low=False)
+    _check_prob("geometric_", probs)
     u = _ops.rsubtract_scalar(_uniform01(x), 1.0)
     if isinstance(probs, Tensor):
         return _ops.divide(_ops.log(u), _ops.log(_ops.rsubtract_scalar(_ops.cast(probs, x.dtype), 1.0)))
@@ -92,9 +90,10 @@ def geometric_(x, probs, name=None):
 
 
 def bernoulli_(x, p=0.5, name=None):
-    """Fills x with 1 where u < p and 0 elsewhere; p (a number or a tensor that broadcasts to x) is in [0, 1]."""
+    """Fills x with 1 where u < p and 0 elsewhere, u ~ U[0, 1); p is a number or
+    a tensor that broadcasts to x. As in Paddle, p outside [0, 1] is not an
+    error: p > 1 gives all ones, p < 0 all zeros."""
     _require_float(x, "bernoulli_")
-    _check_prob("bernoulli_", p)
     u = _uniform01(x)
     p = _ops.broadcast_to(_ops.cast(p, x.dtype), list(x.shape)) if isinstance(p, Tensor) else (
         _ops.scalar_like(u, float(p)))
