@@ -126,3 +126,20 @@ def test_summary_passes_a_list_input_as_one_argument(capsys):
             return self.fc(x + y)
 
     assert oar.summary(TwoArgs(), [(1, 4), (1, 4)], dtypes=["float32", "float32"])["total_params"] == 10
+
+
+def test_mmap_storage(tmp_path):
+    path = tmp_path / "data.bin"
+    np.arange(20, dtype=np.float32).tofile(path)
+    storage = oar.MmapStorage(str(path), 80)
+    assert_close(storage.get_slice(dtype=oar.float32, start=0, stop=20).reshape([4, 5]),
+                 np.arange(20).reshape(4, 5))
+    # start is a byte offset (Paddle): float 1.0 starts at byte 4
+    assert_close(storage.get_slice(oar.float32, 4, 6), [1.0, 2.0])
+    assert storage.get_slice(oar.int32, 0, 2).numpy().tolist() == [0, 1065353216]  # the bits of 0.0 and 1.0
+    with pytest.raises(ValueError, match="MmapStorage.get_slice: 30 elements of float32 from byte 0 end at byte 120"):
+        storage.get_slice(oar.float32, 0, 30)
+    with pytest.raises(ValueError, match=r"MmapStorage: expected 0 < nbytes <= 80"):
+        oar.MmapStorage(str(path), 81)
+    with pytest.raises(FileNotFoundError, match="MmapStorage: there is no file"):
+        oar.MmapStorage(str(tmp_path / "missing.bin"), 4)
