@@ -38,6 +38,8 @@ from . import regularizer  # noqa: F401 - paddle.regularizer
 from .math_more import gammainc, gammaincc, shard_index  # noqa: F401
 from .runtime_flags import get_flags, set_flags, disable_signal_handler, LazyGuard  # noqa: F401
 from .mmap_storage import MmapStorage  # noqa: F401
+from . import compat  # noqa: F401 - paddle.compat
+from .compat import enable_compat, disable_compat  # noqa: F401
 
 __version__ = "0.1.0"
 

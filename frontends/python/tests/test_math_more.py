@@ -143,3 +143,40 @@ def test_mmap_storage(tmp_path):
         oar.MmapStorage(str(path), 81)
     with pytest.raises(FileNotFoundError, match="MmapStorage: there is no file"):
         oar.MmapStorage(str(tmp_path / "missing.bin"), 4)
+
+
+def test_compat_torch_proxy():
+    import sys
+    oar.enable_compat()
+    try:
+        import torch  # noqa: F401 - the proxy gives oar
+        assert torch.sin is oar.sin
+        import torch.nn.functional as TF
+        assert TF is oar.nn.functional
+    finally:
+        oar.disable_compat()
+    assert "torch" not in sys.modules or sys.modules["torch"] is not oar
+    oar.enable_compat(scope="some_module_that_is_not_here")
+    try:
+        before = sys.modules.pop("torch", None)
+        try:
+            import torch  # noqa: F401,F811
+            assert torch is not oar  # a real torch, if installed: this test module is not in scope
+        except ModuleNotFoundError:
+            pass
+        finally:
+            if before is not None:
+                sys.modules["torch"] = before
+    finally:
+        oar.disable_compat()
+    with pytest.raises(ValueError, match="enable_compat: the only backend is 'torch'"):
+        oar.enable_compat(backend="jax")
+
+
+def test_compat_softmax():
+    x = oar.to_tensor([[1.0, 2.0, 3.0]])
+    e = np.exp([1.0, 2.0, 3.0])
+    assert_close(oar.compat.nn.functional.softmax(x, -1), [e / e.sum()])
+    out = oar.compat.nn.functional.softmax(x, dim=1, dtype="float64")
+    assert out.dtype == oar.float64
+    assert_close(out, [e / e.sum()])
