@@ -140,4 +140,5 @@ def _random_int64_bits(x):
 _FILLS = {"normal_": normal_, "uniform_": uniform_, "exponential_": exponential_, "cauchy_": cauchy_,
           "log_normal_": log_normal_, "geometric_": geometric_, "bernoulli_": bernoulli_, "random_": random_}
 for _name, _fn in _FILLS.items():
-    setattr(Tensor, _name, _inplace(_fn, _name))
+    if _name not in Tensor.__dict__:  # a fill installed before (a writing one of the in-place module) stays
+        setattr(Tensor, _name, _inplace(_fn, _name))
