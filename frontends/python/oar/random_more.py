@@ -1,15 +1,16 @@
-"""Tensor's random in-place fills (normal_, uniform_, exponential_, ...).
+"""Tensor's random in-place fills: normal_, uniform_, exponential_,
+cauchy_, log_normal_, geometric_, bernoulli_ and random_.
 
 Each draws from the core's counter-based uniform/normal ops (so oar.seed
-makes them repeatable) and writes the result into the tensor through
-tensor_methods._inplace, like the other in-place methods."""
+makes them repeatable) and writes the result into the tensor's memory
+through inplace.method, like the other in-place methods."""
 import numbers
 
 import numpy as np
 
 from . import _C
 from .framework import Tensor, convert_dtype
-from .tensor_methods import _inplace
+from .inplace import method as write_method
 
 _ops = _C.ops
 _F64 = convert_dtype("float64")
@@ -140,5 +141,4 @@ def _random_int64_bits(x):
 _FILLS = {"normal_": normal_, "uniform_": uniform_, "exponential_": exponential_, "cauchy_": cauchy_,
           "log_normal_": log_normal_, "geometric_": geometric_, "bernoulli_": bernoulli_, "random_": random_}
 for _name, _fn in _FILLS.items():
-    if _name not in Tensor.__dict__:  # a fill installed before (a writing one of the in-place module) stays
-        setattr(Tensor, _name, _inplace(_fn, _name))
+    setattr(Tensor, _name, write_method(_fn, _name))

@@ -78,3 +78,14 @@ def test_bad_arguments_raise_sentences():
         oar.zeros([3]).random_(5, 2)
     with pytest.raises(ValueError, match="exponential_: expected a rate"):
         oar.zeros([3]).exponential_(-1.0)
+
+
+def test_fills_write_through_views():
+    x = oar.zeros([4, 3])
+    row = x[1]
+    x.bernoulli_(1.0)
+    np.testing.assert_array_equal(row.numpy(), [1.0, 1.0, 1.0])
+    x.random_(7, 8)
+    np.testing.assert_array_equal(row.numpy(), [7.0, 7.0, 7.0])
+    x[2].cauchy_()  # a write through the view reaches its base
+    assert not np.all(x.numpy()[2] == 7.0) and np.all(x.numpy()[[0, 1, 3]] == 7.0)
