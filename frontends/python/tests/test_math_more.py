@@ -180,3 +180,10 @@ def test_compat_softmax():
     out = oar.compat.nn.functional.softmax(x, dim=1, dtype="float64")
     assert out.dtype == oar.float64
     assert_close(out, [e / e.sum()])
+
+
+def test_model_summary_uses_the_input_specs(capsys):
+    from oar.static import InputSpec
+    model = oar.Model(oar.nn.Linear(4, 3), InputSpec([None, 4], "float32", "x"), InputSpec([None, 1], "int64"))
+    assert model.summary() == {"total_params": 15, "trainable_params": 15}
+    assert "[1, 4]" in capsys.readouterr().out  # the None batch dim ran as 1
