@@ -61,7 +61,8 @@ class _TorchProxyFinder(importlib.abc.MetaPathFinder):
 
 
 _finder = None
-_proxied = set()
+_proxied = set()  # the torch module names the proxy has answered
+_real = {}        # the real torch modules set aside by a global enable_compat
 
 
 def enable_compat(*, scope=None, blocked_modules=None, backend="torch", silent=False):
@@ -73,6 +74,8 @@ def enable_compat(*, scope=None, blocked_modules=None, backend="torch", silent=F
     disable_compat()
     _finder = _TorchProxyFinder(_names(scope, "scope"), _names(blocked_modules, "blocked_modules"))
     sys.meta_path.insert(0, _finder)
+    if _finder.scope is None:  # a real torch imported before steps aside until disable_compat
+        _real.update({n: sys.modules.pop(n) for n in list(sys.modules) if n == "torch" or n.startswith("torch.")})
 
 
 def disable_compat():
@@ -84,6 +87,8 @@ def disable_compat():
     for name in _proxied:
         sys.modules.pop(name, None)
     _proxied.clear()
+    sys.modules.update(_real)
+    _real.clear()
 
 
 def _softmax(input, dim=None, dtype=None, *, out=None):  # noqa: A002 - torch names

@@ -147,6 +147,10 @@ def test_mmap_storage(tmp_path):
 
 def test_compat_torch_proxy():
     import sys
+    import types
+    stand_in = types.ModuleType("torch")  # a torch imported before the proxy steps aside, then comes back
+    real = sys.modules.get("torch")
+    sys.modules["torch"] = stand_in
     oar.enable_compat()
     try:
         import torch  # noqa: F401 - the proxy gives oar
@@ -155,7 +159,11 @@ def test_compat_torch_proxy():
         assert TF is oar.nn.functional
     finally:
         oar.disable_compat()
-    assert "torch" not in sys.modules or sys.modules["torch"] is not oar
+    assert sys.modules["torch"] is stand_in
+    if real is None:
+        del sys.modules["torch"]
+    else:
+        sys.modules["torch"] = real
     oar.enable_compat(scope="some_module_that_is_not_here")
     try:
         before = sys.modules.pop("torch", None)
