@@ -21,9 +21,15 @@ def _require_float(x, name):
         raise TypeError(f"{name}: expected a floating-point tensor, but the tensor has dtype {x.dtype.name}")
 
 
-def _uniform01(x, dtype=None):
-    """Uniform samples in [0, 1) with x's shape, on x's device."""
-    return _ops.uniform(list(x.shape), 0.0, 1.0, dtype or x.dtype, x._device)
+def _uniform01(x):
+    """Uniform samples in [0, 1) with x's shape, on x's device: in float32 for
+    a half-precision x (whose rounding could give 1.0, then log(1 - u) = -inf)."""
+    dtype = x.dtype if x.dtype.name in ("float32", "float64") else convert_dtype("float32")
+    return _ops.uniform(list(x.shape), 0.0, 1.0, dtype, x._device)
+
+
+def _as(x, t):
+    return t if t.dtype == x.dtype else _ops.cast(t, x.dtype)
 
 
 def _check_prob(name, p):
@@ -61,7 +67,7 @@ def exponential_(x, lam=1.0, name=None):
         raise ValueError(f"exponential_: expected a rate lam > 0, but got {lam}")
     # -log(1 - u) / lam, with 1 - u in (0, 1]
     u = _ops.rsubtract_scalar(_uniform01(x), 1.0)
-    return _ops.multiply_scalar(_ops.log(u), -1.0 / float(lam))
+    return _as(x, _ops.multiply_scalar(_ops.log(u), -1.0 / float(lam)))
 
 
 def cauchy_(x, loc=0, scale=1, name=None):
@@ -70,8 +76,8 @@ def cauchy_(x, loc=0, scale=1, name=None):
     if float(scale) <= 0:
         raise ValueError(f"cauchy_: expected scale > 0, but got {scale}")
     angle = _ops.multiply_scalar(_ops.add_scalar(_uniform01(x), -0.5), float(np.pi))
-    return _ops.add_scalar(_ops.multiply_scalar(_ops.divide(_ops.sin(angle), _ops.cos(angle)), float(scale)),
-                           float(loc))
+    tan = _ops.divide(_ops.sin(angle), _ops.cos(angle))
+    return _as(x, _ops.add_scalar(_ops.multiply_scalar(tan, float(scale)), float(loc)))
 
 
 def log_normal_(x, mean=1.0, std=2.0, name=None):
@@ -86,8 +92,8 @@ def geometric_(x, probs, name=None):
     _check_prob("geometric_", probs)
     u = _ops.rsubtract_scalar(_uniform01(x), 1.0)
     if isinstance(probs, Tensor):
-        return _ops.divide(_ops.log(u), _ops.log(_ops.rsubtract_scalar(_ops.cast(probs, x.dtype), 1.0)))
-    return _ops.multiply_scalar(_ops.log(u), 1.0 / float(np.log1p(-float(probs))))
+        return _as(x, _ops.divide(_ops.log(u), _ops.log(_ops.rsubtract_scalar(_ops.cast(probs, u.dtype), 1.0))))
+    return _as(x, _ops.multiply_scalar(_ops.log(u), 1.0 / float(np.log1p(-float(probs)))))
 
 
 def bernoulli_(x, p=0.5, name=None):
@@ -96,7 +102,7 @@ def bernoulli_(x, p=0.5, name=None):
     error: p > 1 gives all ones, p < 0 all zeros."""
     _require_float(x, "bernoulli_")
     u = _uniform01(x)
-    p = _ops.broadcast_to(_ops.cast(p, x.dtype), list(x.shape)) if isinstance(p, Tensor) else (
+    p = _ops.broadcast_to(_ops.cast(p, u.dtype), list(x.shape)) if isinstance(p, Tensor) else (
         _ops.scalar_like(u, float(p)))
     return _ops.cast(_ops.less_than(u, p), x.dtype)
 
@@ -123,6 +129,11 @@ def random_(x, from_=0, to=None, *, generator=None):
         to = _DEFAULT_RANDOM_TOP[x.dtype.name]
     if from_ >= to:
         raise ValueError(f"random_: expected 'from' to be less than 'to', but got from={from_} >= to={to}")
+    if not x.dtype.is_floating_point:
+        info = np.iinfo(x.dtype.name)
+        if from_ < info.min or to - 1 > info.max:
+            raise ValueError(f"random_: the range [{from_}, {to - 1}] does not fit the tensor's dtype {x.dtype.name} "
+                             f"([{info.min}, {info.max}])")
     u = _ops.uniform(list(x.shape), float(from_), float(to), _F64, x._device)
     # floor of U[from, to) is in [from, to - 1]; the min guards the rounding of a float64 top near `to`
     return _ops.cast(_ops.minimum(_ops.floor(u), _ops.scalar_like(u, float(to - 1))), x.dtype)
