@@ -35,6 +35,11 @@ from . import hapi  # noqa: F401
 from . import distributed  # noqa: F401
 from . import amp, profiler  # noqa: F401 - paddle.amp, paddle.profiler
 from .dynamic_flops import flops  # noqa: F401 - paddle.flops
+from . import compat, regularizer, random_more as _random_more  # noqa: F401 - random_more: Tensor.normal_, ...
+from .compat import enable_compat, disable_compat  # noqa: F401
+from .math_more import gammainc, gammaincc, shard_index  # noqa: F401
+from .runtime_flags import get_flags, set_flags, disable_signal_handler, LazyGuard  # noqa: F401
+from .mmap_storage import MmapStorage  # noqa: F401
 
 __version__ = "0.1.0"
 

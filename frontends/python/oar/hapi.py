@@ -247,7 +247,14 @@ class Model:
             self._optimizer.set_state_dict(load(path + ".pdopt"))
 
     def summary(self, input_size=None, dtype=None):
+        """paddle.summary of the network; without input_size, the shapes and
+        dtypes of the Model's input specs."""
         from .summary import summary
+        if input_size is None and self._inputs:
+            input_size = [tuple(spec.shape) for spec in self._inputs]
+            dtype = dtype or [spec.dtype for spec in self._inputs]
+            if len(input_size) == 1:
+                input_size, dtype = input_size[0], dtype[0] if isinstance(dtype, list) else dtype
         return summary(self.network, input_size, dtype)
 
 

@@ -152,28 +152,6 @@ def fill_(x, value):
     return write(x, _ops.full(list(x.shape), value, x.dtype, x._device), "fill_")
 
 
-def uniform_(x, min=0.0, max=1.0, seed=0, name=None):  # noqa: A002 - paddle names
-    """Fills x in place with values drawn uniformly from [min, max)."""
-    check_writable(x, "uniform_")
-    return write(x, creation.uniform(list(x.shape), x.dtype, min=min, max=max, seed=seed)._to(x._device),
-                 "uniform_")
-
-
-def normal_(x, mean=0.0, std=1.0, name=None):
-    """Fills x in place with values drawn from N(mean, std**2)."""
-    check_writable(x, "normal_")
-    draw = creation.normal(0.0, 1.0, list(x.shape))._to(x._device)
-    return write(x, M.cast(draw * float(std) + float(mean), x.dtype), "normal_")
-
-
-def exponential_(x, lam=1.0, name=None):
-    """Fills x in place with values drawn from the exponential distribution of rate `lam`."""
-    check_writable(x, "exponential_")
-    u = creation.uniform(list(x.shape), "float32", min=0.0, max=1.0)._to(x._device)
-    draw = M.scale(M.log1p(M.scale(u, -1.0)), -1.0 / float(lam))
-    return write(x, M.cast(draw, x.dtype), "exponential_")
-
-
 def copy_(x, src, blocking=True):
     """Writes `src` (broadcast to x's shape, cast to x's dtype, moved to x's device) into x; returns x."""
     check_writable(x, "copy_")

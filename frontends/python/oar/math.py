@@ -562,6 +562,13 @@ def stack(x, axis=0, name=None):
     x = list(x)
     nd = len(x[0].shape) + 1
     axis = int(axis) % nd
+    shape = list(x[0].shape)
+    for i, t in enumerate(x):
+        if list(t.shape) != shape:
+            raise ValueError(f"stack: input {i} has shape {list(t.shape)} but input 0 has shape {shape}; "
+                             "the inputs must have equal shapes")
+    if x[0].size == 0:  # the core's unsqueeze reads a 0 dim as "copy the input's dim" (Paddle's reshape)
+        return _ops.full(shape[:axis] + [len(x)] + shape[axis:], 0.0, x[0].dtype, x[0]._device)
     return _ops.concat([_ops.unsqueeze(t, [axis]) for t in x], axis)
 
 

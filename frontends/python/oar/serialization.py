@@ -9,6 +9,7 @@ import errno
 import json
 import os
 import re
+import tempfile
 
 import numpy as np
 
@@ -47,11 +48,54 @@ def save(obj, path, protocol=4, **configs):
         if isinstance(t, np.ndarray):
             from .creation import to_tensor
             tensors[key] = to_tensor(t)
+    if _is_stream(path):
+        _save_to_stream(tensors, structure, path)
+        return
     path = os.fspath(path)
     directory = os.path.dirname(path)
     if directory:
         os.makedirs(directory, exist_ok=True)
     _C.save_safetensors(path, tensors, {"format": "oar", "oar.structure": json.dumps(structure)})
+
+
+def _is_stream(path):
+    return hasattr(path, "write") or hasattr(path, "read")
+
+
+def _save_to_stream(tensors, structure, stream):
+    """One safetensors record written at the stream's position (through a
+    temporary file: the core writes files); records can follow each other."""
+    with tempfile.TemporaryDirectory() as tmp:
+        name = os.path.join(tmp, "record.safetensors")
+        _C.save_safetensors(name, tensors, {"format": "oar", "oar.structure": json.dumps(structure)})
+        with open(name, "rb") as f:
+            stream.write(f.read())
+
+
+def _load_from_stream(stream, return_numpy):
+    """Reads the one safetensors record at the stream's position (its header
+    says where it ends) and leaves the stream after it."""
+    what = f"the stream {type(stream).__name__}"
+    head = stream.read(8)
+    if len(head) != 8:
+        raise ValueError(f"load: cannot read a safetensors record from {what}: it has {len(head)} bytes left, "
+                         "fewer than the 8 of a header length")
+    size = int.from_bytes(head, "little")
+    header = stream.read(size) if size <= 100_000_000 else b""
+    if len(header) != size:
+        raise ValueError(f"load: cannot read a safetensors record from {what}: its header of {size} bytes is cut "
+                         "short or too large")
+    try:
+        entries = json.loads(header)
+        end = max([int(e["data_offsets"][1]) for k, e in entries.items() if k != "__metadata__"], default=0)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
+        raise ValueError(f"load: cannot read a safetensors record from {what}: its header is broken ({e})") from None
+    data = stream.read(end)
+    with tempfile.TemporaryDirectory() as tmp:
+        name = os.path.join(tmp, "record.safetensors")
+        with open(name, "wb") as f:
+            f.write(head + header + data)
+        return load(name, return_numpy)
 
 
 # The deepest JSON nesting of "oar.structure" that load accepts: three
@@ -76,6 +120,8 @@ def load(path, return_numpy=False, **configs):
     Any fault of the file (truncated, garbage, bad JSON, bad dtype, shapes or
     offsets that do not match, overlapping tensors, duplicate keys, a broken
     oar.structure) raises ValueError naming the file and the fault."""
+    if _is_stream(path):
+        return _load_from_stream(path, return_numpy)
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(errno.ENOENT, f"load: there is no file '{path}'", path)

@@ -150,9 +150,8 @@ def summary(net, input_size=None, dtypes=None, input=None):  # noqa: A002 - padd
     if was_training:
         net.eval()
     try:
-        if input is not None:
-            inputs = list(input.values()) if isinstance(input, dict) else (
-                [input] if isinstance(input, Tensor) else list(input))
+        if input is not None:  # passed as the one argument, whatever it holds (Paddle)
+            inputs = [input]
         else:
             built = _build_inputs(sizes, dtypes)
             inputs = [built] if _is_shape(sizes) else built

@@ -286,7 +286,7 @@ def _install():
     T.set_value = _set_value
     T.clear_gradient = _clear_gradient
     T.grad = property(_grad)
-    for name in ("zero_", "fill_", "uniform_", "normal_", "exponential_", "copy_", "index_put_", "index_put"):
+    for name in ("zero_", "fill_", "copy_", "index_put_", "index_put"):  # random fills: random_more.py
         setattr(T, name, getattr(_inplace_mod, name))
     T.element_size = lambda x: x.dtype.itemsize
     T.is_floating_point = lambda x: x.dtype.is_floating_point

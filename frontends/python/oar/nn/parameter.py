@@ -23,6 +23,10 @@ class Parameter(Tensor):
     def trainable(self, value):
         self.stop_gradient = not value
 
+    def initialize(self):
+        """Paddle initialises a parameter made under LazyGuard here; oar's are
+        initialised when made, so there is nothing left to do."""
+
     @classmethod
     def _from_tensor(cls, tensor, like):
         return cls(tensor, trainable=like.trainable, name=like.name, need_clip=like.need_clip,
