@@ -220,6 +220,8 @@ from .functional_conv import *  # noqa: E402,F401,F403 - conv, pooling, batch_no
 from .functional_conv_nd import *  # noqa: E402,F401,F403 - conv1d/3d, transposed convs
 from .functional_pool_nd import *  # noqa: E402,F401,F403 - 1-D/2-D/3-D, adaptive and unpooling
 from .functional_extra import *  # noqa: E402,F401,F403 - pad, interpolate, fold, shuffles, norms
+from .functional_more import *  # noqa: E402,F401,F403 - more activations, feature dropouts, grids, ...
+from .loss_more import *  # noqa: E402,F401,F403 - the remaining losses
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in (
     "np", "numbers", "M", "Tensor", "convert_dtype", "to_tensor", "functional_conv", "no_grad")]
