@@ -29,7 +29,12 @@ def elu(x, alpha=1.0, name=None):
 
 
 def gelu(x, approximate=False, name=None):
-    return _ops.gelu(x, approximate)
+    """approximate: False / 'none' for the erf form, True / 'tanh' for the tanh one."""
+    if isinstance(approximate, str):
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"gelu: approximate must be 'tanh' or 'none' (or a bool), got '{approximate}'")
+        approximate = approximate == "tanh"
+    return _ops.gelu(x, bool(approximate))
 
 
 def silu(x, name=None):
