@@ -223,3 +223,31 @@ def test_loss_layers_and_bad_reduction():
     assert nn.loss.PoissonNLLLoss is nn.PoissonNLLLoss
     with pytest.raises(ValueError, match="soft_margin_loss"):
         F.soft_margin_loss(T(A), T(SIGN), reduction="avg")
+
+
+def test_cross_entropy_class_weights_and_probabilities():
+    x = RNG.standard_normal((4, 3))
+    y = np.array([0, 2, 1, 2])
+    w = np.array([0.2, 1.0, 3.0])
+    logsm = x - np.log(np.exp(x).sum(-1, keepdims=True))
+    per = -logsm[np.arange(4), y] * w[y]
+    assert_close(F.cross_entropy(T(x), T(y), weight=T(w), reduction="none"), per, rtol=1e-6)
+    assert_close(F.cross_entropy(T(x), T(y), weight=T(w)), per.sum() / w[y].sum(), rtol=1e-6)
+    keep = y != 2
+    assert_close(F.cross_entropy(T(x), T(y), weight=T(w), ignore_index=2), per[keep].sum() / w[y][keep].sum(),
+                 rtol=1e-6)
+    assert_close(nn.CrossEntropyLoss(weight=T(w), reduction="sum")(T(x), T(y)), per.sum(), rtol=1e-6)
+    soft = np.exp(logsm)
+    assert_close(F.cross_entropy(T(soft), T(y), use_softmax=False, reduction="none"), -logsm[np.arange(4), y],
+                 rtol=1e-6)
+    lab = RNG.uniform(size=(4, 3))
+    lab /= lab.sum(-1, keepdims=True)
+    rows = -(lab * logsm).sum(-1, keepdims=True) * (lab @ w)[:, None]
+    assert_close(F.cross_entropy(T(x), T(lab), soft_label=True, weight=T(w), reduction="none"), rows, rtol=1e-6)
+    assert_close(F.cross_entropy(T(x), T(lab), soft_label=True, weight=T(w)), rows.sum() / (lab @ w).sum(), rtol=1e-6)
+    smooth = np.eye(3)[y] * 0.7 + 0.1
+    assert_close(F.cross_entropy(T(x), F.one_hot(T(y), 3), label_smoothing=0.3),
+                 -(smooth * logsm).sum(-1).mean(), rtol=1e-6)
+    assert F.cross_entropy(T(x), T(y), label_smoothing=0.3, reduction="none").shape == [4, 1]
+    with pytest.raises(ValueError, match="cross_entropy"):
+        F.cross_entropy(T(x), T(y), weight=T(np.ones(2)))

@@ -200,8 +200,8 @@ class AdaptiveLogSoftmaxWithLoss(Layer):
         return M.concat(parts, axis=1)
 
     def predict(self, input):  # noqa: A002
-        """The most likely class of each row: [N] int64."""
-        return M.argmax(self.log_prob(input), axis=1)
+        """The most likely class of each row: [N], float32 as in Paddle."""
+        return M.cast(M.argmax(self.log_prob(input), axis=1), "float32")  # Paddle returns float32 ids
 
 
 class ParameterDict(Layer):

@@ -418,3 +418,46 @@ __all__ = ["square_error_cost", "log_loss", "margin_ranking_loss", "soft_margin_
            "multi_label_soft_margin_loss", "multi_margin_loss", "multi_label_margin_loss", "poisson_nll_loss",
            "gaussian_nll_loss", "sigmoid_focal_loss", "dice_loss", "npair_loss", "hsigmoid_loss", "ctc_loss",
            "adaptive_log_softmax_with_loss"]
+
+
+def cross_entropy_general(input, label, weight, ignore_index, reduction, soft_label, axis, use_softmax):  # noqa: A002
+    """cross_entropy with class weights and/or probabilities as input
+    (use_softmax=False), composed of ops. A hard-label mean is the sum of
+    w[y] * loss over the sum of w[y] (ignored entries excluded); a soft one
+    weighs each row by label @ weight."""
+    _check_reduction(reduction, "cross_entropy")
+    nd = len(input.shape)
+    axis %= nd
+    logp = _ops.log_softmax(input, axis) if use_softmax else M.log(input)
+    if weight is not None and (len(weight.shape) != 1 or weight.shape[0] != input.shape[axis]):
+        raise ValueError(f"cross_entropy: weight must be [{input.shape[axis]}] (one per class), "
+                         f"got {list(weight.shape)}")
+    if soft_label:
+        label = M.cast(label, logp.dtype)
+        loss = M.neg(M.sum(M.multiply(label, logp), axis=axis, keepdim=True))
+        if weight is None:
+            return _reduce(loss, reduction, "cross_entropy")
+        shape = [1] * nd
+        shape[axis] = weight.shape[0]
+        w = M.sum(M.multiply(label, M.reshape(M.cast(weight, logp.dtype), shape)), axis=axis, keepdim=True)
+    else:
+        keep_dim = len(label.shape) == nd
+        lab = M.squeeze(label, [axis]) if keep_dim else label
+        lab_np = lab.numpy().astype(np.int64)
+        valid = lab_np != ignore_index
+        c = input.shape[axis]
+        if valid.any() and (lab_np[valid].min() < 0 or lab_np[valid].max() >= c):
+            raise ValueError(f"cross_entropy: labels must be in [0, {c}) or ignore_index, "
+                             f"got [{lab_np[valid].min()}, {lab_np[valid].max()}]")
+        safe = np.expand_dims(np.where(valid, lab_np, 0), axis)
+        loss = M.neg(M.squeeze(M.take_along_axis(logp, safe, axis), [axis]))
+        w = to_tensor(valid.astype(np.float64)).astype(logp.dtype)
+        if weight is not None:
+            w = M.multiply(w, M.reshape(M.gather(M.cast(weight, logp.dtype), to_tensor(safe.reshape(-1))),
+                                        list(lab_np.shape)))
+        if keep_dim:
+            loss, w = M.unsqueeze(loss, [axis]), M.unsqueeze(w, [axis])
+    loss = M.multiply(loss, w)
+    if reduction == "mean":
+        return M.divide(M.sum(loss), M.sum(w))
+    return _reduce(loss, reduction, "cross_entropy")
