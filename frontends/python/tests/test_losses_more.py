@@ -251,3 +251,39 @@ def test_cross_entropy_class_weights_and_probabilities():
     assert F.cross_entropy(T(x), T(y), label_smoothing=0.3, reduction="none").shape == [4, 1]
     with pytest.raises(ValueError, match="cross_entropy"):
         F.cross_entropy(T(x), T(y), weight=T(np.ones(2)))
+
+
+def _rnnt_brute_force(logp, label):
+    """-log of the summed probability of every lattice path: T-1 blank moves
+    and len(label) emissions in any order, then the final blank."""
+    t_len, u_len = logp.shape[0], len(label)
+    total = 0.0
+    for emits_at in itertools.combinations(range(t_len - 1 + u_len), u_len):
+        t = u = 0
+        lp = 0.0
+        for step in range(t_len - 1 + u_len):
+            if step in emits_at:
+                lp += logp[t, u, label[u]]
+                u += 1
+            else:
+                lp += logp[t, u, 0]
+                t += 1
+        total += np.exp(lp + logp[t, u, 0])
+    return -np.log(total)
+
+
+def test_rnnt_loss_matches_brute_force_and_fastemit_scales_emission_gradient():
+    acts = RNG.standard_normal((2, 3, 3, 4))
+    logp = acts - np.log(np.exp(acts).sum(-1, keepdims=True))
+    labels = np.array([[1, 2], [3, 0]], "int32")
+    args = (T(labels), T(np.array([3, 2], "int32")), T(np.array([2, 1], "int32")))
+    ref = [_rnnt_brute_force(logp[0], [1, 2]), _rnnt_brute_force(logp[1, :2, :2], [3])]
+    assert_close(F.rnnt_loss(T(logp), *args, fastemit_lambda=0.0, reduction="none"), ref, rtol=1e-6)
+    assert_close(nn.RNNTLoss(fastemit_lambda=0.0)(T(logp), *args), np.mean(ref), rtol=1e-6)
+    g0 = _grad(lambda t: F.rnnt_loss(t, *args, fastemit_lambda=0.0, reduction="sum"), logp)
+    fd = _finite_difference(lambda v: F.rnnt_loss(T(v), *args, fastemit_lambda=0.0, reduction="sum").item(), logp,
+                            1e-6)
+    assert_close(g0, fd, rtol=1e-4, atol=1e-7)
+    g1 = _grad(lambda t: F.rnnt_loss(t, *args, fastemit_lambda=0.5, reduction="sum"), logp)
+    assert_close(g1[..., 0], g0[..., 0])  # blanks unchanged, the emission of label 1 at (0, 0) scaled by 1.5
+    assert_close(g1[0, 0, 0, 1], 1.5 * g0[0, 0, 0, 1], rtol=1e-6)

@@ -135,6 +135,16 @@ class CTCLoss(Layer):
                           norm_by_times, self._zero_infinity)
 
 
+class RNNTLoss(Layer):
+    def __init__(self, blank=0, fastemit_lambda=0.001, reduction="mean", name=None):
+        super().__init__()
+        self._blank, self._fastemit_lambda, self._reduction = blank, fastemit_lambda, reduction
+
+    def forward(self, input, label, input_lengths, label_lengths):  # noqa: A002
+        return F.rnnt_loss(input, label, input_lengths, label_lengths, self._blank, self._fastemit_lambda,
+                           self._reduction)
+
+
 class HSigmoidLoss(Layer):
     """Hierarchical sigmoid loss with weight [num_classes - 1, feature_size]
     and bias [num_classes - 1, 1] (is_custom: the tree comes with each call)."""
@@ -282,5 +292,5 @@ __all__ = ["CELU", "SELU", "GLU", "Silu", "Hardshrink", "Hardtanh", "LogSigmoid"
            "GaussianNLLLoss", "HingeEmbeddingLoss", "KLDivLoss", "MarginRankingLoss", "MultiLabelMarginLoss",
            "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
            "TripletMarginWithDistanceLoss", "RReLU", "PReLU", "AlphaDropout", "FeatureAlphaDropout",
-           "Dropout2D", "Dropout3D", "Bilinear", "CTCLoss", "HSigmoidLoss", "AdaptiveLogSoftmaxWithLoss",
+           "Dropout2D", "Dropout3D", "Bilinear", "CTCLoss", "RNNTLoss", "HSigmoidLoss", "AdaptiveLogSoftmaxWithLoss",
            "ParameterDict", "SyncBatchNorm"]

@@ -416,8 +416,91 @@ def adaptive_log_softmax_with_loss(input, label, head_weight, tail_weights, cuto
 __all__ = ["square_error_cost", "log_loss", "margin_ranking_loss", "soft_margin_loss", "hinge_embedding_loss",
            "cosine_embedding_loss", "triplet_margin_with_distance_loss", "triplet_margin_loss",
            "multi_label_soft_margin_loss", "multi_margin_loss", "multi_label_margin_loss", "poisson_nll_loss",
-           "gaussian_nll_loss", "sigmoid_focal_loss", "dice_loss", "npair_loss", "hsigmoid_loss", "ctc_loss",
+           "gaussian_nll_loss", "sigmoid_focal_loss", "dice_loss", "npair_loss", "hsigmoid_loss", "ctc_loss", "rnnt_loss",
            "adaptive_log_softmax_with_loss"]
+
+
+def _logaddexp(a, b):
+    m = M.maximum(a, b).detach()
+    return M.add(m, M.log(M.add(M.exp(M.subtract(a, m)), M.exp(M.subtract(b, m)))))
+
+
+def rnnt_loss(input, label, input_lengths, label_lengths, blank=0, fastemit_lambda=0.001, reduction="mean",  # noqa: A002
+              name=None):
+    """RNN-Transducer loss (Graves 2012) over input [B, T, U+1, V] taken as
+    log-probabilities as they are (Paddle's CPU kernel normalises nothing):
+    -log of the sum over lattice paths, by the alpha recursion in ops. FastEmit (Yu et al.
+    2021) scales the gradient of the label emissions by 1 + fastemit_lambda
+    and leaves the value unchanged, as in warp-transducer."""
+    _check_reduction(reduction, "rnnt_loss")
+    if len(input.shape) != 4 or len(label.shape) != 2 or label.shape[0] != input.shape[0]:
+        raise ValueError(f"rnnt_loss: input must be [B, T, U+1, V] and label [B, U], "
+                         f"got {list(input.shape)} and {list(label.shape)}")
+    b, t_max, u1, v = input.shape
+    lab = label.numpy().astype(np.int64)
+    t_len = np.asarray(input_lengths.numpy()).astype(np.int64).reshape(-1)
+    u_len = np.asarray(label_lengths.numpy()).astype(np.int64).reshape(-1)
+    if lab.shape[1] != u1 - 1 or len(t_len) != b or len(u_len) != b:
+        raise ValueError(f"rnnt_loss: label must be [{b}, {u1 - 1}] with {b} input and label lengths, "
+                         f"got label {list(lab.shape)}")
+    if t_len.min() < 1 or t_len.max() > t_max or u_len.min() < 0 or u_len.max() > u1 - 1:
+        raise ValueError(f"rnnt_loss: input_lengths must be in [1, {t_max}] and label_lengths in [0, {u1 - 1}]")
+    if not 0 <= blank < v:
+        raise ValueError(f"rnnt_loss: blank must be in [0, {v}), got {blank}")
+    logp = input
+    blank_lp = logp[:, :, :, blank]  # [B, T, U+1]
+    index = np.broadcast_to(np.clip(lab, 0, v - 1)[:, None, :, None], (b, t_max, u1 - 1, 1)).copy()
+    emit_lp = M.squeeze(M.take_along_axis(logp[:, :, :u1 - 1], index, 3), [3])  # [B, T, U]
+    alpha = [[None] * u1 for _ in range(t_max)]
+    for t in range(t_max):
+        for u in range(u1):
+            if t == 0 and u == 0:
+                alpha[t][u] = _ops.zeros_like(blank_lp[:, 0, 0])
+                continue
+            from_t = M.add(alpha[t - 1][u], blank_lp[:, t - 1, u]) if t else None
+            from_u = M.add(alpha[t][u - 1], emit_lp[:, t, u - 1]) if u else None
+            alpha[t][u] = from_u if from_t is None else from_t if from_u is None else _logaddexp(from_t, from_u)
+    flat = M.stack([M.stack(row, axis=1) for row in alpha], axis=1)  # [B, T, U+1]
+    total = M.add(flat, blank_lp)
+    end = ((t_len - 1) * u1 + u_len)[:, None]
+    loss = M.neg(M.squeeze(M.take_along_axis(M.reshape(total, [b, -1]), end, 1), [1]))
+    if fastemit_lambda:
+        loss = M.add(loss, M.multiply(_fastemit_term(blank_lp, emit_lp, t_len, u_len, loss), float(fastemit_lambda)))
+    if reduction == "mean":
+        return M.divide(M.sum(loss), float(b))
+    return _reduce(loss, reduction, "rnnt_loss")
+
+
+def _fastemit_term(blank_lp, emit_lp, t_len, u_len, loss):
+    """Per sequence, a term of value 0 whose gradient is that of the loss
+    through the label emissions: -sum(gamma * (e - stop_gradient(e))) with
+    gamma the emission occupancies from the alpha and beta recursions."""
+    bl, em, nll = blank_lp.numpy().astype(np.float64), emit_lp.numpy().astype(np.float64), loss.numpy()
+    b, t_max, u1 = bl.shape
+    gamma = np.zeros(em.shape)
+    for i in range(b):
+        tn, un = t_len[i], u_len[i]
+        alpha = np.full((tn, un + 1), -np.inf)
+        beta = np.full((tn, un + 1), -np.inf)
+        alpha[0, 0] = 0.0
+        for t in range(tn):
+            for u in range(un + 1):
+                if t:
+                    alpha[t, u] = np.logaddexp(alpha[t, u], alpha[t - 1, u] + bl[i, t - 1, u])
+                if u:
+                    alpha[t, u] = np.logaddexp(alpha[t, u], alpha[t, u - 1] + em[i, t, u - 1])
+        for t in range(tn - 1, -1, -1):
+            for u in range(un, -1, -1):
+                if t == tn - 1 and u == un:
+                    beta[t, u] = bl[i, t, u]
+                    continue
+                if t < tn - 1:
+                    beta[t, u] = np.logaddexp(beta[t, u], beta[t + 1, u] + bl[i, t, u])
+                if u < un:
+                    beta[t, u] = np.logaddexp(beta[t, u], beta[t, u + 1] + em[i, t, u])
+        gamma[i, :tn, :un] = np.exp(alpha[:, :un] + em[i, :tn, :un] + beta[:, 1:] + nll[i])
+    weight = to_tensor(gamma).astype(emit_lp.dtype)
+    return M.neg(M.sum(M.multiply(weight, M.subtract(emit_lp, emit_lp.detach())), axis=[1, 2]))
 
 
 def cross_entropy_general(input, label, weight, ignore_index, reduction, soft_label, axis, use_softmax):  # noqa: A002
