@@ -231,3 +231,48 @@ def test_sync_batchnorm_is_batchnorm_on_one_process():
     x = T(RNG.standard_normal((2, 2, 3, 3)).astype("float32"))
     bn, sbn = nn.BatchNorm2D(2), nn.SyncBatchNorm(2)
     assert_close(sbn(x), bn(x), rtol=1e-5)
+
+
+class _TanhCell(nn.Layer):
+    """h' = tanh(x @ a + h @ b); outputs h'."""
+
+    def __init__(self, a, b):
+        super().__init__()
+        self.a, self.b = T(a), T(b)
+
+    def forward(self, x, h):
+        h = oar.tanh(oar.matmul(x, self.a) + oar.matmul(h, self.b))
+        return h, h
+
+
+def test_beam_search_with_one_beam_is_greedy_decoding():
+    rng = np.random.default_rng(3)
+    vocab, hidden = 5, 4
+    emb, out_w = rng.standard_normal((vocab, hidden)), rng.standard_normal((hidden, vocab)) * 2
+    a, b = rng.standard_normal((hidden, hidden)), rng.standard_normal((hidden, hidden))
+    h0 = rng.standard_normal((2, hidden))
+    decoder = nn.BeamSearchDecoder(_TanhCell(a, b), start_token=0, end_token=1, beam_size=1,
+                                   embedding_fn=lambda ids: F.embedding(ids, T(emb)),
+                                   output_fn=lambda h: oar.matmul(h, T(out_w)))
+    out, _, lengths = nn.dynamic_decode(decoder, inits=T(h0), max_step_num=4, return_length=True)
+    for row in range(2):
+        h, token, expected = h0[row], 0, []
+        while len(expected) < 5 and (not expected or expected[-1] != 1):
+            h = np.tanh(emb[token] @ a + h @ b)
+            token = int(np.argmax(h @ out_w))
+            expected.append(token)
+        got = out.numpy()[row, :, 0].tolist()
+        assert got[:len(expected)] == expected and all(t == 1 for t in got[len(expected):])
+        assert lengths.numpy()[row, 0] == len(expected)
+
+
+def test_beam_search_shapes_and_sorted_scores():
+    rng = np.random.default_rng(4)
+    cell = _TanhCell(rng.standard_normal((4, 4)).astype("float32"), rng.standard_normal((4, 4)).astype("float32"))
+    emb = rng.standard_normal((6, 4)).astype("float32")
+    decoder = nn.BeamSearchDecoder(cell, 0, 1, 3, embedding_fn=lambda ids: F.embedding(ids, T(emb)),
+                                   output_fn=nn.Linear(4, 6))
+    out, states = nn.dynamic_decode(decoder, inits=T(rng.standard_normal((2, 4)).astype("float32")), max_step_num=3)
+    assert out.shape[0] == 2 and out.shape[2] == 3 and out.shape[1] <= 4
+    lp = states.log_probs.numpy()
+    assert (np.diff(lp, axis=1) <= 0).all()
