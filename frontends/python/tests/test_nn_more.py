@@ -276,3 +276,30 @@ def test_beam_search_shapes_and_sorted_scores():
     assert out.shape[0] == 2 and out.shape[2] == 3 and out.shape[1] <= 4
     lp = states.log_probs.numpy()
     assert (np.diff(lp, axis=1) <= 0).all()
+
+
+def test_grid_sample_identity_hand_values_and_gradient():
+    x = RNG.standard_normal((1, 2, 3, 4)).astype("float64")
+    eye = np.array([[[1, 0, 0], [0, 1, 0]]], "float64")
+    for ac in (True, False):
+        grid = F.affine_grid(T(eye), [1, 2, 3, 4], align_corners=ac)
+        assert_close(F.grid_sample(T(x), grid, align_corners=ac), x, rtol=1e-6, atol=1e-9)
+    # the centre of the four top-left pixels (align_corners=True: pixel k sits at -1 + 2k/(size-1))
+    mid = np.array([[[[-1 + 1 / 3, -1 + 1 / 2]]]])
+    assert_close(F.grid_sample(T(x), T(mid))[0, :, 0, 0], x[0, :, :2, :2].mean((1, 2)), rtol=1e-6)
+    far = np.array([[[[3.0, 0.0]]]])
+    assert_close(F.grid_sample(T(x), T(far))[0, :, 0, 0], [0.0, 0.0])
+    assert_close(F.grid_sample(T(x), T(far), padding_mode="border")[0, :, 0, 0], x[0, :, 1, 3], rtol=1e-6)
+    g = RNG.uniform(-0.9, 0.9, (1, 2, 2, 2))
+    f = lambda v: float((F.grid_sample(T(x), T(v)) ** 2).sum().item())  # noqa: E731
+    gt = T(g, stop_gradient=False)
+    (F.grid_sample(T(x), gt) ** 2).sum().backward()
+    fd = np.zeros_like(g)
+    for i in np.ndindex(g.shape):
+        hi, lo = g.copy(), g.copy()
+        hi[i] += 1e-6
+        lo[i] -= 1e-6
+        fd[i] = (f(hi) - f(lo)) / 2e-6
+    assert_close(gt.grad, fd, rtol=1e-4, atol=1e-7)
+    with pytest.raises(ValueError, match="grid_sample"):
+        F.grid_sample(T(x), T(far), mode="bicubic")

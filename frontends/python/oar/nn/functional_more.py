@@ -335,6 +335,69 @@ def affine_grid(theta, out_shape, align_corners=True, name=None):
     return M.reshape(grid, [out_shape[0]] + out_shape[2:] + [nd])
 
 
+def _reflect(coord, twice_low, twice_high):
+    """Reflect coord into [twice_low / 2, twice_high / 2] (piecewise linear, so differentiable)."""
+    if twice_low == twice_high:
+        return M.multiply(coord, 0.0)
+    low, span = twice_low / 2.0, (twice_high - twice_low) / 2.0
+    dist = M.abs(M.subtract(coord, low))
+    flips = M.floor(M.divide(dist, span)).detach()
+    extra = M.subtract(dist, M.multiply(flips, span))
+    even = M.equal(M.remainder(flips, 2.0), 0.0)
+    return M.where(even, M.add(extra, low), M.add(M.subtract(span, extra), low))
+
+
+def _source_coord(g, size, padding_mode, align_corners):
+    c = M.multiply(M.add(g, 1.0), (size - 1) / 2.0) if align_corners else \
+        M.divide(M.subtract(M.multiply(M.add(g, 1.0), float(size)), 1.0), 2.0)
+    if padding_mode == "border":
+        c = M.clip(c, 0.0, float(size - 1))
+    elif padding_mode == "reflection":
+        c = _reflect(c, 0, 2 * (size - 1)) if align_corners else _reflect(c, -1, 2 * size - 1)
+        c = M.clip(c, 0.0, float(size - 1))
+    return c
+
+
+def grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=True, name=None):
+    """Sample x [N, C, H, W] at grid [N, Ho, Wo, 2] ((x, y) in [-1, 1]) by
+    bilinear or nearest interpolation; points outside read 0 ('zeros'), the
+    edge ('border') or the mirror image ('reflection'). Differentiable in x
+    and (bilinear) in grid."""
+    if mode not in ("bilinear", "nearest"):
+        raise ValueError(f"grid_sample: mode must be 'bilinear' or 'nearest', got '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"grid_sample: padding_mode must be 'zeros', 'border' or 'reflection', got '{padding_mode}'")
+    if len(x.shape) != 4 or len(grid.shape) != 4 or grid.shape[-1] != 2 or grid.shape[0] != x.shape[0]:
+        raise ValueError(f"grid_sample: x must be [N, C, H, W] and grid [N, Ho, Wo, 2] (only 4-D is supported), "
+                         f"got {list(x.shape)} and {list(grid.shape)}")
+    n, c, h, w = x.shape
+    ho, wo = grid.shape[1], grid.shape[2]
+    grid = M.cast(grid, x.dtype)
+    ix = _source_coord(grid[:, :, :, 0], w, padding_mode, align_corners)
+    iy = _source_coord(grid[:, :, :, 1], h, padding_mode, align_corners)
+    flat = M.reshape(x, [n, c, h * w])
+
+    def tap(xi, yi, weight):
+        valid = (xi >= 0) & (xi < w) & (yi >= 0) & (yi < h)
+        index = (np.clip(yi, 0, h - 1) * w + np.clip(xi, 0, w - 1)).reshape(n, 1, ho * wo)
+        vals = M.take_along_axis(flat, np.broadcast_to(index, (n, c, ho * wo)).copy(), 2)
+        keep = to_tensor(valid.astype(np.float32)).astype(x.dtype)
+        return M.multiply(vals, M.reshape(M.multiply(weight, keep), [n, 1, ho * wo]))
+
+    if mode == "nearest":
+        xi, yi = np.rint(ix.numpy()).astype(np.int64), np.rint(iy.numpy()).astype(np.int64)
+        out = tap(xi, yi, M.full_like(ix, 1.0))
+    else:
+        x0, y0 = np.floor(ix.numpy()), np.floor(iy.numpy())
+        wx1 = M.subtract(ix, to_tensor(x0).astype(x.dtype))
+        wy1 = M.subtract(iy, to_tensor(y0).astype(x.dtype))
+        wx0, wy0 = M.subtract(1.0, wx1), M.subtract(1.0, wy1)
+        x0, y0 = x0.astype(np.int64), y0.astype(np.int64)
+        out = M.add(M.add(tap(x0, y0, M.multiply(wx0, wy0)), tap(x0 + 1, y0, M.multiply(wx1, wy0))),
+                    M.add(tap(x0, y0 + 1, M.multiply(wx0, wy1)), tap(x0 + 1, y0 + 1, M.multiply(wx1, wy1))))
+    return M.reshape(out, [n, c, ho, wo])
+
+
 def bilinear(x1, x2, weight, bias=None, name=None):
     """out[n, o] = x1[n] @ weight[o] @ x2[n] + bias[o]; weight [O, I1, I2]."""
     if len(weight.shape) != 3 or x1.shape[-1] != weight.shape[1] or x2.shape[-1] != weight.shape[2]:
@@ -402,5 +465,5 @@ def gather_tree(ids, parents):
 __all__ = ["celu", "selu", "glu", "hardshrink", "hardtanh", "log_sigmoid", "maxout", "prelu", "rrelu",
            "softshrink", "softsign", "tanhshrink", "thresholded_relu", "silu", "swiglu", "gumbel_softmax",
            "alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d", "label_smooth",
-           "sequence_mask", "temporal_shift", "affine_grid", "bilinear", "pairwise_distance",
+           "sequence_mask", "temporal_shift", "affine_grid", "grid_sample", "bilinear", "pairwise_distance",
            "class_center_sample", "gather_tree"]
