@@ -219,7 +219,8 @@ def test_adaptive_log_softmax():
 
 def test_loss_layers_and_bad_reduction():
     assert_close(nn.SoftMarginLoss()(T(A), T(SIGN)), np.log1p(np.exp(-SIGN * A)).mean(), rtol=1e-5)
-    assert_close(nn.HingeEmbeddingLoss(margin=0.5)(T(A), T(SIGN)), np.where(SIGN == 1, A, np.maximum(0, 0.5 - A)).mean())
+    assert_close(nn.HingeEmbeddingLoss(margin=0.5)(T(A), T(SIGN)),
+                 np.where(SIGN == 1, A, np.maximum(0, 0.5 - A)).mean())
     assert nn.loss.PoissonNLLLoss is nn.PoissonNLLLoss
     with pytest.raises(ValueError, match="soft_margin_loss"):
         F.soft_margin_loss(T(A), T(SIGN), reduction="avg")

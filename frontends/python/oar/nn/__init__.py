@@ -22,4 +22,5 @@ globals().update({alias: globals()[name] for alias, name in layer_paths.ALIASES.
 
 __all__ = ["Layer", "Parameter", "ParamAttr", "functional", "initializer", "ClipGradByGlobalNorm",
            "ClipGradByNorm", "ClipGradByValue"] + list(_layers_all) + _conv_all + _transformer_all
-__all__ += _conv_nd.__all__ + _extra.__all__ + _decoder.__all__ + _more.__all__ + ["BeamSearchDecoder", "dynamic_decode"] + list(layer_paths.ALIASES)
+__all__ += _conv_nd.__all__ + _extra.__all__ + _decoder.__all__ + _more.__all__ + list(layer_paths.ALIASES)
+__all__ += ["BeamSearchDecoder", "dynamic_decode"]

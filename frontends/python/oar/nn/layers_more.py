@@ -294,3 +294,6 @@ __all__ = ["CELU", "SELU", "GLU", "Silu", "Hardshrink", "Hardtanh", "LogSigmoid"
            "TripletMarginWithDistanceLoss", "RReLU", "PReLU", "AlphaDropout", "FeatureAlphaDropout",
            "Dropout2D", "Dropout3D", "Bilinear", "CTCLoss", "RNNTLoss", "HSigmoidLoss", "AdaptiveLogSoftmaxWithLoss",
            "ParameterDict", "SyncBatchNorm"]
+
+for _name in __all__:  # the classes made by functional_layer report this module
+    globals()[_name].__module__ = __name__

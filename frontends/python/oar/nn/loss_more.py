@@ -413,20 +413,13 @@ def adaptive_log_softmax_with_loss(input, label, head_weight, tail_weights, cuto
     return output, M.mean(M.neg(output))
 
 
-__all__ = ["square_error_cost", "log_loss", "margin_ranking_loss", "soft_margin_loss", "hinge_embedding_loss",
-           "cosine_embedding_loss", "triplet_margin_with_distance_loss", "triplet_margin_loss",
-           "multi_label_soft_margin_loss", "multi_margin_loss", "multi_label_margin_loss", "poisson_nll_loss",
-           "gaussian_nll_loss", "sigmoid_focal_loss", "dice_loss", "npair_loss", "hsigmoid_loss", "ctc_loss", "rnnt_loss",
-           "adaptive_log_softmax_with_loss"]
-
-
 def _logaddexp(a, b):
     m = M.maximum(a, b).detach()
     return M.add(m, M.log(M.add(M.exp(M.subtract(a, m)), M.exp(M.subtract(b, m)))))
 
 
-def rnnt_loss(input, label, input_lengths, label_lengths, blank=0, fastemit_lambda=0.001, reduction="mean",  # noqa: A002
-              name=None):
+def rnnt_loss(input, label, input_lengths, label_lengths, blank=0, fastemit_lambda=0.001,  # noqa: A002
+              reduction="mean", name=None):
     """RNN-Transducer loss (Graves 2012) over input [B, T, U+1, V] taken as
     log-probabilities as they are (Paddle's CPU kernel normalises nothing):
     -log of the sum over lattice paths, by the alpha recursion in ops. FastEmit (Yu et al.
@@ -544,3 +537,10 @@ def cross_entropy_general(input, label, weight, ignore_index, reduction, soft_la
     if reduction == "mean":
         return M.divide(M.sum(loss), M.sum(w))
     return _reduce(loss, reduction, "cross_entropy")
+
+
+__all__ = ["square_error_cost", "log_loss", "margin_ranking_loss", "soft_margin_loss", "hinge_embedding_loss",
+           "cosine_embedding_loss", "triplet_margin_with_distance_loss", "triplet_margin_loss",
+           "multi_label_soft_margin_loss", "multi_margin_loss", "multi_label_margin_loss", "poisson_nll_loss",
+           "gaussian_nll_loss", "sigmoid_focal_loss", "dice_loss", "npair_loss", "hsigmoid_loss", "ctc_loss",
+           "rnnt_loss", "adaptive_log_softmax_with_loss"]
