@@ -303,3 +303,9 @@ def test_grid_sample_identity_hand_values_and_gradient():
     assert_close(gt.grad, fd, rtol=1e-4, atol=1e-7)
     with pytest.raises(ValueError, match="grid_sample"):
         F.grid_sample(T(x), T(far), mode="bicubic")
+
+
+def test_dropout1d_inplace_writes_input():
+    x = T(np.ones((2, 8, 3), "float32"))
+    out = F.dropout1d(x, 0.5, inplace=True)
+    assert out is x and set(np.unique(x.numpy()).tolist()) <= {0.0, 2.0}

@@ -235,12 +235,19 @@ def _channel_dropout(x, p, training, channel_last, what):
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):  # noqa: A002 - Paddle's name
-    """Zero whole channels of input [N, C, L] (or [C, L]) with probability p."""
+    """Zero whole channels of input [N, C, L] (or [C, L]) with probability p
+    and scale the rest by 1 / (1 - p); inplace=True writes input itself."""
     if len(input.shape) not in (2, 3):
         raise ValueError(f"dropout1d: input must be 2-D or 3-D, got shape {list(input.shape)}")
-    if len(input.shape) == 2:
-        return M.squeeze(_channel_dropout(M.unsqueeze(input, [0]), p, training, False, "dropout1d"), [0])
-    return _channel_dropout(input, p, training, False, "dropout1d")
+    def drop(x):
+        if len(x.shape) == 2:
+            return M.squeeze(_channel_dropout(M.unsqueeze(x, [0]), p, training, False, "dropout1d"), [0])
+        return _channel_dropout(x, p, training, False, "dropout1d")
+
+    if inplace:
+        from ..tensor_methods import _inplace
+        return _inplace(drop, "dropout1d_")(input)
+    return drop(input)
 
 
 def dropout2d(x, p=0.5, training=True, data_format="NCHW", name=None):
