@@ -309,3 +309,10 @@ def test_dropout1d_inplace_writes_input():
     x = T(np.ones((2, 8, 3), "float32"))
     out = F.dropout1d(x, 0.5, inplace=True)
     assert out is x and set(np.unique(x.numpy()).tolist()) <= {0.0, 2.0}
+
+
+def test_layer_group_paths_import_like_modules():
+    import importlib
+    assert importlib.import_module("oar.nn.layer.transformer").Transformer is nn.Transformer
+    from oar.nn.layer.loss import CTCLoss
+    assert CTCLoss is nn.CTCLoss and nn.loss.PoissonNLLLoss is nn.PoissonNLLLoss
