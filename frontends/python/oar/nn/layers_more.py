@@ -72,11 +72,12 @@ class PReLU(Layer):
     def __init__(self, num_parameters=1, init=0.25, weight_attr=None, data_format="NCHW", name=None):
         super().__init__()
         self._num_parameters, self._init, self._data_format = num_parameters, init, data_format
-        self.weight = self.create_parameter([num_parameters], attr=weight_attr,
-                                            default_initializer=I.Constant(float(init)))
+        # Paddle names the parameter _weight (so does its state dict)
+        self._weight = self.create_parameter([num_parameters], attr=weight_attr,
+                                             default_initializer=I.Constant(float(init)))
 
     def forward(self, x):
-        return F.prelu(x, self.weight, self._data_format)
+        return F.prelu(x, self._weight, self._data_format)
 
     def extra_repr(self):
         return f"num_parameters={self._num_parameters}, data_format={self._data_format}, init={self._init}"
