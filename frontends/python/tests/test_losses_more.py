@@ -288,3 +288,12 @@ def test_rnnt_loss_matches_brute_force_and_fastemit_scales_emission_gradient():
     g1 = _grad(lambda t: F.rnnt_loss(t, *args, fastemit_lambda=0.5, reduction="sum"), logp)
     assert_close(g1[..., 0], g0[..., 0])  # blanks unchanged, the emission of label 1 at (0, 0) scaled by 1.5
     assert_close(g1[0, 0, 0, 1], 1.5 * g0[0, 0, 0, 1], rtol=1e-6)
+
+
+def test_ctc_loss_without_alignment_is_zero_as_in_paddle():
+    logits = T(RNG.standard_normal((2, 1, 3)), stop_gradient=False)
+    args = (T(np.array([[1, 1]], "int32")), T(np.array([2])), T(np.array([2])))  # "1 1" needs 3 frames
+    loss = F.ctc_loss(logits, *args, reduction="sum")
+    loss.backward()
+    assert_close(loss, 0.0)
+    assert_close(logits.grad, np.zeros((2, 1, 3)))

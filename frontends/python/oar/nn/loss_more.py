@@ -363,8 +363,10 @@ def ctc_loss(log_probs, labels, input_lengths, label_lengths, blank=0, reduction
     last = M.take_along_axis(alpha, end, 1)
     last = M.add(last, to_tensor(np.where(lab_len[:, None] > 0, [[0.0, 0.0]], [[0.0, _LOG_ZERO]])).astype(logp.dtype))
     loss = M.neg(M.logsumexp(last, axis=1))
-    if zero_infinity:
-        loss = M.where(M.greater_than(loss, -_LOG_ZERO / 2), _ops.zeros_like(loss), loss)
+    # A label with no alignment (the input is too short) costs 0 with a zero
+    # gradient, as in Paddle's warpctc (zero_infinity or not).
+    impossible = M.greater_than(loss, -_LOG_ZERO / 2)
+    loss = M.where(impossible, _ops.zeros_like(loss), loss)
     if norm_by_times:  # as in warpctc, only the gradient is divided by the input lengths
         scaled = M.divide(loss, to_tensor(in_len.astype(np.float64)).astype(loss.dtype))
         loss = M.add(scaled, M.subtract(loss, scaled).detach())
