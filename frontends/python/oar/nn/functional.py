@@ -37,13 +37,6 @@ def gelu(x, approximate=False, name=None):
     return _ops.gelu(x, bool(approximate))
 
 
-def silu(x, name=None):
-    return _ops.silu(x)
-
-
-swish = silu
-
-
 def sigmoid(x, name=None):
     return _ops.sigmoid(x)
 

@@ -148,6 +148,10 @@ def silu(x, inplace=False, name=None):
     return _ops.silu(x)
 
 
+def swish(x, name=None):
+    return _ops.silu(x)
+
+
 def swiglu(x, y=None, name=None):
     """silu(x) * y; without y, x is split in two halves along the last axis."""
     if y is None:
@@ -470,7 +474,7 @@ def gather_tree(ids, parents):
 
 
 __all__ = ["celu", "selu", "glu", "hardshrink", "hardtanh", "log_sigmoid", "maxout", "prelu", "rrelu",
-           "softshrink", "softsign", "tanhshrink", "thresholded_relu", "silu", "swiglu", "gumbel_softmax",
+           "softshrink", "softsign", "tanhshrink", "thresholded_relu", "silu", "swish", "swiglu", "gumbel_softmax",
            "alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d", "label_smooth",
            "sequence_mask", "temporal_shift", "affine_grid", "grid_sample", "bilinear", "pairwise_distance",
            "class_center_sample", "gather_tree"]
