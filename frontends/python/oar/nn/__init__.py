@@ -14,7 +14,9 @@ from .transformer import __all__ as _transformer_all
 from .layers_conv_nd import *  # noqa: F401,F403
 from .layers_extra import *  # noqa: F401,F403
 from .transformer_decoder import *  # noqa: F401,F403
-from . import layers_conv_nd as _conv_nd, layers_extra as _extra, transformer_decoder as _decoder
+from .layers_more import *  # noqa: F401,F403
+from .decode import BeamSearchDecoder, dynamic_decode
+from . import layers_conv_nd as _conv_nd, layers_extra as _extra, transformer_decoder as _decoder, layers_more as _more
 from .parameter import Parameter, ParamAttr, create_parameter
 from . import utils  # noqa: F401
 from . import layer, layer_paths, loss  # noqa: F401 - paddle.nn.layer.<group> and paddle.nn.loss paths
@@ -23,4 +25,5 @@ globals().update({alias: globals()[name] for alias, name in layer_paths.ALIASES.
 
 __all__ = ["Layer", "Parameter", "ParamAttr", "functional", "initializer", "ClipGradByGlobalNorm",
            "ClipGradByNorm", "ClipGradByValue"] + list(_layers_all) + _conv_all + _transformer_all
-__all__ += _conv_nd.__all__ + _extra.__all__ + _decoder.__all__ + list(layer_paths.ALIASES)
+__all__ += _conv_nd.__all__ + _extra.__all__ + _decoder.__all__ + _more.__all__ + list(layer_paths.ALIASES)
+__all__ += ["BeamSearchDecoder", "dynamic_decode"]

@@ -29,14 +29,12 @@ def elu(x, alpha=1.0, name=None):
 
 
 def gelu(x, approximate=False, name=None):
-    return _ops.gelu(x, approximate)
-
-
-def silu(x, name=None):
-    return _ops.silu(x)
-
-
-swish = silu
+    """approximate: False / 'none' for the erf form, True / 'tanh' for the tanh one."""
+    if isinstance(approximate, str):
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"gelu: approximate must be 'tanh' or 'none' (or a bool), got '{approximate}'")
+        approximate = approximate == "tanh"
+    return _ops.gelu(x, bool(approximate))
 
 
 def sigmoid(x, name=None):
@@ -149,20 +147,22 @@ def smooth_l1_loss(input, label, reduction="mean", delta=1.0, name=None):  # noq
 
 def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean", soft_label=False,  # noqa: A002
                   axis=-1, use_softmax=True, label_smoothing=0.0, name=None):
-    if weight is not None:
-        raise NotImplementedError("cross_entropy: class weights are not supported yet")
-    if not use_softmax:
-        raise NotImplementedError("cross_entropy: use_softmax=False is not supported yet")
     if label_smoothing and label_smoothing > 0.0:
         n = input.shape[axis]
-        if not soft_label:
+        is_dist = label.dtype.name.startswith(("float", "bfloat")) and list(label.shape) == list(input.shape)
+        if not soft_label and not is_dist:
             lab = label
             if len(lab.shape) == len(input.shape):
                 lab = _ops.squeeze(lab, [axis])
             label = one_hot(lab, n)
-            soft_label = True
-        label = M.add(M.multiply(label, 1.0 - label_smoothing), label_smoothing / n)
-    return _ops.cross_entropy(input, label, bool(soft_label), int(axis), reduction, int(ignore_index))
+        soft_label = True
+        label = M.cast(M.add(M.multiply(label, 1.0 - label_smoothing), label_smoothing / n), input.dtype)
+    if weight is not None or not use_softmax:
+        from .loss_more import cross_entropy_general
+        return cross_entropy_general(input, label, weight, int(ignore_index), reduction, bool(soft_label), int(axis),
+                                     use_softmax)
+    loss = _ops.cross_entropy(input, label, bool(soft_label), int(axis), reduction, int(ignore_index))
+    return _ops.unsqueeze(loss, [int(axis)]) if soft_label and reduction == "none" else loss  # Paddle keeps the axis
 
 
 def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=-100, numeric_stable_mode=True,
@@ -220,6 +220,8 @@ from .functional_conv import *  # noqa: E402,F401,F403 - conv, pooling, batch_no
 from .functional_conv_nd import *  # noqa: E402,F401,F403 - conv1d/3d, transposed convs
 from .functional_pool_nd import *  # noqa: E402,F401,F403 - 1-D/2-D/3-D, adaptive and unpooling
 from .functional_extra import *  # noqa: E402,F401,F403 - pad, interpolate, fold, shuffles, norms
+from .functional_more import *  # noqa: E402,F401,F403 - more activations, feature dropouts, grids, ...
+from .loss_more import *  # noqa: E402,F401,F403 - the remaining losses
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in (
     "np", "numbers", "M", "Tensor", "convert_dtype", "to_tensor", "functional_conv", "no_grad")]

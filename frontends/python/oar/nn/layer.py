@@ -95,18 +95,20 @@ class Layer:
             self._non_persistable_buffer_names.discard(name)
 
     # ---- traversal ----
-    def named_sublayers(self, prefix="", include_self=False, layers_set=None):
+    def named_sublayers(self, prefix="", include_self=False, layers_set=None, remove_duplicate=True):
+        """(name, layer) of every sublayer, depth first; a layer reached twice
+        is listed once unless remove_duplicate is False."""
         layers_set = set() if layers_set is None else layers_set
-        if include_self and id(self) not in layers_set:
+        if include_self and (not remove_duplicate or id(self) not in layers_set):
             layers_set.add(id(self))
             yield prefix, self
         for name, layer in self._sub_layers.items():
-            if layer is None or id(layer) in layers_set:
+            if layer is None or (remove_duplicate and id(layer) in layers_set):
                 continue
             p = prefix + ("." if prefix else "") + name
             layers_set.add(id(layer))
             yield p, layer
-            yield from layer.named_sublayers(p, False, layers_set)
+            yield from layer.named_sublayers(p, False, layers_set, remove_duplicate)
 
     def sublayers(self, include_self=False):
         return [layer for _, layer in self.named_sublayers(include_self=include_self)]
@@ -173,6 +175,18 @@ class Layer:
             for name, b in layer._buffers.items():
                 if b is not None and name not in layer._non_persistable_buffer_names:
                     out[lp + ("." if lp else "") + name] = b
+        return out
+
+    def to_static_state_dict(self, destination=None, include_sublayers=True, structured_name_prefix="",
+                             use_hook=True):
+        """The state dict with every buffer, persistable or not (Paddle's name for saving a static program)."""
+        out = self.state_dict(destination, include_sublayers, structured_name_prefix, use_hook)
+        layers = self.named_sublayers(structured_name_prefix.rstrip("."), include_self=True) \
+            if include_sublayers else [(structured_name_prefix.rstrip("."), self)]
+        for lp, layer in layers:
+            for name, b in layer._buffers.items():
+                if b is not None:
+                    out.setdefault(lp + ("." if lp else "") + name, b)
         return out
 
     def set_state_dict(self, state_dict, use_structured_name=True):

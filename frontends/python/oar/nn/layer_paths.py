@@ -66,6 +66,9 @@ class _Group(types.ModuleType):
 
 
 def install(layer_module):
+    # A package path lets `from paddle.nn.layer.transformer import X` reach the
+    # groups through import hooks too (a plain module cannot have submodules).
+    layer_module.__path__ = []
     for group, names in _GROUPS.items():
         module = _Group(f"{layer_module.__name__}.{group}", names.split())
         sys.modules[module.__name__] = module

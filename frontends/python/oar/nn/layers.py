@@ -95,10 +95,21 @@ class Sequential(Layer):
         return x
 
     def __getitem__(self, index):
+        if isinstance(index, str):
+            return self._sub_layers[index]
         layers = list(self._sub_layers.values())
         if isinstance(index, slice):
             return Sequential(*layers[index])
         return layers[index]
+
+    def __setitem__(self, index, layer):
+        key = index if isinstance(index, str) else list(self._sub_layers)[index]
+        self._sub_layers[key] = layer
+
+    def __delitem__(self, index):
+        keys = [index] if isinstance(index, str) else list(self._sub_layers)[index]
+        for key in [keys] if isinstance(keys, str) else keys:
+            del self._sub_layers[key]
 
     def __len__(self):
         return len(self._sub_layers)
@@ -108,6 +119,23 @@ class Sequential(Layer):
 
     def append(self, layer):
         self.add_sublayer(str(len(self._sub_layers)), layer)
+        return self
+
+    def insert(self, index, layer):
+        """Insert layer before position index; the layers are renumbered 0, 1, ..."""
+        n = len(self._sub_layers)
+        if not -n <= index <= n:
+            raise IndexError(f"Sequential.insert: index {index} is out of range for {n} layers")
+        layers = list(self._sub_layers.values())
+        layers.insert(index if index >= 0 else index + n, layer)
+        self._sub_layers.clear()
+        for i, item in enumerate(layers):
+            self._sub_layers[str(i)] = item
+        return self
+
+    def extend(self, layers):
+        for layer in layers:
+            self.append(layer)
         return self
 
 
@@ -162,11 +190,31 @@ class LayerDict(Layer):
     def __setitem__(self, key, layer):
         self.add_sublayer(key, layer)
 
+    def __delitem__(self, key):
+        del self._sub_layers[key]
+
+    def __contains__(self, key):
+        return key in self._sub_layers
+
     def __len__(self):
         return len(self._sub_layers)
 
     def __iter__(self):
         return iter(self._sub_layers)
+
+    def clear(self):
+        self._sub_layers.clear()
+
+    def pop(self, key):
+        return self._sub_layers.pop(key)
+
+    def update(self, sublayers):
+        """Add or replace the layers of a dict, a LayerDict or a list of (name, layer) pairs."""
+        items = sublayers.items() if hasattr(sublayers, "items") else sublayers
+        for i, kv in enumerate(items):
+            if not isinstance(kv, (list, tuple)) or len(kv) != 2:
+                raise ValueError(f"LayerDict.update: item {i} must be a (name, layer) pair, got {kv!r}")
+            self.add_sublayer(kv[0], kv[1])
 
     def keys(self):
         return self._sub_layers.keys()
@@ -190,6 +238,9 @@ class ParameterList(Layer):
 
     def __getitem__(self, index):
         return list(self._parameters.values())[index]
+
+    def __setitem__(self, index, parameter):
+        self._parameters[list(self._parameters)[index]] = parameter
 
     def __len__(self):
         return len(self._parameters)
