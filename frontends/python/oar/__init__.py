@@ -13,6 +13,7 @@ from .creation import (to_tensor, full, zeros, ones, empty, full_like, zeros_lik
 from .math import *  # noqa: F401,F403
 from .math import (sum, max, min, abs, pow, round, all, any, slice)  # noqa: A004 - paddle names
 from . import tensor_methods as _tensor_methods  # noqa: F401 - installs Tensor methods
+from . import tensor_attrs as _tensor_attrs  # noqa: F401 - stride, new_*, fill_diagonal_, ...
 from .complex_ops import (complex, real, imag, conj, angle, as_real, as_complex, polar,  # noqa: F401,A004
                           is_complex)
 from .autograd import no_grad, enable_grad, set_grad_enabled, is_grad_enabled, grad
