@@ -197,7 +197,8 @@ def _item_factory(core_item):
 
 
 def _name_get(x):
-    if getattr(x, "_name", None) is None:
+    """The name given (None stays None: an unnamed Parameter), else one generated on first read."""
+    if not hasattr(x, "_name"):
         x._name = f"generated_tensor_{next(_names)}"
     return x._name
 
