@@ -21,7 +21,7 @@ from . import nn, optimizer, io, metric, callbacks, jit, static, utils
 from .static import enable_static, disable_static, in_dynamic_mode  # noqa: F401
 from . import linalg, sparse  # noqa: F401 - paddle.linalg, paddle.sparse
 from .linalg import cholesky, eigvalsh, inv as inverse  # noqa: F401 - paddle's top-level aliases
-from . import fft  # noqa: F401 - paddle.fft
+from . import fft, signal  # noqa: F401 - paddle.fft, paddle.signal
 from .utils.dlpack import from_dlpack  # noqa: F401 - torch.from_dlpack
 from .nn.functional import softmax  # noqa: F401
 from .serialization import save, load

@@ -260,6 +260,7 @@ class DataLoader:
         self.dataset = dataset
         self.collate_fn = collate_fn
         self.return_list = return_list
+        self.feed_list = list(feed_list) if feed_list else []
         self.num_workers = int(num_workers)  # an IterableDataset is split by get_worker_info (io_more.py)
         self.worker_init_fn = worker_init_fn
         if isinstance(dataset, IterableDataset):
@@ -282,6 +283,14 @@ class DataLoader:
         return len(self.batch_sampler)
 
     def __iter__(self):
+        if self.feed_list and not self.return_list:  # static mode: one {feed name: batch} per device, as Paddle's
+            names = [getattr(v, "name", None) or str(v) for v in self.feed_list]
+            for batch in self._iter_batches():
+                yield [dict(zip(names, batch))]
+            return
+        yield from self._iter_batches()
+
+    def _iter_batches(self):
         if isinstance(self.dataset, IterableDataset):
             yield from self._iter_iterable()
             return

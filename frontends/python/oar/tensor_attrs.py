@@ -252,3 +252,12 @@ def _install():
 
 
 _install()
+
+
+def _install_signal():
+    from . import signal
+    Tensor.stft = signal.stft
+    Tensor.istft = signal.istft
+
+
+_install_signal()
