@@ -6,7 +6,7 @@ import itertools
 
 import numpy as np
 
-from . import creation
+from . import creation, signal
 from . import math as M
 from . import tensor_methods as TM
 from .framework import Tensor
@@ -100,10 +100,13 @@ def _fill_diagonal(x, value, offset=0, wrap=False, name=None):
     else:
         rows, cols = shape
         flat = np.arange(rows * cols).reshape(rows, cols)
-        if wrap and rows > cols:
-            positions = flat.reshape(-1)[::cols + 1]
-            positions = positions[positions % cols + offset < cols] + offset
-            positions = positions[positions >= 0]
+        if wrap and rows > cols:  # the diagonal restarts every cols + 1 rows
+            base = flat.reshape(-1)[::cols + 1]
+            if offset >= 0:
+                positions = base[base % cols + offset < cols] + offset
+            else:
+                positions = base[base % cols < cols + offset] - offset * cols
+            positions = positions[positions < rows * cols]
         else:
             positions = np.diagonal(flat, offset)
     return _fill_positions(x, np.asarray(positions), value)
@@ -249,15 +252,7 @@ def _install():
     T.type = property(lambda x: "VarType.DENSE_TENSOR")
     T.item = _item_factory(T.item)
     T.grad = _grad_setter(T.grad.fget)
+    T.stft, T.istft = signal.stft, signal.istft
 
 
 _install()
-
-
-def _install_signal():
-    from . import signal
-    Tensor.stft = signal.stft
-    Tensor.istft = signal.istft
-
-
-_install_signal()

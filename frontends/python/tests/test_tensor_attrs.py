@@ -34,6 +34,9 @@ def test_fill_diagonal():
     tall = oar.ones([7, 3]) * 2
     tall.fill_diagonal_(1.0, wrap=True)
     assert np.argwhere(tall.numpy() == 1).tolist() == [[0, 0], [1, 1], [2, 2], [4, 0], [5, 1], [6, 2]]
+    below = oar.zeros([7, 3])
+    below.fill_diagonal_(1.0, offset=-1, wrap=True)  # Paddle's: each restart keeps the block's first cols - 1 rows
+    assert np.argwhere(below.numpy() == 1).tolist() == [[1, 0], [2, 1], [5, 0], [6, 1]]
     z = oar.zeros([2, 3, 3])
     y = oar.to_tensor([[1.0, 2.0], [3.0, 4.0]], stop_gradient=False)
     out = z.fill_diagonal_tensor(y, offset=1, dim1=1, dim2=2)
