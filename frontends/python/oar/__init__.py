@@ -14,6 +14,7 @@ from .math import *  # noqa: F401,F403
 from .math import (sum, max, min, abs, pow, round, all, any, slice)  # noqa: A004 - paddle names
 from . import tensor_methods as _tensor_methods  # noqa: F401 - installs Tensor methods
 from . import tensor_attrs as _tensor_attrs  # noqa: F401 - stride, new_*, fill_diagonal_, ...
+from .inplace import index_put, index_put_  # noqa: F401 - paddle.index_put(_)
 from .complex_ops import (complex, real, imag, conj, angle, as_real, as_complex, polar,  # noqa: F401,A004
                           is_complex)
 from .autograd import no_grad, enable_grad, set_grad_enabled, is_grad_enabled, grad
@@ -25,6 +26,7 @@ from . import fft, signal  # noqa: F401 - paddle.fft, paddle.signal
 from .utils.dlpack import from_dlpack  # noqa: F401 - torch.from_dlpack
 from .nn.functional import softmax  # noqa: F401
 from .serialization import save, load
+from . import vision  # noqa: F401 - paddle.vision
 from .nn.layer import Layer  # noqa: F401
 from .nn.parameter import ParamAttr, create_parameter  # noqa: F401
 from .hapi import Model  # noqa: F401

@@ -6,9 +6,8 @@ import itertools
 
 import numpy as np
 
-from . import creation, signal
+from . import creation, inplace, signal
 from . import math as M
-from . import tensor_methods as TM
 from .framework import Tensor
 
 _names = itertools.count()
@@ -19,11 +18,6 @@ def _apply(x, func):
         raise RuntimeError("Tensor.apply: cannot apply a function to a tensor that requires gradient "
                            "(stop_gradient=False); detach it first")
     return func(x)
-
-
-def _apply_(x, func):
-    TM._assign_inplace(x, _apply(x, func))
-    return x
 
 
 def _data_ptr(x):
@@ -112,22 +106,12 @@ def _fill_diagonal(x, value, offset=0, wrap=False, name=None):
     return _fill_positions(x, np.asarray(positions), value)
 
 
-def _fill_diagonal_(x, value, offset=0, wrap=False, name=None):
-    TM._assign_inplace(x, _fill_diagonal(x, value, offset, wrap))
-    return x
-
-
 def _fill_diagonal_tensor(x, y, offset=0, dim1=0, dim2=1, name=None):
     positions = np.diagonal(np.arange(x.size).reshape(x.shape), offset, dim1, dim2)
     if list(positions.shape) != list(y.shape):
         raise ValueError(f"Tensor.fill_diagonal_tensor: y must have shape {list(positions.shape)} (the diagonal of "
                          f"x along dims {dim1}, {dim2} with offset {offset}), got {list(y.shape)}")
     return _fill_positions(x, positions, y)
-
-
-def _fill_diagonal_tensor_(x, y, offset=0, dim1=0, dim2=1, name=None):
-    TM._assign_inplace(x, _fill_diagonal_tensor(x, y, offset, dim1, dim2))
-    return x
 
 
 # ---- shape-changing methods ----
@@ -224,17 +208,17 @@ def _grad_setter(getter):
 
 def _install():
     T = Tensor
-    T.apply, T.apply_ = _apply, _apply_
+    T.apply, T.apply_ = _apply, inplace.method(_apply, "apply_")
     T.data_ptr = _data_ptr
     T.device = property(lambda x: x.place._device.split(":")[0] if x.place._device.startswith("cpu")
                         else x.place._device)
-    T.fill_diagonal_, T.fill_diagonal_tensor, T.fill_diagonal_tensor_ = (
-        _fill_diagonal_, _fill_diagonal_tensor, _fill_diagonal_tensor_)
+    T.fill_diagonal_ = inplace.method(_fill_diagonal, "fill_diagonal_")
+    T.fill_diagonal_tensor = _fill_diagonal_tensor
+    T.fill_diagonal_tensor_ = inplace.method(_fill_diagonal_tensor, "fill_diagonal_tensor_")
     T.get_strides = lambda x: list(x.strides)
     T.stride = _stride
     T.offset = property(lambda x: x._byte_offset)
     T.get_tensor = lambda x: x
-    T.inplace_version = property(lambda x: getattr(x, "_inplace_version", 0))
     T.itemsize = property(lambda x: x.element_size())
     T.layout = property(lambda x: "NCHW")
     T.mT = property(_mT)
