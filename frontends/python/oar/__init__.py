@@ -13,6 +13,7 @@ from .creation import (to_tensor, full, zeros, ones, empty, full_like, zeros_lik
 from .math import *  # noqa: F401,F403
 from .math import (sum, max, min, abs, pow, round, all, any, slice)  # noqa: A004 - paddle names
 from . import tensor_methods as _tensor_methods  # noqa: F401 - installs Tensor methods
+from . import tensor_attrs as _tensor_attrs  # noqa: F401 - stride, new_*, fill_diagonal_, ...
 from .inplace import index_put, index_put_  # noqa: F401 - paddle.index_put(_)
 from .complex_ops import (complex, real, imag, conj, angle, as_real, as_complex, polar,  # noqa: F401,A004
                           is_complex)
@@ -21,7 +22,7 @@ from . import nn, optimizer, io, metric, callbacks, jit, static, utils
 from .static import enable_static, disable_static, in_dynamic_mode  # noqa: F401
 from . import linalg, sparse  # noqa: F401 - paddle.linalg, paddle.sparse
 from .linalg import cholesky, eigvalsh, inv as inverse  # noqa: F401 - paddle's top-level aliases
-from . import fft  # noqa: F401 - paddle.fft
+from . import fft, signal  # noqa: F401 - paddle.fft, paddle.signal
 from .utils.dlpack import from_dlpack  # noqa: F401 - torch.from_dlpack
 from .nn.functional import softmax  # noqa: F401
 from .serialization import save, load

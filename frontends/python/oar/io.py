@@ -250,7 +250,8 @@ def default_collate_fn(batch):
 
 class DataLoader:
     """Batches a dataset: batch_size, shuffle, drop_last, collate_fn or a batch_sampler.
-    num_workers is accepted and ignored (loading runs in the calling thread)."""
+    Loading runs in the calling thread; num_workers > 0 only splits an
+    IterableDataset among emulated workers (get_worker_info)."""
 
     def __init__(self, dataset, feed_list=None, places=None, return_list=True, batch_sampler=None, batch_size=1,
                  shuffle=False, drop_last=False, collate_fn=None, num_workers=0, use_buffer_reader=True,
@@ -259,6 +260,9 @@ class DataLoader:
         self.dataset = dataset
         self.collate_fn = collate_fn
         self.return_list = return_list
+        self.feed_list = list(feed_list) if feed_list else []
+        self.num_workers = int(num_workers)  # an IterableDataset is split by get_worker_info (io_more.py)
+        self.worker_init_fn = worker_init_fn
         if isinstance(dataset, IterableDataset):
             self.batch_sampler = None
             self.batch_size, self.drop_last = batch_size, drop_last
@@ -279,6 +283,14 @@ class DataLoader:
         return len(self.batch_sampler)
 
     def __iter__(self):
+        if self.feed_list and not self.return_list:  # static mode: one {feed name: batch} per device, as Paddle's
+            names = [getattr(v, "name", None) or str(v) for v in self.feed_list]
+            for batch in self._iter_batches():
+                yield [dict(zip(names, batch))]
+            return
+        yield from self._iter_batches()
+
+    def _iter_batches(self):
         if isinstance(self.dataset, IterableDataset):
             yield from self._iter_iterable()
             return
@@ -294,9 +306,15 @@ class DataLoader:
                 yield (self.collate_fn or default_collate_fn)([self.dataset[i] for i in indices])
 
     def _iter_iterable(self):
+        if self.num_workers > 0:
+            yield from iterate_workers(self.dataset, self.num_workers, self._batches, self.worker_init_fn)
+        else:
+            yield from self._batches(iter(self.dataset))
+
+    def _batches(self, samples):
         batch = []
         collate = self.collate_fn or default_collate_fn
-        for sample in self.dataset:
+        for sample in samples:
             batch.append(sample)
             if len(batch) == self.batch_size:
                 yield collate(batch)
@@ -305,5 +323,5 @@ class DataLoader:
             yield collate(batch)
 
 
-def get_worker_info():
-    return None
+from .io_more import (ChainDataset, ConcatDataset, SubsetRandomSampler, WeightedRandomSampler,  # noqa: E402,F401
+                      get_worker_info, iterate_workers)

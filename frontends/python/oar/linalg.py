@@ -22,7 +22,8 @@ _ops = _C.ops
 
 __all__ = ["inv", "solve", "det", "slogdet", "cholesky", "qr", "svd", "svdvals", "eig", "eigvals", "eigh", "eigvalsh", "lstsq",
            "pinv", "matrix_power", "norm", "vector_norm", "matrix_norm", "matrix_rank", "cond",
-           "triangular_solve", "multi_dot"]
+           "triangular_solve", "multi_dot", "cholesky_inverse", "cholesky_solve", "cov", "corrcoef",
+           "householder_product", "ormqr", "matrix_exp", "lu", "lu_unpack", "lu_solve", "svd_lowrank", "pca_lowrank"]
 
 
 def _eps(x):
@@ -89,13 +90,15 @@ def svdvals(x, name=None):
 
 
 def eigh(x, UPLO="L", name=None):  # noqa: N803 - Paddle's name
-    """(w, V) of a symmetric x: eigenvalues ascending, eigenvectors as V's columns."""
+    """(w, V) of a symmetric (or complex Hermitian) x: eigenvalues ascending, eigenvectors as V's columns."""
+    if isinstance(x, Tensor) and x.dtype.is_complex:
+        return _more.hermitian_eigh(x, str(UPLO))
     return _la.eigh(x, str(UPLO))
 
 
 def eigvalsh(x, UPLO="L", name=None):  # noqa: N803
-    """The eigenvalues of a symmetric x, ascending."""
-    return _la.eigh(x, str(UPLO))[0]
+    """The eigenvalues of a symmetric (or complex Hermitian) x, ascending."""
+    return eigh(x, UPLO)[0]
 
 
 def eig(x, name=None):
@@ -117,7 +120,8 @@ def lstsq(x, y, rcond=None, driver=None, name=None):
     """(solution, residuals, rank, singular_values) of min ||x s - y|| (LAPACK gelsd for every driver).
 
     residuals are the squared residuals per column when m > n and every matrix
-    has full rank, else an empty tensor (as Paddle's)."""
+    has full rank, else an empty tensor; as Paddle's, gelsy (the default)
+    leaves residuals and singular_values empty and gels the rank too."""
     if driver not in (None, "gels", "gelsy", "gelsd", "gelss"):
         raise ValueError(f'lstsq: driver must be one of "gels", "gelsy", "gelsd", "gelss" but is {driver!r}')
     _require_matrix("lstsq", x)
@@ -127,9 +131,18 @@ def lstsq(x, y, rcond=None, driver=None, name=None):
     if rcond is None:
         rcond = max(m, n) * _eps(x)
     solution, rank, sv = _la.lstsq(x, yy, float(rcond))
+    # What each driver reports, as Paddle's cpu kernels: gelsy (the default)
+    # no residuals or singular values, gels no rank either.
+    driver = driver or "gelsy"
     residuals = _zeros([0], dtype=x.dtype)
-    if m > n and bool(np.all(rank.numpy() == n)):
+    if driver != "gelsy" and m > n and bool(np.all(rank.numpy() == n)):
         residuals = _ops.sum(_m.square(_ops.subtract(_m.matmul(x, solution), yy)), [-2], False)
+    if driver == "gels":
+        rank = _zeros([0], dtype="int64")
+    elif rank.dtype != convert_dtype("int32"):
+        rank = _ops.cast(rank, convert_dtype("int32"))
+    if driver in ("gels", "gelsy"):
+        sv = _zeros([0], dtype=x.dtype)
     if vector:
         solution = _ops.squeeze(solution, [-1])
     return solution, residuals, rank, sv
@@ -270,3 +283,8 @@ def cond(x, p=None, name=None):
         _require_matrix("cond", x, square=True)
         return _ops.multiply(norm(x, p, [-2, -1]), norm(inv(x), p, [-2, -1]))
     raise ValueError(f"cond: p must be None, 'fro', 'nuc', inf, -inf, 1, -1, 2 or -2 but is {p!r}")
+
+
+from . import linalg_more as _more  # noqa: E402
+from .linalg_more import (cholesky_inverse, cholesky_solve, corrcoef, cov, householder_product, lu,  # noqa: E402,F401
+                          lu_solve, lu_unpack, matrix_exp, ormqr, pca_lowrank, svd_lowrank)

@@ -124,4 +124,7 @@ def accuracy(input, label, k=1, correct=None, total=None, name=None):  # noqa: A
     return to_tensor(np.float32(c.sum() / max(c.shape[0], 1)))
 
 
-__all__ = ["Metric", "Accuracy", "Precision", "Recall", "accuracy"]
+__all__ = ["Metric", "Accuracy", "Precision", "Recall", "Auc", "accuracy"]
+
+
+from .metric_auc import Auc  # noqa: E402,F401

@@ -202,3 +202,6 @@ class ReduceOnPlateau(LRScheduler):
                 self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
         if self.best is None or self._better(current):
             self.best = current
+
+
+from .lr_more import CosineAnnealingWarmRestarts, CyclicLR, LinearLR, OneCycleLR  # noqa: E402,F401

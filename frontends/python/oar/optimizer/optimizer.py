@@ -65,9 +65,10 @@ class Optimizer:
 
     def _params_grads(self):
         pairs = []
+        only = getattr(self, "_only", None)  # set by apply_gradients
         for group in self._param_groups:
             for p in group["params"]:
-                if p.stop_gradient or p.grad is None:
+                if p.stop_gradient or p.grad is None or only is not None and id(p) not in only:
                     continue
                 pairs.append((p, p.grad, group))
         return pairs
@@ -154,10 +155,28 @@ class Optimizer:
         self._accumulators[key] = new
         p._set_data_(_ops.cast(new, half))
 
+    def backward(self, loss, startup_program=None, parameters=None, no_grad_set=None, callbacks=None):
+        """In dynamic mode, Paddle's backward does no differentiation: it
+        returns the (param, grad) pairs of the parameters that hold a gradient
+        (from an earlier loss.backward())."""
+        params = self._parameter_list if parameters is None else list(parameters)
+        return [(p, p.grad) for p in params if not p.stop_gradient and p.grad is not None]
+
+    def apply_gradients(self, params_grads):
+        """Updates the parameters of `params_grads` with their current gradients."""
+        self._only = {id(p) for p, _ in params_grads}
+        try:
+            self.step()
+        finally:
+            self._only = None
+        return []
+
     def minimize(self, loss, startup_program=None, parameters=None, no_grad_set=None):
-        loss.backward()
-        self.step()
-        return None, None
+        """backward + apply_gradients: like Paddle's dynamic mode, it uses the
+        gradients already computed (call loss.backward() first)."""
+        params_grads = self.backward(loss, startup_program, parameters, no_grad_set)
+        self.apply_gradients(params_grads)
+        return [], params_grads
 
     def _acc(self, name, p, init=0.0):
         key = (name, id(p))
@@ -173,12 +192,12 @@ class Optimizer:
 
     # ---- state ----
     def state_dict(self):
-        """Accumulators by '<param name or index>_<name>', plus the step count and LR scheduler state."""
+        """Accumulators by '<param name or index>_<name>' (tensors; update counts as ints) and the LR
+        scheduler's state, with Paddle's keys (no '@step')."""
         names = self._param_names()
         state = {}
         for (name, pid), value in self._accumulators.items():
             state[f"{names[pid]}_{name}"] = value
-        state["@step"] = self._step_count
         if isinstance(self._learning_rate, LRScheduler):
             state["LR_Scheduler"] = self._learning_rate.state_dict()
         return state
@@ -192,14 +211,14 @@ class Optimizer:
             elif key == "LR_Scheduler":
                 if isinstance(self._learning_rate, LRScheduler):
                     self._learning_rate.set_state_dict(value)
-            elif isinstance(value, Tensor):
+            elif isinstance(value, (Tensor, numbers.Number)):
                 pname, _, acc = key.rpartition("_")
                 for n in sorted(by_name, key=len, reverse=True):
                     if key.startswith(n + "_"):
                         pname, acc = n, key[len(n) + 1:]
                         break
                 if pname in by_name:
-                    self._accumulators[(acc, by_name[pname])] = value.detach()
+                    self._accumulators[(acc, by_name[pname])] = value.detach() if isinstance(value, Tensor) else value
 
     def _param_names(self):
         # By position, so a state dict fits a freshly built model of the same architecture.

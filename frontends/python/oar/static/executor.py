@@ -215,6 +215,8 @@ class Executor:
             scope=None, return_numpy=True, use_program_cache=False, **kwargs):
         del feed_var_name, fetch_var_name, scope, use_program_cache, kwargs
         program = _program.default_main_program() if program is None else program
+        if isinstance(feed, (list, tuple)) and len(feed) == 1 and isinstance(feed[0], dict):
+            feed = feed[0]  # Paddle's one feed dict per device (a DataLoader with return_list=False)
         if isinstance(program, CompiledProgram):
             program = program._program
         if isinstance(program, _InferenceProgram):

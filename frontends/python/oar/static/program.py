@@ -168,7 +168,7 @@ class Program:
         def outputs(value):
             if isinstance(value, Tensor):
                 var = self._new_var(value, index, from_data)
-                if from_data and getattr(value, "name", None) is None:
+                if from_data and getattr(value, "_name", None) is None:  # Tensor.name: tensor_attrs.py
                     value.name = f"{_name_of(fn).strip('_')}_{var}.tmp_0"  # fetch_list=[loss.name] finds it
                     self._var_names[value.name] = var
                 return var
