@@ -4,7 +4,7 @@ import numbers
 
 import numpy as np
 
-from . import _C, creation
+from . import _C, creation, printing
 from . import math as M
 from .framework import Place, Tensor, convert_dtype, to_numpy_dtype
 
@@ -153,11 +153,7 @@ def _assign_inplace(x, new):
 # ---- repr and conversions ----
 
 def _repr(x):
-    if not x._defined:
-        return "Tensor(undefined)"
-    body = np.array2string(x.numpy(), separator=", ", prefix="       ")
-    return (f"Tensor(shape={x.shape}, dtype={x.dtype.name}, place={x.place}, "
-            f"stop_gradient={x.stop_gradient},\n       {body})")
+    return printing.tensor_to_string(x)
 
 
 def _array(x, dtype=None, copy=None):
