@@ -11,11 +11,17 @@ from .creation import (to_tensor, full, zeros, ones, empty, full_like, zeros_lik
                        linspace, eye, rand, uniform, randn, standard_normal, normal, randint, randperm, assign,
                        from_numpy)
 from .math import *  # noqa: F401,F403
-from .math import (sum, max, min, abs, pow, round, all, any, slice)  # noqa: A004 - paddle names
+from .math import (sum, max, min, abs, pow, all, any, slice)  # noqa: A004 - paddle names
+from .math_extra import *  # noqa: F401,F403
+from .manip_extra import *  # noqa: F401,F403
+from .framework import (Size, iinfo, finfo, get_rng_state, set_rng_state, get_cuda_rng_state,  # noqa: F401
+                        set_cuda_rng_state)
+from .printing import set_printoptions  # noqa: F401
 from . import tensor_methods as _tensor_methods  # noqa: F401 - installs Tensor methods
 from .complex_ops import (complex, real, imag, conj, angle, as_real, as_complex, polar,  # noqa: F401,A004
                           is_complex)
 from .autograd import no_grad, enable_grad, set_grad_enabled, is_grad_enabled, grad
+from . import autograd  # noqa: F401 - paddle.autograd (PyLayer, backward, jacobian, hessian)
 from . import nn, optimizer, io, metric, callbacks, jit, static, utils
 from . import linalg  # noqa: F401 - paddle.linalg
 from .linalg import cholesky, eigvalsh, inv as inverse  # noqa: F401 - paddle's top-level aliases
@@ -32,6 +38,8 @@ from . import hapi  # noqa: F401
 from . import distributed  # noqa: F401
 
 __version__ = "0.1.0"
+
+manual_seed = seed
 
 in_dynamic_mode = lambda: True  # noqa: E731
 is_compiled_with_cuda = lambda: False  # noqa: E731

@@ -932,3 +932,8 @@ def view(x, shape_or_dtype, name=None):
 
 def view_as(x, other, name=None):
     return M.reshape(x, other.shape)
+
+
+_IMPORTED = {"to_tensor", "convert_dtype", "default_float_dtype", "int64", "to_numpy_dtype", "Tensor"}
+__all__ = [n for n, v in list(globals().items()) if not n.startswith("_") and callable(v) and n not in _IMPORTED
+           and not isinstance(v, type)]

@@ -780,3 +780,8 @@ def einsum(equation, *operands):
     out = M.broadcast_to(out, [sizes[c] for c in kept]) if kept else out
     perm = [kept.index(c) for c in rhs]
     return M.transpose(out, perm) if perm != list(range(len(perm))) else out
+
+
+_IMPORTED = {"to_tensor", "convert_dtype", "default_float_dtype", "int64", "to_numpy_dtype", "Tensor"}
+__all__ = [n for n, v in list(globals().items()) if not n.startswith("_") and callable(v) and n not in _IMPORTED
+           and not isinstance(v, type)]

@@ -1,12 +1,13 @@
 """Operators, indexing and Paddle-style methods attached to oar.Tensor."""
 import builtins
 import numbers
+import weakref
 
 import numpy as np
 
 from . import _C, creation, printing
 from . import math as M
-from .framework import Place, Tensor, convert_dtype, to_numpy_dtype
+from .framework import Place, Size, Tensor, convert_dtype, to_numpy_dtype
 
 _ops = _C.ops
 _BOOL = convert_dtype("bool")
@@ -276,6 +277,7 @@ def _inplace(fn, name, writes_values=True):
 
 
 _core_grad = _C.Tensor.grad.fget
+_core_shape = _C.Tensor.shape.fget
 
 
 def _clear_gradient(x, set_to_zero=True):
@@ -290,8 +292,33 @@ def _clear_gradient(x, set_to_zero=True):
     x._zero_grad = set_to_zero
 
 
+def _retain_grads(x):
+    """Keeps this non-leaf tensor's gradient in .grad after backward (summed over passes)."""
+    if x.stop_gradient or x.is_leaf or getattr(x, "_retains_grad", False):
+        return
+    x._retains_grad = True
+    ref = weakref.ref(x)
+
+    def keep(g):
+        t = ref()
+        if t is not None:
+            old = t.__dict__.get("_retained_grad")
+            t._retained_grad = g.detach() if old is None else _ops.add(old, g.detach())
+        return None
+    x._register_hook(keep)
+
+
+def _view(x, *shape_or_dtype, name=None):
+    """x.view(shape) or x.view(*shape): a reshape; x.view(dtype): the same bytes read as dtype."""
+    from . import manip_extra
+    arg = shape_or_dtype[0] if len(shape_or_dtype) == 1 else list(shape_or_dtype)
+    return manip_extra.view(x, arg)
+
+
 def _grad(x):
     g = _core_grad(x)
+    if g is None and not x.is_leaf:
+        return x.__dict__.get("_retained_grad")
     if g is None and getattr(x, "_zero_grad", False):
         x._zero_grad = False
         g = _ops.zeros_like(x.detach())
@@ -402,6 +429,34 @@ def _install():
     T.reshape_ = _inplace(_reshape, "reshape_", writes_values=False)
     T.flatten_ = _inplace(M.flatten, "flatten_", writes_values=False)
     T.diagonal = M.diagonal
+    _install_extras(T)
+
+
+# Paddle's Tensor methods that math_extra and manip_extra define (the module functions, x first).
+_EXTRA_METHODS = (
+    "acos acosh addmm argsort argwhere as_strided asin asinh atan atan2 atanh atleast_1d atleast_2d atleast_3d "
+    "baddbmm bincount bitwise_and bitwise_invert bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift "
+    "bitwise_xor bucketize cdist clamp copysign cosh count_nonzero cross cummax cummin cumprod "
+    "cumulative_trapezoid deg2rad diag diag_embed diagflat diagonal_scatter diff dist div dsplit eq floor_mod "
+    "fmax fmin frac frexp gather_nd gcd ge greater gt heaviside histogram histogram_bin_edges histogramdd hsplit "
+    "hypot i0 i0e i1 i1e increment index_add index_fill index_put index_sample inner is_empty is_integer isin "
+    "isneginf isposinf isreal kron kthvalue lcm ldexp le lerp less logaddexp logcumsumexp logit lt masked_fill "
+    "masked_scatter matrix_transpose median mode msort mul multiplex mv nan_to_num nanmean nanmedian "
+    "nanquantile nansum narrow ne negative nextafter put_along_axis quantile rad2deg rank ravel renorm "
+    "repeat_interleave reverse rot90 round scatter scatter_nd_add scatter_reduce select_scatter sgn signbit "
+    "sinc sinh slice_scatter sort stanh sub swapaxes swapdims take take_along_axis take_along_dim tensor_split "
+    "tensordot topk trace trapezoid true_divide unflatten unfold unique unique_consecutive vander view_as "
+    "vsplit").split()
+
+
+def _install_extras(T):
+    from . import manip_extra, math_extra
+    for name in _EXTRA_METHODS:
+        setattr(T, name, getattr(manip_extra, name, None) or getattr(math_extra, name))
+    T.permute = lambda x, *dims: manip_extra.permute(x, *dims)
+    T.view = _view
+    T.shape = property(lambda x: Size(_core_shape(x)))
+    T.retain_grads = _retain_grads
 
 
 def _guard(fn, is_equality=False):

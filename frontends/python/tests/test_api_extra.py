@@ -1,0 +1,362 @@
+"""The top-level functions and Tensor methods of math_extra.py and manip_extra.py, against numpy and hand values."""
+import numpy as np
+import pytest
+
+import oar
+from conftest import assert_close
+
+R = np.random.RandomState(0)
+A = R.randn(3, 4).astype(np.float32)
+P = (R.rand(3, 4) * 0.8 + 0.1).astype(np.float32)  # in (0.1, 0.9): a domain for asin, atanh, logit
+
+
+def T(a, **kw):
+    return oar.to_tensor(a, **kw)
+
+
+def num_grad(fn, a, eps=1e-3):
+    """Central differences of sum(fn(a)) in float64."""
+    a = a.astype(np.float64)
+    g = np.zeros_like(a)
+    for i in np.ndindex(a.shape):
+        hi, lo = a.copy(), a.copy()
+        hi[i] += eps
+        lo[i] -= eps
+        g[i] = (fn(hi).sum() - fn(lo).sum()) / (2 * eps)
+    return g
+
+
+UNARY = [  # name, numpy reference, input
+    ("sinh", np.sinh, A), ("cosh", np.cosh, A), ("asin", np.arcsin, P), ("acos", np.arccos, P),
+    ("atan", np.arctan, A), ("asinh", np.arcsinh, A), ("acosh", np.arccosh, 1 + P), ("atanh", np.arctanh, P),
+    ("deg2rad", np.deg2rad, A), ("rad2deg", np.rad2deg, A), ("sinc", np.sinc, A), ("frac", lambda a: a - np.trunc(a), A * 3),
+    ("logit", lambda a: np.log(a / (1 - a)), P), ("signbit", np.signbit, A), ("sgn", np.sign, A),
+    ("i0", np.i0, A), ("nan_to_num", np.nan_to_num, np.array([1.0, np.nan, np.inf, -np.inf], np.float32)),
+    ("isposinf", np.isposinf, np.array([1.0, np.inf, -np.inf], np.float32)),
+    ("isneginf", np.isneginf, np.array([1.0, np.inf, -np.inf], np.float32)),
+]
+
+
+@pytest.mark.parametrize("name,ref,a", UNARY, ids=[u[0] for u in UNARY])
+def test_unary_vs_numpy(device, name, ref, a):
+    out = getattr(oar, name)(T(a))
+    assert_close(out, ref(a.astype(np.float64)).astype(out.numpy().dtype), rtol=1e-5, atol=1e-5)
+    assert_close(getattr(T(a), name)(), out.numpy())
+
+
+@pytest.mark.parametrize("name,ref,a", [u for u in UNARY if u[0] in ("sinh", "asin", "atan", "acosh", "logit", "sinc")],
+                         ids=["sinh", "asin", "atan", "acosh", "logit", "sinc"])
+def test_unary_gradients_vs_finite_differences(device, name, ref, a):
+    x = T(a, stop_gradient=False)
+    getattr(oar, name)(x).sum().backward()
+    assert_close(x.grad, num_grad(ref, a), rtol=2e-3, atol=2e-3)
+
+
+def test_binary_elementwise_vs_numpy(device):
+    b = R.randn(3, 4).astype(np.float32)
+    assert_close(oar.atan2(T(A), T(b)), np.arctan2(A, b))
+    assert_close(oar.hypot(T(A), T(b)), np.hypot(A, b))
+    assert_close(oar.logaddexp(T(A), T(b)), np.logaddexp(A, b))
+    assert_close(oar.copysign(T(A), T(b)), np.copysign(A, b))
+    assert_close(oar.copysign(T([1.0, 2.0]), T([-0.0, 0.0])), [-1.0, 2.0])
+    assert_close(oar.heaviside(T([-1.0, 0.0, 2.0]), T([0.5, 0.5, 0.5])), [0.0, 0.5, 1.0])
+    assert_close(oar.fmax(T([1.0, np.nan, 3.0]), T([np.nan, 2.0, 1.0])), [1.0, 2.0, 3.0])
+    assert_close(oar.fmin(T([1.0, np.nan, 3.0]), T([np.nan, 2.0, 1.0])), [1.0, 2.0, 1.0])
+    assert_close(oar.lerp(T(A), T(b), 0.25), A + 0.25 * (b - A))
+    assert_close(oar.ldexp(T([1.0, 3.0]), T([2, -1])), [4.0, 1.5])
+    m, e = oar.frexp(T([8.0, -3.0, 0.0, 0.75]))
+    nm, ne = np.frexp(np.array([8.0, -3.0, 0.0, 0.75]))
+    assert_close(m, nm)
+    assert_close(e, ne)
+    assert_close(oar.nextafter(T([1.0]), T([2.0])), np.nextafter(np.float32(1), np.float32(2)))
+
+
+def test_atan2_gradient(device):
+    b = R.randn(3, 4).astype(np.float32)
+    x, y = T(A, stop_gradient=False), T(b, stop_gradient=False)
+    oar.atan2(x, y).sum().backward()
+    r2 = A.astype(np.float64) ** 2 + b ** 2
+    assert_close(x.grad, b / r2, rtol=1e-4, atol=1e-4)
+    assert_close(y.grad, -A / r2, rtol=1e-4, atol=1e-4)
+
+
+def test_round_half_to_even_and_decimals(device):
+    x = T([0.5, 1.5, 2.5, -0.5, -1.5, -2.6, 1.234])
+    assert_close(oar.round(x), np.round([0.5, 1.5, 2.5, -0.5, -1.5, -2.6, 1.234]))
+    assert_close(x.round(), np.round(x.numpy()))
+    assert_close(oar.round(T([1.2345, 2.5]), decimals=2), [1.23, 2.5])
+    assert oar.round(T([1, 2])).dtype == oar.int64
+
+
+def test_integer_ops_vs_numpy(device):
+    a, b = np.array([12, -7, 5, 0]), np.array([8, 3, 5, 4])
+    for name, ref in [("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_or), ("bitwise_xor", np.bitwise_xor),
+                      ("gcd", np.gcd), ("lcm", np.lcm)]:
+        out = getattr(oar, name)(T(a), T(b))
+        assert out.dtype == oar.int64
+        np.testing.assert_array_equal(out.numpy(), ref(a, b))
+    np.testing.assert_array_equal(oar.bitwise_not(T(a)).numpy(), ~a)
+    np.testing.assert_array_equal(oar.bitwise_left_shift(T(a), T([1, 1, 2, 0])).numpy(), a << np.array([1, 1, 2, 0]))
+    np.testing.assert_array_equal(oar.bitwise_right_shift(T(a), T([1, 1, 2, 0])).numpy(), a >> np.array([1, 1, 2, 0]))
+    # A logical shift fills with zeros: -8 >> 1 as unsigned 8-bit is 124.
+    assert oar.bitwise_right_shift(T([-8], dtype="int8"), T([1], dtype="int8"), is_arithmetic=False).numpy()[0] == 124
+    np.testing.assert_array_equal(oar.bitwise_and(T([True, False]), T([True, True])).numpy(), [True, False])
+    with pytest.raises(TypeError, match="bitwise_and: expected integer"):
+        oar.bitwise_and(T([1.0]), T([1.0]))
+    np.testing.assert_array_equal(oar.isin(T(a), T([5, 0])).numpy(), [False, False, True, True])
+
+
+def test_counting_vs_numpy(device):
+    v = np.array([1, 3, 3, 0, 5])
+    np.testing.assert_array_equal(oar.bincount(T(v)).numpy(), np.bincount(v))
+    assert_close(oar.bincount(T(v), weights=T([0.5, 1.0, 1.0, 2.0, 1.0]), minlength=7),
+                 np.bincount(v, [0.5, 1.0, 1.0, 2.0, 1.0], 7))
+    with pytest.raises(ValueError, match="bincount: x must be non-negative"):
+        oar.bincount(T([-1, 2]))
+    h = oar.histogram(T([1.0, 2.0, 1.0]), bins=4, min=0, max=3)
+    assert h.dtype == oar.int64
+    np.testing.assert_array_equal(h.numpy(), [0, 2, 0, 1])
+    np.testing.assert_array_equal(oar.histogram(T([1.0, 2.0, 1.0]), bins=2).numpy(), [2, 1])
+    pts = R.rand(20, 2).astype(np.float32)
+    hist, edges = oar.histogramdd(T(pts), bins=[2, 3], ranges=[0.0, 1.0, 0.0, 1.0])
+    nh, ne = np.histogramdd(pts, bins=[2, 3], range=[(0, 1), (0, 1)])
+    assert_close(hist, nh)
+    assert_close(edges[1], ne[1])
+
+
+def test_reductions_vs_numpy(device):
+    a = A.copy()
+    a[0, 1] = np.nan
+    assert_close(oar.nansum(T(a), axis=1), np.nansum(a, 1))
+    assert_close(oar.nanmean(T(a)), np.nanmean(a))
+    np.testing.assert_array_equal(oar.count_nonzero(T([[0, 1], [2, 3]]), axis=0).numpy(), [1, 2])
+    assert_close(oar.trace(T(A[:, :3])), np.trace(A[:, :3]))
+    assert_close(oar.cumprod(T(A), dim=1), np.cumprod(A, 1), rtol=1e-5)
+    assert_close(oar.logcumsumexp(T(A), axis=0), np.logaddexp.accumulate(A, 0), rtol=1e-5)
+    assert_close(oar.diff(T(A), axis=0), np.diff(A, axis=0))
+    assert_close(oar.diff(T([1.0, 4.0, 9.0]), n=2, prepend=T([0.0])), np.diff([0.0, 1, 4, 9], 2))
+    assert_close(oar.trapezoid(T(A)), np.trapz(A) if hasattr(np, "trapz") else np.trapezoid(A))
+    assert_close(oar.trapezoid(T([1.0, 2.0, 3.0]), x=T([0.0, 1.0, 3.0])), 1.5 + 5.0)
+    assert_close(oar.cumulative_trapezoid(T([1.0, 2.0, 3.0]), dx=2.0), [3.0, 8.0])
+
+
+def test_cumprod_gradient_with_a_zero(device):
+    a = np.array([2.0, 0.0, 3.0], np.float32)
+    x = T(a, stop_gradient=False)
+    oar.cumprod(x, 0).sum().backward()
+    assert_close(x.grad, num_grad(lambda v: np.cumprod(v), a))
+
+
+def test_cummax_cummin_last_index_on_ties(device):
+    v, i = oar.cummax(T([1.0, 3.0, 3.0, 2.0, 5.0, 5.0, 0.0]))
+    assert_close(v, [1, 3, 3, 3, 5, 5, 5])
+    np.testing.assert_array_equal(i.numpy(), [0, 1, 2, 2, 4, 5, 5])
+    v, i = oar.cummin(T([[3, 1], [2, 2]]), axis=0)
+    np.testing.assert_array_equal(v.numpy(), [[3, 1], [2, 1]])
+    np.testing.assert_array_equal(i.numpy(), [[0, 0], [1, 0]])
+
+
+def test_products_vs_numpy(device):
+    x, y, z = R.randn(2, 3).astype(np.float32), R.randn(3, 4).astype(np.float32), R.randn(2, 4).astype(np.float32)
+    assert_close(oar.addmm(T(z), T(x), T(y), beta=0.5, alpha=2.0), 0.5 * z + 2 * x @ y, rtol=1e-5)
+    bx, by = R.randn(2, 2, 3).astype(np.float32), R.randn(2, 3, 2).astype(np.float32)
+    assert_close(oar.baddbmm(T(np.ones((2, 2, 2), np.float32)), T(bx), T(by)), 1 + bx @ by, rtol=1e-5)
+    assert_close(oar.kron(T(x), T(y)), np.kron(x, y), rtol=1e-5)
+    assert_close(oar.inner(T(x), T(z[:, :3])), np.inner(x, z[:, :3]), rtol=1e-5)
+    assert_close(oar.mv(T(y), T(z[0])), y @ z[0], rtol=1e-5)
+    u, v = R.randn(4, 3).astype(np.float32), R.randn(4, 3).astype(np.float32)
+    assert_close(oar.cross(T(u), T(v)), np.cross(u, v), rtol=1e-5, atol=1e-5)
+    assert_close(oar.tensordot(T(bx), T(by), axes=[[1, 2], [2, 1]]), np.tensordot(bx, by, axes=([1, 2], [2, 1])),
+                 rtol=1e-5)
+    assert_close(oar.tensordot(T(x), T(y), axes=1), np.tensordot(x, y, 1), rtol=1e-5)
+    assert_close(oar.dist(T(x), T(z[:, :3]), p=3), np.sum(np.abs(x - z[:, :3]) ** 3) ** (1 / 3), rtol=1e-5)
+    c = oar.cdist(T(u), T(v[:2]))
+    assert_close(c, np.sqrt(((u[:, None] - v[None, :2]) ** 2).sum(-1)), rtol=1e-5)
+    assert_close(oar.einsum("ij,jk->ik", T(x), T(y)), x @ y, rtol=1e-5)
+    assert_close(oar.einsum("bij,bjk->bki", T(bx), T(by)), np.einsum("bij,bjk->bki", bx, by), rtol=1e-5)
+    assert_close(oar.einsum("ii", T(y[:, :3])), np.trace(y[:, :3]), rtol=1e-5)
+    assert_close(oar.einsum("i,j", T(x[0]), T(y[0])), np.outer(x[0], y[0]), rtol=1e-5)
+    r = oar.renorm(T(x), 2, 0, 1.0)
+    assert_close(np.linalg.norm(r.numpy(), axis=1), np.minimum(np.linalg.norm(x, axis=1), 1.0), rtol=1e-4)
+
+
+def test_scatter_modes_as_paddle(device):
+    x = oar.zeros([3, 2])
+    upd = T([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])
+    # overwrite=False: the indexed rows are zeroed, then every update for them is added.
+    assert_close(oar.scatter(oar.ones([3, 2]), T([1, 1, 0]), upd, overwrite=False), [[3, 3], [3, 3], [1, 1]])
+    # overwrite=True: the last update for a row wins.
+    assert_close(oar.scatter(oar.ones([3, 2]), T([1, 1, 0]), upd), [[3, 3], [2, 2], [1, 1]])
+    assert_close(x.scatter(T([2]), T([[5.0, 6.0]])), [[0, 0], [0, 0], [5, 6]])
+    u = T(upd.numpy(), stop_gradient=False)
+    oar.scatter(oar.ones([3, 2]), T([1, 1, 0]), u).sum().backward()
+    assert_close(u.grad, [[0, 0], [1, 1], [1, 1]])
+
+
+def test_take_and_put_along_axis(device):
+    x = T(np.arange(12, dtype=np.float32).reshape(3, 4))
+    assert_close(oar.take_along_axis(x, T([[0], [1]]), 0), [[0, 1, 2, 3], [4, 5, 6, 7]])
+    assert_close(oar.take_along_axis(x, T([[0, 1]]), 0, broadcast=False), [[0, 5]])
+    assert_close(x.take_along_axis(T([[3], [-1], [0]]), 1), [[3, 3, 3, 3], [7, 7, 7, 7], [8, 8, 8, 8]])
+    idx = T([[0, 0, 0, 0], [0, 0, 0, 0]])
+    vals = T([[1.0, 2, 3, 4], [5, 6, 7, 8]])
+    row0 = lambda r: oar.put_along_axis(x, idx, vals, 0, reduce=r).numpy()[0].tolist()  # noqa: E731
+    assert row0("add") == [6, 9, 12, 15]
+    assert row0("mul") == [0, 12, 42, 96]
+    assert row0("mean") == [2, 3, 4, 5]
+    assert row0("amax") == [5, 6, 7, 8]
+    assert row0("amin") == [0, 1, 2, 3]
+    assert row0("assign") == [5, 6, 7, 8]
+    assert oar.put_along_axis(x, idx, vals, 0, reduce="mean", include_self=False).numpy()[0].tolist() == [3, 4, 5, 6]
+    assert_close(oar.put_along_axis(x, T([[0], [1], [2]]), 99.0, 1).numpy().diagonal(), [99, 99, 99])
+    assert_close(oar.put_along_axis(x, T([[0], [0]]), T([[1.0], [2.0]]), 0, reduce="add")[0], [3, 4, 5, 6])
+    with pytest.raises(ValueError, match="put_along_axis: index 5"):
+        oar.put_along_axis(x, T([[5]]), 1.0, 0)
+    v = T(vals.numpy(), stop_gradient=False)
+    oar.put_along_axis(x, idx, v, 0, reduce="add").sum().backward()
+    assert_close(v.grad, np.ones((2, 4)))
+
+
+def test_scatter_reduce_index_ops(device):
+    x = T(np.zeros(4, np.float32))
+    assert_close(oar.scatter_reduce(x, 0, T([0, 0, 2]), T([1.0, 2.0, 3.0]), "sum"), [3, 0, 3, 0])
+    assert_close(oar.scatter_reduce(x + 1, 0, T([0, 0]), T([2.0, 3.0]), "prod", include_self=False), [6, 1, 1, 1])
+    m = T(np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert_close(oar.index_fill(m, T([0, 2]), 1, -1.0), [[-1, 1, -1], [-1, 4, -1]])
+    assert_close(oar.index_add(m, T([1]), 0, T([[1.0, 1.0, 1.0]])), [[0, 1, 2], [4, 5, 6]])
+    assert_close(oar.index_put(m, (T([0, 1]), T([2, 0])), T(9.0)), [[0, 1, 9], [9, 4, 5]])
+    assert_close(oar.index_put(m, (T([0, 0]), T([1, 1])), T([1.0, 2.0]), accumulate=True)[0], [0, 4, 2])
+    assert_close(oar.gather_nd(m, T([[1, 2], [0, 0]])), [5, 0])
+    assert_close(oar.scatter_nd_add(m, T([[1, 2], [1, 2]]), T([1.0, 1.0]))[1], [3, 4, 7])
+    assert_close(oar.scatter_nd(T([[1], [1]]), T([1.0, 2.0]), [3]), [0, 3, 0])
+    assert_close(oar.index_sample(m, T([[2, 0], [1, 1]])), [[2, 0], [4, 4]])
+    assert_close(oar.take(m, T([[0, 5], [-1, 2]])), [[0, 5], [5, 2]])
+    assert_close(oar.take(m, T([7]), mode="wrap"), [1])
+    assert_close(oar.masked_scatter(m, T([[True, False, True], [False, False, True]]), T([7.0, 8.0, 9.0, 10.0])),
+                 [[7, 1, 8], [3, 4, 9]])
+    assert_close(oar.select_scatter(m, T([7.0, 8.0]), 1, 1), [[0, 7, 2], [3, 8, 5]])
+    assert_close(oar.slice_scatter(m, T([[7.0], [8.0]]), [1], [0], [3], [2])[0], [7, 1, 7])
+    assert_close(oar.diagonal_scatter(m, T([7.0, 8.0])), [[7, 1, 2], [3, 8, 5]])
+    assert_close(oar.masked_fill(m, T([[True, False, False], [False, False, True]]), 0.5),
+                 [[0.5, 1, 2], [3, 4, 0.5]])
+
+
+def test_sorting_and_selection_as_paddle(device):
+    x = T([[3.0, 1.0, 2.0], [1.0, 1.0, 0.0]])
+    assert_close(oar.sort(x), np.sort(x.numpy()))
+    np.testing.assert_array_equal(oar.argsort(T([3.0, 1.0, 2.0]), descending=True).numpy(), [0, 2, 1])
+    assert_close(x.sort(axis=0, descending=True), -np.sort(-x.numpy(), 0))
+    v, i = oar.topk(T([1, 3, 3, 2]), 2)
+    np.testing.assert_array_equal(v.numpy(), [3, 3])
+    np.testing.assert_array_equal(i.numpy(), [1, 2])
+    v, i = oar.topk(x, 1, largest=False)
+    np.testing.assert_array_equal(i.numpy(), [[1], [2]])
+    v, i = oar.kthvalue(x, 2, axis=1)
+    assert_close(v, [2.0, 1.0])
+    np.testing.assert_array_equal(i.numpy(), [2, 0])
+    v, i = oar.mode(T([[1, 2, 2, 3, 3], [5, 5, 1, 1, 0]]))
+    np.testing.assert_array_equal(v.numpy(), [2, 1])
+    np.testing.assert_array_equal(i.numpy(), [2, 3])
+    assert_close(oar.median(T([1.0, 2.0, 3.0, 4.0])), 2.5)
+    v, i = oar.median(T([[1.0, 2, 3, 4], [4, 3, 2, 1]]), axis=1, mode="min")
+    assert_close(v, [2.0, 2.0])
+    np.testing.assert_array_equal(i.numpy(), [1, 2])
+    assert_close(oar.nanmedian(T([1.0, np.nan, 3.0, 4.0])), 3.0)
+    assert np.isnan(oar.median(T([1.0, np.nan, 3.0])).numpy())
+    q = R.rand(5, 4).astype(np.float32)
+    assert_close(oar.quantile(T(q), 0.3, axis=0), np.quantile(q, 0.3, axis=0), rtol=1e-5)
+    assert_close(oar.quantile(T(q), [0.1, 0.9], axis=1, keepdim=True), np.quantile(q, [0.1, 0.9], axis=1, keepdims=True),
+                 rtol=1e-5)
+    for how in ("lower", "higher", "nearest", "midpoint"):
+        assert_close(oar.quantile(T(q), 0.4, interpolation=how), np.quantile(q, 0.4, method=how), rtol=1e-5)
+    qn = q.copy()
+    qn[0, 0] = np.nan
+    assert_close(oar.nanquantile(T(qn), 0.5, axis=0), np.nanquantile(qn, 0.5, axis=0), rtol=1e-5)
+    np.testing.assert_array_equal(oar.searchsorted(T([1, 3, 5]), T([3, 4])).numpy(), [1, 2])
+    np.testing.assert_array_equal(oar.searchsorted(T([1, 3, 5]), T([3]), right=True).numpy(), [2])
+    np.testing.assert_array_equal(oar.bucketize(T([3, 4]), T([1, 3, 5])).numpy(), [1, 2])
+
+
+def test_sort_gradient_goes_to_the_sorted_positions(device):
+    x = T([3.0, 1.0, 2.0], stop_gradient=False)
+    (oar.sort(x) * T([1.0, 10.0, 100.0])).sum().backward()
+    assert_close(x.grad, [100.0, 1.0, 10.0])
+
+
+def test_unique_as_paddle(device):
+    out, index, inverse, counts = oar.unique(T([2, 3, 3, 1, 5, 3]), return_index=True, return_inverse=True,
+                                             return_counts=True)
+    np.testing.assert_array_equal(out.numpy(), [1, 2, 3, 5])
+    np.testing.assert_array_equal(index.numpy(), [3, 0, 1, 4])
+    np.testing.assert_array_equal(inverse.numpy(), [1, 2, 2, 0, 3, 2])
+    np.testing.assert_array_equal(counts.numpy(), [1, 1, 3, 1])
+    out, inverse, counts = oar.unique_consecutive(T([1, 1, 2, 2, 3, 1, 1, 2]), return_inverse=True, return_counts=True)
+    np.testing.assert_array_equal(out.numpy(), [1, 2, 3, 1, 2])
+    np.testing.assert_array_equal(inverse.numpy(), [0, 0, 1, 1, 2, 3, 3, 4])
+    np.testing.assert_array_equal(counts.numpy(), [2, 2, 1, 2, 1])
+    np.testing.assert_array_equal(oar.unique(T([[1, 2], [1, 2], [0, 1]]), axis=0).numpy(), [[0, 1], [1, 2]])
+
+
+def test_shape_functions_vs_numpy(device):
+    gx, gy = oar.meshgrid(T([1, 2]), T([3, 4, 5]))
+    nx, ny = np.meshgrid([1, 2], [3, 4, 5], indexing="ij")
+    np.testing.assert_array_equal(gx.numpy(), nx)
+    np.testing.assert_array_equal(gy.numpy(), ny)
+    assert [list(g.shape) for g in oar.meshgrid([T([1, 2]), T([3, 4, 5])])] == [[2, 3], [2, 3]]
+    assert [p.numpy().tolist() for p in oar.tensor_split(oar.arange(7), 3)] == [[0, 1, 2], [3, 4], [5, 6]]
+    assert [p.numpy().tolist() for p in oar.tensor_split(oar.arange(7), [2, 5])] == [[0, 1], [2, 3, 4], [5, 6]]
+    c = np.arange(24).reshape(2, 3, 4)
+    for name in ("hsplit", "vsplit", "dsplit"):
+        parts = getattr(oar, name)(T(c), 2 if name != "hsplit" else [1])
+        ref = getattr(np, name)(c, 2 if name != "hsplit" else [1])
+        assert [p.numpy().tolist() for p in parts] == [r.tolist() for r in ref]
+    with pytest.raises(ValueError, match="vsplit: axis 0 of size 2 cannot be split into 3"):
+        oar.vsplit(T(c), 3)
+    for name in ("hstack", "vstack", "dstack", "column_stack"):
+        np.testing.assert_array_equal(getattr(oar, name)([T([1, 2]), T([3, 4])]).numpy(),
+                                      getattr(np, name)([[1, 2], [3, 4]]))
+    assert list(oar.atleast_3d(T(1.0)).shape) == [1, 1, 1]
+    assert [list(t.shape) for t in oar.atleast_2d(T(1.0), T([1, 2]))] == [[1, 1], [1, 2]]
+    assert_close(oar.diag_embed(T([1.0, 2.0])), np.diag([1.0, 2.0]))
+    assert_close(oar.diag_embed(T([[1.0, 2.0], [3.0, 4.0]]), offset=1)[1], np.diag([3.0, 4.0], 1))
+    np.testing.assert_array_equal(oar.diagflat(T([[1, 2], [3, 4]]), offset=1).numpy(), np.diagflat([1, 2, 3, 4], 1))
+    assert_close(oar.diag(T([1.0, 2.0]), padding_value=7), [[1, 7], [7, 2]])
+    assert_close(oar.diag(T(A), offset=1), np.diag(A, 1))
+    for k in range(-1, 4):
+        np.testing.assert_array_equal(oar.rot90(T(c), k, axes=[1, 2]).numpy(), np.rot90(c, k, axes=(1, 2)))
+    np.testing.assert_array_equal(oar.repeat_interleave(T([[1, 2], [3, 4]]), 2).numpy(), [1, 1, 2, 2, 3, 3, 4, 4])
+    np.testing.assert_array_equal(oar.repeat_interleave(T([[1, 2], [3, 4]]), T([1, 2]), axis=0).numpy(),
+                                  [[1, 2], [3, 4], [3, 4]])
+    assert list(oar.unflatten(T(c), 2, [2, -1]).shape) == [2, 3, 2, 2]
+    np.testing.assert_array_equal(oar.unfold(oar.arange(6), 0, 3, 2).numpy(), [[0, 1, 2], [2, 3, 4]])
+    np.testing.assert_array_equal(oar.as_strided(oar.arange(6), [2, 2], [1, 2], 1).numpy(), [[1, 3], [2, 4]])
+    np.testing.assert_array_equal(oar.narrow(T(c), 2, 1, 2).numpy(), c[:, :, 1:3])
+    assert_close(oar.vander(T([1.0, 2.0, 3.0])), np.vander([1.0, 2.0, 3.0]))
+    assert_close(oar.vander(T([1.0, 2.0]), n=3, increasing=True), np.vander([1.0, 2.0], 3, increasing=True))
+    np.testing.assert_array_equal(oar.block_diag([T([[1, 2]]), T([[3], [4]])]).numpy(),
+                                  [[1, 2, 0], [0, 0, 3], [0, 0, 4]])
+    np.testing.assert_array_equal(oar.cartesian_prod([T([1, 2]), T([3, 4])]).numpy(), [[1, 3], [1, 4], [2, 3], [2, 4]])
+    np.testing.assert_array_equal(oar.combinations(T([1, 2, 3])).numpy(), [[1, 2], [1, 3], [2, 3]])
+    np.testing.assert_array_equal(oar.tril_indices(3, 3).numpy(), np.stack(np.tril_indices(3)))
+    np.testing.assert_array_equal(oar.triu_indices(3, 4, 1).numpy(), np.stack(np.triu_indices(3, 1, 4)))
+    np.testing.assert_array_equal(oar.swapaxes(T(c), 0, 2).numpy(), np.swapaxes(c, 0, 2))
+    np.testing.assert_array_equal(T(c).permute(2, 0, 1).numpy(), c.transpose(2, 0, 1))
+    np.testing.assert_array_equal(oar.matrix_transpose(T(c)).numpy(), c.transpose(0, 2, 1))
+    np.testing.assert_array_equal(oar.crop(T(c), [1, 2, 2], [1, 1, 1]).numpy(), c[1:2, 1:3, 1:3])
+    np.testing.assert_array_equal(oar.multiplex([T([[1, 2], [3, 4]]), T([[5, 6], [7, 8]])], T([[1], [0]])).numpy(),
+                                  [[5, 6], [3, 4]])
+    assert oar.rank(T(c)).item() == 3
+    assert oar.broadcast_shape([2, 1], [3]) == [2, 3]
+
+
+def test_aliases(device):
+    x, y = T([1.0, 4.0]), T([2.0, 2.0])
+    assert_close(oar.div(x, y), [0.5, 2.0])
+    assert_close(oar.div(T([-7.0]), T([2.0]), rounding_mode="floor"), [-4.0])
+    assert_close(oar.div(T([-7.0]), T([2.0]), rounding_mode="trunc"), [-3.0])
+    assert_close(oar.sub(x, y, alpha=2), [-3.0, 0.0])
+    assert_close(oar.clamp(x, 2, 3), [2.0, 3.0])
+    assert oar.eq(x, y).numpy().tolist() == [False, False] and oar.gt(x, y).numpy().tolist() == [False, True]
+    assert_close(oar.add_n([x, y, x]), [4.0, 10.0])
+    assert oar.is_floating_point(x) and not oar.is_integer(x) and not oar.is_empty(x).item()
+    assert_close(x.negative(), [-1.0, -4.0])
