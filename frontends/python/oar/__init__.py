@@ -9,7 +9,7 @@ from .framework import (Place, CPUPlace, CustomPlace, Tensor, dtype, float32, fl
                         set_device, get_device, get_all_device_type, device_count, seed, environment)
 from .creation import (to_tensor, full, zeros, ones, empty, full_like, zeros_like, ones_like, empty_like, arange,
                        linspace, eye, rand, uniform, randn, standard_normal, normal, randint, randperm, assign,
-                       from_numpy)
+                       from_numpy, logspace, rand_like, randn_like, randint_like, bernoulli, multinomial, poisson)
 from .math import *  # noqa: F401,F403
 from .math import (sum, max, min, abs, pow, all, any, slice)  # noqa: A004 - paddle names
 from .math_extra import *  # noqa: F401,F403

@@ -255,3 +255,82 @@ def from_numpy(ndarray):
         raise ValueError("from_numpy: the array is read-only, and a tensor sharing it could be written through "
                          "numpy(); use oar.to_tensor to copy it")
     return _C.from_dlpack(ndarray.__dlpack__())
+
+
+def logspace(start, stop, num, base=10.0, dtype=None, name=None):
+    """base ** linspace(start, stop, num)."""
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, stop, num, base)]
+    exps = np.linspace(float(vals[0]), float(vals[1]), int(vals[2]))
+    dtype = convert_dtype(dtype) or default_float_dtype()
+    return to_tensor(np.power(float(vals[3]), exps).astype(to_numpy_dtype(dtype)), dtype=dtype)
+
+
+def _place_of(x, device):
+    return device_str(device) if device is not None else x._device
+
+
+def rand_like(input, name=None, *, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    dtype = convert_dtype(dtype) or input.dtype
+    out = _ops.uniform(list(input.shape), 0.0, 1.0, dtype, _place_of(input, device))
+    out.stop_gradient = not requires_grad
+    return out
+
+
+def randn_like(x, dtype=None, name=None, *, device=None, requires_grad=False):
+    dtype = convert_dtype(dtype) or x.dtype
+    out = _ops.normal(list(x.shape), 0.0, 1.0, dtype, _place_of(x, device))
+    out.stop_gradient = not requires_grad
+    return out
+
+
+def randint_like(x, low=0, high=None, dtype=None, name=None):
+    if high is None:
+        low, high = 0, low
+    if int(high) <= int(low):
+        raise ValueError(f"randint_like: high ({high}) must be greater than low ({low})")
+    u = _ops.uniform(list(x.shape), float(low), float(high), convert_dtype("float64"), x._device)
+    return _ops.cast(_ops.floor(u), convert_dtype(dtype) or x.dtype)
+
+
+def _host_rng(device):
+    """A numpy generator seeded from oar's global generator (oar.seed reproduces its draws)."""
+    seed = int(_ops.uniform([1], 0.0, 2.0**31, convert_dtype("float64"), device).numpy()[0])
+    return np.random.RandomState(seed)
+
+
+def bernoulli(x, p=None, name=None):
+    """1 with probability x (or p for every element), else 0, in x's dtype."""
+    u = _ops.uniform(list(x.shape), 0.0, 1.0, x.dtype if x.dtype.is_floating_point else float32, x._device)
+    prob = x if p is None else _ops.full_like(u, float(p))
+    return _ops.cast(_ops.less_than(u, _ops.cast(prob, u.dtype)), x.dtype)
+
+
+def multinomial(x, num_samples=1, replacement=False, name=None, *, out=None):
+    """num_samples category indices per row of the (unnormalized) probabilities x."""
+    w = x.numpy().astype(np.float64)
+    rows = w.reshape(-1, w.shape[-1])
+    if (rows < 0).any() or not np.isfinite(rows).all():
+        raise ValueError("multinomial: the probabilities must be finite and non-negative")
+    if not replacement and num_samples > rows.shape[1]:
+        raise ValueError(f"multinomial: cannot draw {num_samples} samples without replacement from "
+                         f"{rows.shape[1]} categories")
+    u = _ops.uniform([rows.shape[0], int(num_samples) if replacement else rows.shape[1]], 0.0, 1.0,
+                     convert_dtype("float64"), x._device).numpy()
+    res = np.zeros((rows.shape[0], int(num_samples)), np.int64)
+    for r, p in enumerate(rows):
+        if p.sum() <= 0:
+            raise ValueError(f"multinomial: row {r} of the probabilities sums to 0")
+        if replacement:
+            res[r] = np.minimum(np.searchsorted(np.cumsum(p / p.sum()), u[r], side="right"), len(p) - 1)
+        else:
+            # The exponential race: the k smallest -log(u) / p, a draw without replacement.
+            with np.errstate(divide="ignore"):
+                keys = -np.log(np.maximum(u[r], 1e-300)) / p
+            res[r] = np.argsort(keys, kind="stable")[:num_samples]
+    return to_tensor(res.reshape(w.shape[:-1] + (int(num_samples),)), place=x._device)
+
+
+def poisson(x, name=None):
+    """Poisson draws with rates x, in x's dtype."""
+    lam = x.numpy()
+    return to_tensor(_host_rng(x._device).poisson(lam).astype(lam.dtype), place=x._device)

@@ -572,8 +572,6 @@ def meshgrid(*args, **kwargs):
     if indexing not in ("ij", "xy"):
         raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
     args = [M.reshape(_t(a), [-1]) for a in args]
-    if indexing == "xy" and len(args) >= 2:
-        args[0], args[1] = args[1], args[0]
     shape = [a.shape[0] for a in args]
     outs = []
     for i, a in enumerate(args):
@@ -582,7 +580,6 @@ def meshgrid(*args, **kwargs):
         outs.append(M.broadcast_to(M.reshape(a, view), shape))
     if indexing == "xy" and len(outs) >= 2:
         outs = [M.transpose(o, [1, 0] + list(range(2, len(shape)))) for o in outs]
-        outs[0], outs[1] = outs[1], outs[0]
     return outs
 
 

@@ -747,6 +747,8 @@ def einsum(equation, *operands):
         for c in lhs.replace(",", ""):
             counts[c] = counts.get(c, 0) + 1
         rhs = "".join(sorted(c for c, k in counts.items() if k == 1))
+    if len(operands) == 2 and all(len(set(t)) == len(t) for t in terms) and not set(rhs) - set(lhs):
+        return _einsum_pair(terms[0], terms[1], rhs, operands[0], operands[1])
     letters = []
     for c in lhs.replace(",", "") + rhs:
         if c not in letters:
@@ -780,6 +782,46 @@ def einsum(equation, *operands):
     out = M.broadcast_to(out, [sizes[c] for c in kept]) if kept else out
     perm = [kept.index(c) for c in rhs]
     return M.transpose(out, perm) if perm != list(range(len(perm))) else out
+
+
+def _einsum_pair(tx, ty, out, x, y):
+    """Two-operand einsum as one batched matmul: [batch, left, k] @ [batch, k, right]."""
+    for term, t in ((tx, x), (ty, y)):
+        if len(term) != len(t.shape):
+            raise ValueError(f"einsum: term '{term}' has {len(term)} letters but the operand has rank {len(t.shape)}")
+    # A letter in one operand only and not in the output is summed away first.
+    for side in (0, 1):
+        term, other = (tx, ty) if side == 0 else (ty, tx)
+        gone = [i for i, c in enumerate(term) if c not in other and c not in out]
+        if gone:
+            t = M.sum(x if side == 0 else y, gone)
+            term = "".join(c for i, c in enumerate(term) if i not in gone)
+            if side == 0:
+                x, tx = t, term
+            else:
+                y, ty = t, term
+    batch = [c for c in tx if c in ty and c in out]
+    contract = [c for c in tx if c in ty and c not in out]
+    left = [c for c in tx if c not in ty]
+    right = [c for c in ty if c not in tx]
+    size = {c: s for term, t in ((tx, x), (ty, y)) for c, s in zip(term, t.shape)}
+    for c in batch + contract:
+        if x.shape[tx.index(c)] != y.shape[ty.index(c)] and 1 not in (x.shape[tx.index(c)], y.shape[ty.index(c)]):
+            raise ValueError(f"einsum: letter '{c}' has size {x.shape[tx.index(c)]} in one operand and "
+                             f"{y.shape[ty.index(c)]} in the other")
+        size[c] = builtins.max(x.shape[tx.index(c)], y.shape[ty.index(c)])
+
+    def arrange(t, term, groups):
+        order = [term.index(c) for g in groups for c in g]
+        t = M.transpose(t, order) if order != list(range(len(order))) else t
+        t = M.broadcast_to(t, [size[c] for g in groups for c in g])
+        return M.reshape(t, [int(np.prod([size[c] for c in g])) for g in groups])
+    xm = arrange(x, tx, [batch, left, contract])
+    ym = arrange(y, ty, [batch, contract, right])
+    res = M.reshape(M.matmul(xm, ym), [size[c] for c in batch + left + right])
+    have = batch + left + right
+    perm = [have.index(c) for c in out]
+    return M.transpose(res, perm) if perm != list(range(len(perm))) else res
 
 
 _IMPORTED = {"to_tensor", "convert_dtype", "default_float_dtype", "int64", "to_numpy_dtype", "Tensor"}
