@@ -59,7 +59,8 @@ def _differentiable(t):
 
 
 class _Pass:
-    """The output gradients of one backward pass through one PyLayer call and backward's answer."""
+    """The output gradients of one backward pass through one PyLayer call (one per tensor
+    output of forward, differentiable or not) and backward's answer."""
 
     def __init__(self, layer, ctx, outputs, n_inputs):
         self.layer, self.ctx, self.outputs, self.n_inputs = layer, ctx, outputs, n_inputs
@@ -137,9 +138,10 @@ class PyLayer:
         for p in proxies.values():
             s = _ops.sum(_ops.cast(_ops.real(p) if p.dtype.is_complex else p, _FLOAT32), [], False)
             anchor = s if anchor is None else _ops.add(anchor, s)
-        state = _Pass(cls, ctx, [outs[j] for j in connect], len(tensor_inputs))
+        tensor_outs = [j for j, o in enumerate(outs) if isinstance(o, Tensor)]
+        state = _Pass(cls, ctx, [outs[j] for j in tensor_outs], len(tensor_inputs))
         inputs_ids = {id(t) for t in tensor_inputs}
-        for k, j in enumerate(connect):
+        for j in connect:
             value = outs[j]
             mask = _ops.full(list(value.shape), 1.0, convert_dtype("bool"), value._device)
             y = _ops.where(mask, value.detach(), _ops.cast(anchor, value.dtype))
@@ -148,10 +150,10 @@ class PyLayer:
             else:
                 value._rebind_(y)  # saved tensors and ctx attributes see the recorded output
                 outs[j] = value
-            outs[j]._register_hook(state.output_hook(k))
+            outs[j]._register_hook(state.output_hook(tensor_outs.index(j)))
         for i, p in proxies.items():
             p._register_hook(state.input_hook(i))
-        state.outputs = [outs[j] for j in connect]
+        state.outputs = [outs[j] for j in tensor_outs]
         if single:
             return outs[0]
         return type(result)(outs) if isinstance(result, tuple) else outs

@@ -40,7 +40,7 @@ UNARY = [  # name, numpy reference, input
 @pytest.mark.parametrize("name,ref,a", UNARY, ids=[u[0] for u in UNARY])
 def test_unary_vs_numpy(device, name, ref, a):
     out = getattr(oar, name)(T(a))
-    assert_close(out, ref(a.astype(np.float64)).astype(out.numpy().dtype), rtol=1e-5, atol=1e-5)
+    assert_close(out, ref(a), rtol=1e-5, atol=1e-5)
     assert_close(getattr(T(a), name)(), out.numpy())
 
 
@@ -115,7 +115,7 @@ def test_counting_vs_numpy(device):
         oar.bincount(T([-1, 2]))
     h = oar.histogram(T([1.0, 2.0, 1.0]), bins=4, min=0, max=3)
     assert h.dtype == oar.int64
-    np.testing.assert_array_equal(h.numpy(), [0, 2, 0, 1])
+    np.testing.assert_array_equal(h.numpy(), [0, 2, 1, 0])  # bins of width 0.75 from 0
     np.testing.assert_array_equal(oar.histogram(T([1.0, 2.0, 1.0]), bins=2).numpy(), [2, 1])
     pts = R.rand(20, 2).astype(np.float32)
     hist, edges = oar.histogramdd(T(pts), bins=[2, 3], ranges=[0.0, 1.0, 0.0, 1.0])

@@ -34,8 +34,8 @@ CASES = [
 @pytest.mark.parametrize("make,expected", CASES, ids=[str(i) for i in range(len(CASES))])
 def test_str_and_repr_as_paddle(make, expected):
     t = make()
-    assert str(t) == expected
-    assert repr(t) == expected
+    assert str(t) == expected + ")"
+    assert repr(t) == expected + ")"
 
 
 def test_long_rows_wrap_at_the_line_width():
