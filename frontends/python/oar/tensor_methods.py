@@ -381,8 +381,8 @@ def _install():
         "__add__": M.add, "__sub__": M.subtract, "__mul__": M.multiply, "__truediv__": M.divide,
         "__floordiv__": M.floor_divide, "__mod__": M.remainder, "__pow__": M.pow, "__matmul__": M.matmul,
         "__eq__": M.equal, "__ne__": M.not_equal, "__lt__": M.less_than, "__le__": M.less_equal,
-        "__gt__": M.greater_than, "__ge__": M.greater_equal, "__and__": M.logical_and,
-        "__or__": M.logical_or, "__xor__": M.logical_xor,
+        "__gt__": M.greater_than, "__ge__": M.greater_equal, "__and__": _bitwise("and"),
+        "__or__": _bitwise("or"), "__xor__": _bitwise("xor"),
     }
     for name, fn in binary.items():
         if name in _FAST_OPERATORS:  # Note [Fast operators] in src/tensor.cpp
@@ -391,15 +391,15 @@ def _install():
             setattr(T, name, _guard(fn, name in ("__eq__", "__ne__")))
     reflected = {
         "__radd__": M.add, "__rsub__": M.subtract, "__rmul__": M.multiply, "__rtruediv__": M.divide,
-        "__rfloordiv__": M.floor_divide, "__rmod__": M.remainder, "__rpow__": M.pow, "__rmatmul__": M.matmul,
-        "__rand__": M.logical_and, "__ror__": M.logical_or, "__rxor__": M.logical_xor,
+        "__rfloordiv__": M.floor_divide, "__rmod__": M.remainder, "__rpow__": _pow_of_tensor, "__rmatmul__": M.matmul,
+        "__rand__": _bitwise("and"), "__ror__": _bitwise("or"), "__rxor__": _bitwise("xor"),
     }
     for name, fn in reflected.items():
         setattr(T, name, _guard(_rbinary(fn)))
     T.__neg__ = lambda x: _ops.neg(x)
     T.__pos__ = lambda x: x
     T.__abs__ = lambda x: _ops.abs(x)
-    T.__invert__ = lambda x: _ops.logical_not(x)
+    T.__invert__ = lambda x: _ops.logical_not(x) if x.dtype == _BOOL else _math_extra().bitwise_not(x)
     for name, fn in {"__iadd__": M.add, "__isub__": M.subtract, "__imul__": M.multiply,
                      "__itruediv__": M.divide}.items():
         setattr(T, name, _guard(fn))
@@ -457,6 +457,37 @@ def _install_extras(T):
     T.view = _view
     T.shape = property(lambda x: Size(_core_shape(x)))
     T.retain_grads = _retain_grads
+
+
+def _math_extra():
+    from . import math_extra
+    return math_extra
+
+
+def _is_int_operand(v):
+    return (isinstance(v, Tensor) and v.dtype.is_integer) or (
+        isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (builtins.bool, np.bool_)))
+
+
+def _bitwise(op):
+    """&, | and ^: bitwise on integers (Paddle), logical on bools and anything else."""
+    logical = {"and": M.logical_and, "or": M.logical_or, "xor": M.logical_xor}[op]
+
+    def fn(x, y):
+        if _is_int_operand(x) and _is_int_operand(y):
+            return getattr(_math_extra(), "bitwise_" + op)(x, y)
+        return logical(x, y)
+    fn.__name__ = "__" + op + "__"
+    return fn
+
+
+def _pow_of_tensor(base, exponent):
+    """base ** exponent for a number base: integers stay integers (Paddle: 2 ** int64 tensor is int64)."""
+    if _is_int_operand(base) and _is_int_operand(exponent):
+        f64 = convert_dtype("float64")
+        out = M.pow(_ops.full_like(_ops.cast(exponent, f64), float(base)), _ops.cast(exponent, f64))
+        return _ops.cast(out, exponent.dtype)
+    return M.pow(base, exponent)
 
 
 def _guard(fn, is_equality=False):
