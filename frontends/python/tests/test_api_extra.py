@@ -362,3 +362,83 @@ def test_aliases(device):
     assert_close(oar.add_n([x, y, x]), [4.0, 10.0])
     assert oar.is_floating_point(x) and not oar.is_integer(x) and not oar.is_empty(x).item()
     assert_close(x.negative(), [-1.0, -4.0])
+
+
+def test_size_iinfo_finfo():
+    s = oar.ones([2, 3]).shape
+    assert isinstance(s, oar.Size) and isinstance(s, list)
+    assert s == [2, 3] and s.numel() == 6 and repr(s) == "paddle.Size([2, 3])"
+    assert isinstance(s[1:], oar.Size) and s[1:] == [3] and s + [4] == [2, 3, 4]
+    i = oar.iinfo(oar.int32)
+    assert (i.min, i.max, i.bits, i.dtype) == (-2**31, 2**31 - 1, 32, "int32")
+    assert oar.iinfo("uint8").max == 255
+    f = oar.finfo(oar.float32)
+    assert (f.eps, f.max, f.bits, f.dtype) == (float(np.finfo(np.float32).eps), float(np.finfo(np.float32).max), 32,
+                                               "float32")
+    assert oar.finfo(oar.bfloat16).eps == 0.0078125
+    assert oar.finfo("complex64").dtype == "float32"
+    with pytest.raises(ValueError, match="iinfo: expected an integer dtype"):
+        oar.iinfo(oar.float32)
+
+
+@pytest.mark.skipif(not hasattr(oar._C, "random_state"), reason="needs this branch's oar._C (random_state)")
+def test_rng_state_round_trip():
+    oar.seed(7)
+    state = oar.get_rng_state()
+    a = oar.rand([4]).numpy()
+    b = oar.randn([2]).numpy()
+    oar.set_rng_state(state)
+    np.testing.assert_array_equal(oar.rand([4]).numpy(), a)
+    np.testing.assert_array_equal(oar.randn([2]).numpy(), b)
+    assert state[0].current_seed() == 7
+    assert oar.get_cuda_rng_state() == []
+    with pytest.raises(ValueError, match="set_rng_state: expected the list get_rng_state returned"):
+        oar.set_rng_state([1, 2])
+
+
+def test_random_creation_functions():
+    x = oar.ones([3, 4])
+    assert_close(oar.logspace(0, 2, 3), [1.0, 10.0, 100.0])
+    assert_close(oar.logspace(0, 3, 4, base=2.0), [1.0, 2.0, 4.0, 8.0])
+    for t in (oar.rand_like(x), oar.randn_like(x)):
+        assert list(t.shape) == [3, 4] and t.dtype == oar.float32
+    r = oar.randint_like(x, 2, 5)
+    assert r.dtype == oar.float32 and set(np.unique(r.numpy())) <= {2.0, 3.0, 4.0}
+    assert set(np.unique(oar.bernoulli(oar.full([100], 0.5)).numpy())) == {0.0, 1.0}
+    assert oar.bernoulli(oar.zeros([10])).numpy().sum() == 0
+    m = oar.multinomial(oar.to_tensor([[0.0, 1.0, 0.0], [0.5, 0.0, 0.5]]), 2)
+    assert m.dtype == oar.int64 and m.numpy()[0, 0] == 1 and sorted(m.numpy()[1].tolist()) == [0, 2]
+    assert sorted(oar.multinomial(oar.to_tensor([1.0, 1.0, 1.0]), 3).numpy().tolist()) == [0, 1, 2]
+    draws = oar.multinomial(oar.to_tensor([0.0, 3.0, 1.0]), 400, replacement=True).numpy()
+    assert 0 not in draws and 0.6 < (draws == 1).mean() < 0.9
+    p = oar.poisson(oar.full([2000], 4.0))
+    assert p.dtype == oar.float32 and abs(p.numpy().mean() - 4.0) < 0.3
+    oar.seed(3)
+    a = oar.poisson(oar.full([5], 2.0)).numpy()
+    oar.seed(3)
+    np.testing.assert_array_equal(oar.poisson(oar.full([5], 2.0)).numpy(), a)
+
+
+def test_state_dict_order_as_paddle():
+    nn = oar.nn
+
+    class Net(nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(1, 1)
+            self.register_buffer("buf", oar.ones([1]))
+            self.w = self.create_parameter([1])
+            self.shared = self.a
+
+    # Paddle: own parameters, own buffers, then each sublayer (a shared one under each name).
+    assert list(Net().state_dict()) == ["w", "buf", "a.weight", "a.bias", "shared.weight", "shared.bias"]
+    assert list(Net().state_dict(structured_name_prefix="m.")) == ["m.w", "m.buf", "m.a.weight", "m.a.bias",
+                                                                  "m.shared.weight", "m.shared.bias"]
+    assert [n for n, _ in Net().named_parameters()] == ["w", "a.weight", "a.bias"]
+
+
+def test_dataloader_call_gives_batches_in_order():
+    ds = oar.io.TensorDataset([oar.arange(10).astype("float32").reshape([10, 1])])
+    loader = oar.io.DataLoader(ds, batch_size=4, num_workers=2)
+    batches = [b[0].numpy().reshape(-1).tolist() for b in loader()]
+    assert batches == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
