@@ -9,7 +9,9 @@ from .framework import (Place, CPUPlace, CustomPlace, Tensor, dtype, float32, fl
                         set_device, get_device, get_all_device_type, device_count, seed, environment)
 from .creation import (to_tensor, full, zeros, ones, empty, full_like, zeros_like, ones_like, empty_like, arange,
                        linspace, eye, rand, uniform, randn, standard_normal, normal, randint, randperm, assign,
-                       from_numpy, logspace, rand_like, randn_like, randint_like, bernoulli, multinomial, poisson)
+                       from_numpy, logspace, rand_like, randn_like, randint_like, bernoulli, multinomial, poisson,
+                       hann_window, hamming_window, blackman_window, bartlett_window, kaiser_window, as_tensor,
+                       asarray)
 from .math import *  # noqa: F401,F403
 from .math import (sum, max, min, abs, pow, all, any, slice)  # noqa: A004 - paddle names
 from .math_extra import *  # noqa: F401,F403
@@ -40,6 +42,13 @@ from . import distributed  # noqa: F401
 __version__ = "0.1.0"
 
 manual_seed = seed
+get_default_device, set_default_device = get_device, set_device
+from .complex_ops import as_real as view_as_real, as_complex as view_as_complex  # noqa: E402,F401
+from .utils.dlpack import to_dlpack  # noqa: E402,F401
+e, pi, inf, nan, newaxis = 2.718281828459045, 3.141592653589793, float("inf"), float("nan"), None
+float, double, half, long, int, cfloat, cdouble = float32, float64, float16, int64, int32, complex64, complex128  # noqa: A001
+is_compiled_with_xpu = is_compiled_with_rocm = is_compiled_with_ipu = is_compiled_with_cinn = lambda: False  # noqa: E731
+is_compiled_with_distribute = lambda: True  # noqa: E731 - oar.distributed is always there
 
 in_dynamic_mode = lambda: True  # noqa: E731
 is_compiled_with_cuda = lambda: False  # noqa: E731

@@ -334,3 +334,51 @@ def poisson(x, name=None):
     """Poisson draws with rates x, in x's dtype."""
     lam = x.numpy()
     return to_tensor(_host_rng(x._device).poisson(lam).astype(lam.dtype), place=x._device)
+
+
+def _window(name, values_of, window_length, periodic, dtype):
+    n = int(window_length)
+    if n < 0:
+        raise ValueError(f"{name}: window_length must be non-negative, got {n}")
+    if n <= 1:
+        return to_tensor(np.ones(n, dtype=to_numpy_dtype(dtype)))
+    w = values_of(n + 1)[:-1] if periodic else values_of(n)
+    return to_tensor(w.astype(to_numpy_dtype(dtype)))
+
+
+def hann_window(window_length, periodic=True, *, dtype="float32", layout=None, device=None, pin_memory=False,
+                requires_grad=False):
+    return _window("hann_window", np.hanning, window_length, periodic, dtype)
+
+
+def hamming_window(window_length, periodic=True, *, dtype="float32", layout=None, device=None, pin_memory=False,
+                   requires_grad=False):
+    return _window("hamming_window", np.hamming, window_length, periodic, dtype)
+
+
+def blackman_window(window_length, periodic=True, *, dtype="float32", layout=None, device=None, pin_memory=False,
+                    requires_grad=False):
+    return _window("blackman_window", np.blackman, window_length, periodic, dtype)
+
+
+def bartlett_window(window_length, periodic=True, *, dtype="float32", layout=None, device=None, pin_memory=False,
+                    requires_grad=False):
+    return _window("bartlett_window", np.bartlett, window_length, periodic, dtype)
+
+
+def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype="float32", layout=None, device=None,
+                  pin_memory=False, requires_grad=False):
+    return _window("kaiser_window", lambda n: np.kaiser(n, beta), window_length, periodic, dtype)
+
+
+def as_tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """data as a tensor: a Tensor of the same dtype and device is returned as it is."""
+    if isinstance(data, Tensor) and (dtype is None or convert_dtype(dtype) == data.dtype) and device is None:
+        return data
+    return to_tensor(data, dtype=dtype, place=device, stop_gradient=not requires_grad)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    if copy:
+        return to_tensor(obj, dtype=dtype, place=device, stop_gradient=not requires_grad)
+    return as_tensor(obj, dtype=dtype, device=device, requires_grad=requires_grad)

@@ -931,6 +931,34 @@ def view_as(x, other, name=None):
     return M.reshape(x, other.shape)
 
 
+def cat(x, axis=0, name=None, *, out=None):
+    return M.concat(x, axis)
+
+
+concatenate = cat
+
+
+def split_with_sizes(x, split_sizes, dim=0):
+    return M.split(x, list(split_sizes), dim)
+
+
+def batch(reader, batch_size, drop_last=False):
+    """paddle.batch: a reader of lists of batch_size samples from a sample reader."""
+    if int(batch_size) <= 0:
+        raise ValueError(f"batch: batch_size must be a positive int, got {batch_size}")
+
+    def batched():
+        out = []
+        for sample in reader():
+            out.append(sample)
+            if len(out) == batch_size:
+                yield out
+                out = []
+        if out and not drop_last:
+            yield out
+    return batched
+
+
 _IMPORTED = {"to_tensor", "convert_dtype", "default_float_dtype", "int64", "to_numpy_dtype", "Tensor"}
 __all__ = [n for n, v in list(globals().items()) if not n.startswith("_") and callable(v) and n not in _IMPORTED
            and not isinstance(v, type)]

@@ -824,6 +824,129 @@ def _einsum_pair(tx, ty, out, x, y):
     return M.transpose(res, perm) if perm != list(range(len(perm))) else res
 
 
+# ---- special functions (computed in float64, returned in x's float dtype) ----
+
+_LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059,
+            12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7)
+
+
+def _f64(x):
+    x = _float(x)
+    return x.dtype, M.cast(x, "float64")
+
+
+def _lgamma64(z):
+    """log|Gamma(z)| for z >= 0.5 by Lanczos' series (g = 7)."""
+    z = M.subtract(z, 1.0)
+    a = _ops.full_like(z, _LANCZOS[0])
+    for k, c in enumerate(_LANCZOS[1:], 1):
+        a = M.add(a, M.divide(c, M.add(z, float(k))))
+    t = M.add(z, 7.5)
+    return M.add(M.subtract(M.add(M.multiply(M.add(z, 0.5), _ops.log(t)), 0.5 * np.log(2 * np.pi)), t), _ops.log(a))
+
+
+def lgamma(x, name=None):
+    """log|Gamma(x)| (Lanczos; reflection below 0.5)."""
+    dtype, x = _f64(x)
+    small = M.less_than(x, 0.5)
+    big = _lgamma64(M.where(small, M.subtract(1.0, x), x))
+    s = _ops.abs(_ops.sin(M.multiply(x, np.pi)))
+    reflected = M.subtract(_ops.log(M.divide(np.pi, M.where(small, s, _ops.ones_like(s)))), big)
+    return M.cast(M.where(small, reflected, big), dtype)
+
+
+gammaln = lgamma
+
+
+def _digamma64(x):
+    """psi(x) for x >= 0.5: six recurrence steps up, then the asymptotic series."""
+    shift = _ops.zeros_like(x)
+    for k in range(6):
+        shift = M.add(shift, M.divide(1.0, M.add(x, float(k))))
+    z = M.add(x, 6.0)
+    inv2 = M.divide(1.0, M.multiply(z, z))
+    series = M.multiply(inv2, M.add(-1.0 / 12, M.multiply(inv2, M.add(1.0 / 120, M.multiply(
+        inv2, M.add(-1.0 / 252, M.multiply(inv2, M.add(1.0 / 240, M.multiply(inv2, -1.0 / 132)))))))))
+    return M.subtract(M.add(M.subtract(_ops.log(z), M.divide(0.5, z)), series), shift)
+
+
+def digamma(x, name=None):
+    """The logarithmic derivative of Gamma (reflection below 0.5)."""
+    dtype, x = _f64(x)
+    small = M.less_than(x, 0.5)
+    big = _digamma64(M.where(small, M.subtract(1.0, x), x))
+    px = M.multiply(x, np.pi)
+    reflected = M.subtract(big, M.divide(np.pi, M.divide(_ops.sin(px), _ops.cos(px))))
+    return M.cast(M.where(small, reflected, big), dtype)
+
+
+def erfinv(x, name=None):
+    """The inverse of erf on (-1, 1): Giles' approximation, then two Newton steps on erf."""
+    dtype, x = _f64(x)
+    w = _ops.neg(_ops.log(M.multiply(M.subtract(1.0, x), M.add(1.0, x))))
+    lo = M.subtract(w, 2.5)
+    p_lo = _ops.full_like(x, 2.81022636e-08)
+    for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503, -0.00417768164,
+              0.246640727, 1.50140941):
+        p_lo = M.add(M.multiply(p_lo, lo), c)
+    hi = M.subtract(_ops.sqrt(M.maximum(w, 5.0)), 3.0)
+    p_hi = _ops.full_like(x, -0.000200214257)
+    for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613, 0.00943887047,
+              1.00167406, 2.83297682):
+        p_hi = M.add(M.multiply(p_hi, hi), c)
+    y = M.multiply(M.where(M.less_than(w, 5.0), p_lo, p_hi), x)
+    for _ in range(2):
+        y = M.subtract(y, M.divide(M.subtract(_ops.erf(y), x), M.multiply(_ops.exp(_ops.neg(M.multiply(y, y))),
+                                                                            2.0 / np.sqrt(np.pi))))
+    edge = M.equal(_ops.abs(x), 1.0)
+    y = M.where(edge, M.multiply(_ops.sign(x), float("inf")), y)
+    return M.cast(y, dtype)
+
+
+def polygamma(x, n, name=None):
+    """The n-th derivative of digamma (n = 0: digamma; n >= 1 by the series sum_k n! / (x + k)^(n+1))."""
+    if int(n) == 0:
+        return digamma(x)
+    n = int(n)
+    if n < 0:
+        raise ValueError(f"polygamma: n must be non-negative, got {n}")
+    dtype, x = _f64(x)
+    # psi^(n)(x) = (-1)^(n+1) n! [sum_{k<K} (x+k)^-(n+1) + tail at x+K by its asymptotic series]
+    total = _ops.zeros_like(x)
+    k_terms = 12
+    for k in range(k_terms):
+        total = M.add(total, _ops.pow_scalar(M.add(x, float(k)), -float(n + 1)))
+    z = M.add(x, float(k_terms))
+    fact = float(_pymath.factorial(n - 1))
+    tail = M.add(M.divide(fact, _ops.pow_scalar(z, float(n))),
+                 M.divide(fact * n / 2.0, _ops.pow_scalar(z, float(n + 1))))
+    tail = M.add(tail, M.divide(fact * n * (n + 1) / 12.0, _ops.pow_scalar(z, float(n + 2))))
+    tail = M.subtract(tail, M.divide(fact * n * (n + 1) * (n + 2) * (n + 3) / 720.0, _ops.pow_scalar(z, float(n + 4))))
+    out = M.multiply(M.add(M.multiply(total, float(_pymath.factorial(n))), tail), (-1.0) ** (n + 1))
+    return M.cast(out, dtype)
+
+
+def multigammaln(x, p, name=None):
+    """log of the multivariate gamma function of dimension p."""
+    out = M.multiply(_ops.ones_like(_float(x)), p * (p - 1) / 4.0 * np.log(np.pi))
+    for j in range(int(p)):
+        out = M.add(out, lgamma(M.subtract(_float(x), j / 2.0)))
+    return out
+
+
+def reduce_as(x, target, name=None):
+    """x summed over the axes it was broadcast along to target's shape."""
+    return _ops.sum_to_like(x, target)
+
+
+def pdist(x, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary", name=None):
+    """The distances between each pair of rows of x [N, M]: the upper triangle of cdist, row by row."""
+    n = x.shape[0]
+    r, c = np.triu_indices(n, 1)
+    d = cdist(x, x, p)
+    return _ops.gather(M.reshape(d, [-1]), to_tensor((r * n + c).astype(np.int64), place=x._device), 0)
+
+
 _IMPORTED = {"to_tensor", "convert_dtype", "default_float_dtype", "int64", "to_numpy_dtype", "Tensor"}
 __all__ = [n for n, v in list(globals().items()) if not n.startswith("_") and callable(v) and n not in _IMPORTED
            and not isinstance(v, type)]

@@ -457,6 +457,84 @@ def _install_extras(T):
     T.view = _view
     T.shape = property(lambda x: Size(_core_shape(x)))
     T.retain_grads = _retain_grads
+    from . import linalg
+    for name in ("cholesky", "eig", "eigvals", "eigvalsh", "lstsq", "matrix_power", "multi_dot", "pinv", "qr",
+                 "slogdet", "solve", "cond"):
+        if hasattr(linalg, name):
+            setattr(T, name, getattr(linalg, name))
+    T.inverse = linalg.inv
+    for name in ("lgamma", "gammaln", "digamma", "erfinv", "polygamma", "multigammaln", "reduce_as", "multinomial"):
+        setattr(T, name, getattr(math_extra, name, None) or getattr(creation, name))
+    for name in ("add_n", "block_diag", "broadcast_tensors", "slice", "strided_slice",
+                 "scatter_nd", "split_with_sizes", "combinations", "softmax"):
+        setattr(T, name, _first_arg_method(name))
+    from . import complex_ops
+    T.polar = complex_ops.polar
+    T.view_as_real, T.view_as_complex = complex_ops.as_real, complex_ops.as_complex
+    for name, d in (("float", "float32"), ("double", "float64"), ("half", "float16"), ("bfloat16", "bfloat16"),
+                    ("bool", "bool"), ("long", "int64"), ("int", "int32"), ("byte", "uint8"), ("char", "int8"),
+                    ("float16", "float16"), ("float32", "float32"), ("float64", "float64"), ("int8", "int8"),
+                    ("int32", "int32"), ("int64", "int64"), ("uint8", "uint8"), ("complex64", "complex64"),
+                    ("complex128", "complex128"), ("cfloat", "complex64"), ("cdouble", "complex128")):
+        setattr(T, name, _cast_method(d))
+    T.itemsize = property(lambda x: x.dtype.itemsize)
+    T.ndimension = lambda x: len(x.shape)
+    T.is_cuda = property(lambda x: False)
+    T.get_device = lambda x: -1 if x.place.is_cpu_place() else x.place.get_device_id()
+    T.device = property(lambda x: x.place.type if x.place.is_cpu_place() else x._device)
+    T.stride = lambda x, dim=None: list(x.strides) if dim is None else x.strides[dim]
+    T.offset = property(lambda x: x._byte_offset // x.dtype.itemsize)
+    T.requires_grad = property(lambda x: not x.stop_gradient, _set_requires_grad)
+    T.mT = property(manip_extra.matrix_transpose)
+    T.type_as = lambda x, other: M.cast(x, other.dtype)
+    T.is_same_shape = lambda x, other: list(x.shape) == list(other.shape)
+    T.repeat = _repeat
+    T.new_full = lambda x, size, fill_value, *, dtype=None, device=None, requires_grad=False, pin_memory=False: \
+        _new(x, size, fill_value, dtype, requires_grad)
+    T.new_zeros = lambda x, *size, dtype=None, device=None, requires_grad=False, pin_memory=False: \
+        _new(x, _size_args(size), 0, dtype, requires_grad)
+    T.new_ones = lambda x, *size, dtype=None, device=None, requires_grad=False, pin_memory=False: \
+        _new(x, _size_args(size), 1, dtype, requires_grad)
+    T.new_empty = T.new_zeros
+
+
+def _cast_method(dtype):
+    return lambda x: M.cast(x, dtype)
+
+
+def _first_arg_method(name):
+    def method(x, *args, **kwargs):
+        from . import manip_extra, math_extra
+        import oar
+        fn = getattr(manip_extra, name, None) or getattr(math_extra, name, None) or getattr(oar, name)
+        return fn(x, *args, **kwargs)
+    method.__name__ = name
+    return method
+
+
+def _set_requires_grad(x, value):
+    x.stop_gradient = not value
+
+
+def _size_args(size):
+    return list(size[0]) if len(size) == 1 and isinstance(size[0], (list, tuple)) else list(size)
+
+
+def _new(x, size, fill_value, dtype, requires_grad):
+    """A new tensor of `size` filled with fill_value, in x's dtype (or dtype) and on x's device."""
+    dtype = convert_dtype(dtype) or x.dtype
+    out = creation.full(size, fill_value, dtype)
+    out = out._to(x._device) if out._device != x._device else out
+    out.stop_gradient = not requires_grad
+    return out
+
+
+def _repeat(x, *repeats):
+    """Tiles x (torch's repeat): repeats per dim, leading dims added as needed."""
+    reps = repeats[0] if len(repeats) == 1 and not isinstance(repeats[0], (numbers.Integral, np.integer)) else repeats
+    if isinstance(reps, Tensor):
+        reps = reps.numpy().tolist()
+    return M.tile(x, list(reps) if not isinstance(reps, (numbers.Integral, np.integer)) else [reps])
 
 
 def _math_extra():
