@@ -442,3 +442,66 @@ def test_dataloader_call_gives_batches_in_order():
     loader = oar.io.DataLoader(ds, batch_size=4, num_workers=2)
     batches = [b[0].numpy().reshape(-1).tolist() for b in loader()]
     assert batches == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+
+
+def test_special_functions_vs_math():
+    import math
+    xs = np.array([-2.5, -0.7, 0.1, 0.5, 1.0, 1.5, 3.3, 10.0], np.float64)
+    assert_close(oar.lgamma(T(xs)), [math.lgamma(v) for v in xs], rtol=1e-10, atol=1e-10)
+    assert oar.gammaln(T([1.0])).dtype == oar.float32
+    # digamma(1) = -Euler's gamma, digamma(x + 1) = digamma(x) + 1 / x
+    g = 0.5772156649015329
+    assert_close(oar.digamma(T([1.0, 2.0, 0.5], dtype="float64")), [-g, 1 - g, -g - 2 * np.log(2)], rtol=1e-10)
+    d = oar.digamma(T(xs)).numpy()
+    assert_close(oar.digamma(T(xs + 1)), d + 1 / xs, rtol=1e-9, atol=1e-9)
+    # polygamma(1, 1) = pi^2 / 6, polygamma(2, 1) = -2 zeta(3)
+    assert_close(oar.polygamma(T([1.0], dtype="float64"), 1), [np.pi ** 2 / 6], rtol=1e-8)
+    assert_close(oar.polygamma(T([1.0], dtype="float64"), 2), [-2 * 1.2020569031595942], rtol=1e-8)
+    e = np.array([-0.999, -0.5, 0.0, 0.3, 0.9], np.float64)
+    y = oar.erfinv(T(e)).numpy()
+    assert_close(np.array([math.erf(v) for v in y]), e, rtol=1e-12, atol=1e-12)
+    assert oar.erfinv(T([1.0])).numpy()[0] == np.inf
+    x = T([0.3, -0.5], stop_gradient=False)
+    oar.erfinv(x).sum().backward()
+    assert_close(x.grad, np.sqrt(np.pi) / 2 * np.exp(oar.erfinv(T([0.3, -0.5])).numpy() ** 2), rtol=1e-5)
+    x = T([0.3, 2.0], stop_gradient=False)
+    oar.lgamma(x).sum().backward()
+    assert_close(x.grad, oar.digamma(T([0.3, 2.0])).numpy(), rtol=1e-5)
+    assert_close(oar.multigammaln(T([2.5]), 2), [np.log(np.pi) / 2 + math.lgamma(2.5) + math.lgamma(2.0)], rtol=1e-6)
+
+
+def test_distances_windows_and_misc():
+    assert_close(oar.pdist(T([[0.0, 0.0], [3.0, 4.0], [6.0, 8.0]])), [5.0, 10.0, 5.0])
+    assert_close(oar.reduce_as(oar.ones([2, 3]), oar.ones([3])), [2.0, 2.0, 2.0])
+    assert_close(oar.hann_window(5), np.hanning(6)[:-1], atol=1e-6)
+    assert_close(oar.hamming_window(4, periodic=False), np.hamming(4), atol=1e-6)
+    assert_close(oar.kaiser_window(4, beta=12.0), np.kaiser(5, 12.0)[:-1], atol=1e-6)
+    assert_close(oar.bartlett_window(5), np.bartlett(6)[:-1], atol=1e-6)
+    assert oar.hann_window(4, dtype="float64").dtype == oar.float64
+    t = T([1, 2])
+    assert oar.as_tensor(t) is t and oar.as_tensor([1.5]).dtype == oar.float32
+    assert oar.asarray([1, 2], copy=True).dtype == oar.int64
+    assert [b for b in oar.batch(lambda: iter(range(5)), 2)()] == [[0, 1], [2, 3], [4]]
+    assert oar.pi == np.pi and oar.float == oar.float32 and oar.long == oar.int64 and oar.int == oar.int32
+    np.testing.assert_array_equal(oar.cat([t, t]).numpy(), [1, 2, 1, 2])
+
+
+def test_more_tensor_methods():
+    t = T([1, 2])
+    assert t.float().dtype == oar.float32 and t.double().dtype == oar.float64 and t.bool().dtype == oar.bool
+    assert t.int().dtype == oar.int32 and t.long().dtype == oar.int64 and t.half().dtype == oar.float16
+    assert t.itemsize == 8 and t.ndimension() == 1 and not t.is_cuda and t.get_device() == -1
+    assert t.stride() == [1] and t.offset == 0 and t.device == "cpu"
+    f = oar.ones([2, 3])
+    assert list(f.mT.shape) == [3, 2] and f.is_same_shape(oar.zeros([2, 3]))
+    assert t.type_as(f).dtype == oar.float32
+    np.testing.assert_array_equal(t.repeat(2).numpy(), [1, 2, 1, 2])
+    np.testing.assert_array_equal(t.repeat(2, 1).numpy(), [[1, 2], [1, 2]])
+    n = t.new_full([2], 3.0)
+    assert n.dtype == oar.int64 and n.numpy().tolist() == [3, 3]
+    assert t.new_zeros([2, 2]).numpy().sum() == 0 and t.new_ones(3).numpy().tolist() == [1, 1, 1]
+    r = oar.ones([2])
+    r.requires_grad = True
+    assert not r.stop_gradient and r.requires_grad
+    assert [list(p.shape) for p in f.split_with_sizes([1, 1])] == [[1, 3], [1, 3]]
+    assert_close(T([[2.0, 0.0], [0.0, 4.0]]).inverse(), [[0.5, 0.0], [0.0, 0.25]])
