@@ -178,7 +178,7 @@ def arange(start=0, end=None, step=1, dtype=None, name=None):
     return _ops.arange(float(vals[0]), float(vals[1]), float(vals[2]), dtype)
 
 
-def linspace(start, stop, num, dtype=None, name=None):
+def linspace(start, stop, num, dtype=None, name=None, *, out=None, device=None, requires_grad=False):
     dtype = convert_dtype(dtype) or default_float_dtype()
     num = int(num)
     if num == 1:
@@ -206,12 +206,35 @@ def uniform(shape, dtype=None, min=-1.0, max=1.0, seed=0, name=None):  # noqa: A
     return _ops.uniform(_shape(shape), float(min), float(max), dtype)
 
 
-def randn(shape, dtype=None, name=None):
-    return _ops.normal(_shape(shape), 0.0, 1.0, convert_dtype(dtype) or default_float_dtype())
+def randn(shape, dtype=None, name=None, *, out=None, device=None, requires_grad=False, pin_memory=False):
+    """Standard normal draws; a complex dtype draws the real and imaginary parts with variance 1/2 each."""
+    dtype = convert_dtype(dtype) or default_float_dtype()
+    if dtype.is_complex:
+        real = _C.real_dtype_for(dtype)
+        parts = [_ops.normal(_shape(shape), 0.0, 0.5 ** 0.5, real, device_str(device)) for _ in range(2)]
+        out = _ops.complex(*parts)
+    else:
+        out = _ops.normal(_shape(shape), 0.0, 1.0, dtype, device_str(device))
+    out.stop_gradient = not requires_grad
+    return out
 
 
 def standard_normal(shape, dtype=None, name=None):
     return randn(shape, dtype)
+
+
+def inclusive_range(start=0, end=None, step=1, dtype=None, *, out=None, device=None, requires_grad=False, name=None):
+    """paddle.range (deprecated in Paddle): [start, end] with end included, in the default float dtype."""
+    if end is None:
+        start, end = 0, start
+    vals = [float(v.item()) if isinstance(v, Tensor) else float(v) for v in (start, end, step)]
+    if vals[2] == 0:
+        raise ValueError("range: step is 0")
+    n = int(np.floor((vals[1] - vals[0]) / vals[2] + 1e-9)) + 1
+    values = vals[0] + vals[2] * np.arange(builtins.max(n, 0))
+    dtype = convert_dtype(dtype) or default_float_dtype()
+    return to_tensor(values.astype(to_numpy_dtype(dtype)), dtype=dtype, place=device,
+                     stop_gradient=not requires_grad)
 
 
 def normal(mean=0.0, std=1.0, shape=None, name=None):

@@ -270,3 +270,6 @@ def cond(x, p=None, name=None):
         _require_matrix("cond", x, square=True)
         return _ops.multiply(norm(x, p, [-2, -1]), norm(inv(x), p, [-2, -1]))
     raise ValueError(f"cond: p must be None, 'fro', 'nuc', inf, -inf, 1, -1, 2 or -2 but is {p!r}")
+
+
+from .math_extra import vecdot  # noqa: E402,F401 - paddle.linalg.vecdot

@@ -374,13 +374,17 @@ def mode(x, axis=-1, keepdim=False, name=None):
 
 
 def _median(x, axis, keepdim, mode, ignore_nan):
-    if axis is None:
-        flat = M.reshape(x, [-1])
-        v = _median(flat, 0, False, mode, ignore_nan)
-        if mode == "min":
-            v, i = v
-            return (M.reshape(v, [1] * len(x.shape)) if keepdim else v), i
-        return M.reshape(v, [1] * len(x.shape)) if keepdim else v
+    if axis is None or isinstance(axis, (list, tuple)):
+        # Over all axes (or several): those axes flattened into one; Paddle then returns the value only.
+        nd = len(x.shape)
+        axes = list(range(nd)) if axis is None else [_axis(a, nd) for a in axis]
+        kept = [d for d in range(nd) if d not in axes]
+        flat = M.reshape(M.transpose(x, kept + axes) if nd else x, [x.shape[d] for d in kept] + [-1])
+        v = _median(flat, -1, False, mode, ignore_nan)
+        v = v[0] if mode == "min" else v
+        if keepdim:
+            v = M.reshape(v, [1 if d in axes else x.shape[d] for d in range(nd)])
+        return v
     axis = _axis(axis, len(x.shape))
     a = np.moveaxis(x.numpy(), axis, -1)
     if a.dtype.kind != "f":
@@ -929,6 +933,11 @@ def view(x, shape_or_dtype, name=None):
 
 def view_as(x, other, name=None):
     return M.reshape(x, other.shape)
+
+
+def scatter_add(input, dim, index, src):  # noqa: A002
+    """input with src's values added at index along dim (scatter_reduce with 'sum')."""
+    return scatter_reduce(input, dim, index, src, "sum")
 
 
 def cat(x, axis=0, name=None, *, out=None):

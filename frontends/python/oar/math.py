@@ -389,7 +389,9 @@ def sum(x, axis=None, dtype=None, keepdim=False, name=None):  # noqa: A001
     return _ops.sum(x, _axes(axis), keepdim)
 
 
-def mean(x, axis=None, keepdim=False, name=None):
+def mean(x, axis=None, keepdim=False, name=None, *, dtype=None, out=None):
+    if dtype is not None:
+        x = cast(x, dtype)
     if not x.dtype.is_floating_point and not x.dtype.is_complex:
         # Paddle: the mean of integers (or bools) in their own dtype, truncated toward zero.
         return _ops.cast(_ops.mean(_ops.cast(x, convert_dtype("float64")), _axes(axis), keepdim), x.dtype)

@@ -102,7 +102,9 @@ def add_n(inputs, name=None):
 
 
 def increment(x, value=1.0, name=None):
-    return M.add(x, value)
+    """x += value, in place (Paddle's increment writes into x); returns x."""
+    x._set_data_(M.add(x, value).detach())
+    return x
 
 
 # ---- elementwise ----
@@ -678,7 +680,9 @@ def tensordot(x, y, axes=2, name=None):
         ax = list(range(len(x.shape) - axes, len(x.shape))), list(range(axes))
     else:
         axes = list(axes)
-        if len(axes) == 1:
+        if builtins.all(isinstance(a, numbers.Integral) for a in axes):
+            axes = [axes, axes]  # a flat list: the same axes of x and y
+        elif len(axes) == 1:
             axes = [axes[0], axes[0]]
         ax = [[a] if isinstance(a, numbers.Integral) else list(a) for a in axes[:2]]
         n = builtins.max(len(ax[0]), len(ax[1]))

@@ -505,3 +505,25 @@ def test_more_tensor_methods():
     assert not r.stop_gradient and r.requires_grad
     assert [list(p.shape) for p in f.split_with_sizes([1, 1])] == [[1, 3], [1, 3]]
     assert_close(T([[2.0, 0.0], [0.0, 4.0]]).inverse(), [[0.5, 0.0], [0.0, 0.25]])
+
+
+def test_paddle_range_tensor_namespace_and_fixes():
+    np.testing.assert_array_equal(oar.range(5).numpy(), [0, 1, 2, 3, 4, 5])  # end included, float32
+    assert oar.range(3, 9, 2.0).dtype == oar.float32 and oar.range(3, 9, 2.0).numpy().tolist() == [3, 5, 7, 9]
+    assert oar.tensor.search.argwhere(T([[1.0, 0.0], [0.0, 2.0]])).numpy().tolist() == [[0, 0], [1, 1]]
+    from oar.tensor.math import add  # noqa: F401 - paddle.tensor.math is importable
+    z = oar.randn([3], dtype="complex64")
+    assert z.dtype == oar.complex64
+    assert oar.mean(oar.ones([2]), dtype="float64").dtype == oar.float64
+    x = oar.arange(12).reshape([3, 4])
+    assert oar.median(x, mode="min").item() == 5 and oar.median(x).item() == 5.5
+    assert_close(oar.nanmedian(T([[1.0, 2.0], [3.0, np.nan]]), axis=(0, 1)), 2.0)
+    a, b = np.arange(24.0).reshape(2, 3, 4), np.arange(36.0).reshape(3, 3, 4)
+    assert_close(oar.tensordot(T(a), T(b), axes=[1, 2]), np.tensordot(a, b, axes=([1, 2], [1, 2])))
+    assert_close(oar.tensordot(T(a[0]), T(a[1]), axes=0), np.tensordot(a[0], a[1], axes=0))
+    out = oar.scatter_add(T([[10, 20, 30], [40, 50, 60]]), 0, oar.zeros((2, 3)).astype("int32"),
+                          T([[1, 2, 3], [4, 5, 6]]))
+    np.testing.assert_array_equal(out.numpy(), [[15, 27, 39], [40, 50, 60]])
+    c = T([1.0, 2.0])
+    assert oar.increment(c, 2.0) is c and c.numpy().tolist() == [3.0, 4.0]
+    assert_close(oar.linalg.vecdot(T([[1.0, 2.0]]), T([[3.0, 4.0]])), [11.0])
