@@ -295,6 +295,10 @@ def diagonal_scatter(x, y, offset=0, axis1=0, axis2=1, name=None):
     return _scatter_flat(x, pos, M.broadcast_to(_t(y, x), list(pos.shape)), "assign")
 
 
+def fill_diagonal_tensor(x, y, offset=0, dim1=0, dim2=1, name=None):
+    return diagonal_scatter(x, y, offset, dim1, dim2)
+
+
 def masked_fill(x, mask, value, name=None):
     value = value if isinstance(value, Tensor) else M._as_tensor(value, x)
     return M.where(mask, M.cast(value, x.dtype), x)

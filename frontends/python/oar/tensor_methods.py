@@ -175,6 +175,8 @@ def _dlpack(x, stream=None, max_version=None, dl_device=None, copy=None):
 
 
 def _item(x, *args):
+    if len(args) == 1:  # a flat position (Paddle, numpy)
+        return x.numpy().reshape(-1)[int(args[0])].item()
     if args:
         return x.numpy()[args].item()
     if x.size != 1:
@@ -496,6 +498,46 @@ def _install_extras(T):
     T.new_ones = lambda x, *size, dtype=None, device=None, requires_grad=False, pin_memory=False: \
         _new(x, _size_args(size), 1, dtype, requires_grad)
     T.new_empty = T.new_zeros
+    T.grad = property(_grad, _set_grad)
+    T.apply = _apply
+    T.name = property(_name, lambda x, v: x.__dict__.__setitem__("_name", str(v)))
+    T.is_dense = lambda x: True
+    T.get_strides = lambda x: list(x.strides)
+    T.data_ptr = _data_ptr
+    T.fill_diagonal_tensor = manip_extra.fill_diagonal_tensor
+
+
+_NAMES = iter(builtins.range(1 << 62))
+
+
+def _name(x):
+    """Paddle's generated_tensor_N until a name is set."""
+    if "_name" not in x.__dict__:
+        x._name = f"generated_tensor_{next(_NAMES)}"
+    return x._name
+
+
+def _set_grad(x, value):
+    if value is not None and list(value.shape) != list(x.shape):
+        raise ValueError(f"grad: the gradient has shape {list(value.shape)} but the tensor has shape {list(x.shape)}")
+    x._zero_grad = False
+    x._set_grad(None if value is None else M.cast(value.detach(), x.dtype))
+
+
+def _apply(x, func):
+    """func(x) computed without recording autograd (Paddle requires x.stop_gradient)."""
+    if not x.stop_gradient:
+        raise RuntimeError("apply: the tensor requires grad; Paddle's Tensor.apply needs stop_gradient=True")
+    from .autograd import no_grad
+    with no_grad():
+        return func(x)
+
+
+def _data_ptr(x):
+    """The address of the first element (host memory only)."""
+    if x._device.split(":")[0] != "cpu":
+        raise RuntimeError(f"data_ptr: the tensor is on {x._device}; only a cpu tensor's address can be read")
+    return int(x.numpy().ctypes.data)
 
 
 def _cast_method(dtype):

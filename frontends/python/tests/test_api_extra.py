@@ -527,3 +527,22 @@ def test_paddle_range_tensor_namespace_and_fixes():
     c = T([1.0, 2.0])
     assert oar.increment(c, 2.0) is c and c.numpy().tolist() == [3.0, 4.0]
     assert_close(oar.linalg.vecdot(T([[1.0, 2.0]]), T([[3.0, 4.0]])), [11.0])
+
+
+def test_tensor_attributes_as_paddle():
+    x = T([[1.1, 2.2, 3.3]])
+    assert abs(x.item(2) - 3.3) < 1e-6 and abs(x.item(0, 2) - 3.3) < 1e-6
+    t = T([1.0])
+    assert t.name.startswith("generated_tensor_")
+    t.name = "w"
+    assert t.name == "w" and t.is_dense() and t.get_strides() == [1] and t.data_ptr() == t.numpy().ctypes.data
+    assert oar.ones((4, 3)).fill_diagonal_tensor(oar.zeros((3,))).numpy().tolist() == [
+        [0, 1, 1], [1, 0, 1], [1, 1, 0], [1, 1, 1]]
+    x = T(1.0, stop_gradient=False)
+    (x * x).backward()
+    assert x.grad.item() == 2.0
+    x.grad = T(3.0)
+    assert x.grad.item() == 3.0
+    assert_close(T([0.3]).apply(lambda v: 3 * v + 2), [2.9])
+    with pytest.raises(RuntimeError, match="apply: the tensor requires grad"):
+        T([1.0], stop_gradient=False).apply(lambda v: v)
