@@ -11,7 +11,7 @@ from .creation import (to_tensor, full, zeros, ones, empty, full_like, zeros_lik
                        linspace, eye, rand, uniform, randn, standard_normal, normal, randint, randperm, assign,
                        from_numpy, logspace, rand_like, randn_like, randint_like, bernoulli, multinomial, poisson,
                        hann_window, hamming_window, blackman_window, bartlett_window, kaiser_window, as_tensor,
-                       asarray, inclusive_range as range)  # noqa: A004 - paddle.range
+                       asarray, binomial, standard_gamma, inclusive_range as range)  # noqa: A004 - paddle.range
 from .math import *  # noqa: F401,F403
 from .math import (sum, max, min, abs, pow, all, any, slice)  # noqa: A004 - paddle names
 from .math_extra import *  # noqa: F401,F403

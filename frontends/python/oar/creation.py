@@ -405,3 +405,19 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     if copy:
         return to_tensor(obj, dtype=dtype, place=device, stop_gradient=not requires_grad)
     return as_tensor(obj, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def binomial(count, prob, name=None):
+    """Binomial draws with `count` trials of probability `prob` (elementwise), as int64."""
+    n, p = count.numpy(), prob.numpy() if isinstance(prob, Tensor) else np.asarray(prob)
+    if ((p < 0) | (p > 1)).any() or (n < 0).any():
+        raise ValueError("binomial: count must be non-negative and prob in [0, 1]")
+    return to_tensor(_host_rng(count._device).binomial(n.astype(np.int64), p).astype(np.int64), place=count._device)
+
+
+def standard_gamma(x, name=None):
+    """Gamma(shape = x, scale = 1) draws, in x's dtype."""
+    a = x.numpy()
+    if (a <= 0).any():
+        raise ValueError("standard_gamma: the shape parameters x must be positive")
+    return to_tensor(_host_rng(x._device).standard_gamma(a).astype(a.dtype), place=x._device)

@@ -13,7 +13,7 @@ from . import _C
 from . import math as M
 from .creation import _shape, to_tensor
 from .framework import Tensor, convert_dtype, default_float_dtype, int64, to_numpy_dtype
-from .math_extra import _axis, _t
+from .math_extra import _axis, _t, with_out_argument
 
 _ops = _C.ops
 _BOOL = convert_dtype("bool")
@@ -398,9 +398,10 @@ def _median(x, axis, keepdim, mode, ignore_nan):
     has_nan = np.isnan(a).any(-1) if a.dtype.kind == "f" and not ignore_nan else np.zeros(a.shape[:-1], bool)
     lo = np.maximum((n_valid - 1) // 2, 0)
     hi = np.where(mode == "avg", np.maximum(n_valid // 2, 0), lo)
-    # A NaN in the slice (not ignored) makes the median NaN: pick the NaN (sorted last).
-    lo = np.where(has_nan, a.shape[-1] - 1, lo)
-    hi = np.where(has_nan, a.shape[-1] - 1, hi)
+    # A NaN in the slice (not ignored) makes the median NaN: the first NaN (NaNs sort last, in order).
+    first_nan = (~np.isnan(a)).sum(-1) if a.dtype.kind == "f" else lo
+    lo = np.where(has_nan, first_nan, lo)
+    hi = np.where(has_nan, first_nan, hi)
     lo_idx = np.take_along_axis(order, lo[..., None], -1)
     hi_idx = np.take_along_axis(order, hi[..., None], -1)
     lo_t = to_tensor(np.moveaxis(lo_idx, -1, axis).astype(np.int64), place=x._device)
@@ -975,3 +976,4 @@ def batch(reader, batch_size, drop_last=False):
 _IMPORTED = {"to_tensor", "convert_dtype", "default_float_dtype", "int64", "to_numpy_dtype", "Tensor"}
 __all__ = [n for n, v in list(globals().items()) if not n.startswith("_") and callable(v) and n not in _IMPORTED
            and not isinstance(v, type)]
+with_out_argument(globals(), __all__)

@@ -741,7 +741,7 @@ def einsum(equation, *operands):
         operands = tuple(operands[0])
     eq = equation.replace(" ", "")
     if "..." in eq:
-        raise ValueError("einsum: ellipsis ('...') in the equation is not supported by oar yet")
+        eq = _expand_ellipsis(eq, operands)
     lhs, _, rhs = eq.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(operands):
@@ -786,6 +786,28 @@ def einsum(equation, *operands):
     out = M.broadcast_to(out, [sizes[c] for c in kept]) if kept else out
     perm = [kept.index(c) for c in rhs]
     return M.transpose(out, perm) if perm != list(range(len(perm))) else out
+
+
+def _expand_ellipsis(eq, operands):
+    """The equation with each '...' spelled out in letters it does not use (aligned from the right,
+    as broadcasting is), and an explicit output (implicit: the ellipsis letters first)."""
+    import string
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    free = [c for c in string.ascii_letters if c not in eq]
+    counts = [len(op.shape) - (len(t) - 3) for t, op in zip(terms, operands) if "..." in t]
+    n = builtins.max(counts) if counts else 0
+    if n > len(free) or builtins.min(counts, default=0) < 0:
+        raise ValueError(f"einsum: the ellipsis in '{eq}' does not fit the operands' ranks")
+    ell = "".join(free[:n])
+    terms = [t.replace("...", ell[n - (len(op.shape) - (len(t) - 3)):]) if "..." in t else t
+             for t, op in zip(terms, operands)]
+    if arrow:
+        rhs = rhs.replace("...", ell)
+    else:
+        once = [c for c in sorted(set("".join(terms))) if "".join(terms).count(c) == 1 and c not in ell]
+        rhs = ell + "".join(once)
+    return ",".join(terms) + "->" + rhs
 
 
 def _einsum_pair(tx, ty, out, x, y):
@@ -951,6 +973,43 @@ def pdist(x, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary", name=Non
     return _ops.gather(M.reshape(d, [-1]), to_tensor((r * n + c).astype(np.int64), place=x._device), 0)
 
 
+def write_out(result, out):
+    """Paddle's `out=` argument: the result's values written into out (a tensor, or a tuple for a
+    tuple result); returns out, or the result when out is None."""
+    if out is None:
+        return result
+    if isinstance(result, (list, tuple)):
+        for r, o in zip(result, out):
+            write_out(r, o)
+        return out
+    if list(out.shape) != list(result.shape):
+        raise ValueError(f"out: the result has shape {list(result.shape)} but out has shape {list(out.shape)}")
+    out._set_data_(M.cast(result, out.dtype).detach())
+    return out
+
+
+def with_out_argument(namespace, names):
+    """Wraps the functions `names` of namespace that take Paddle's keyword `out` so that it is honoured."""
+    import functools
+    import inspect
+    for n in names:
+        fn = namespace[n]
+        try:
+            params = inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            continue
+        if "out" not in params or params["out"].kind != inspect.Parameter.KEYWORD_ONLY:
+            continue
+
+        def make(f):
+            @functools.wraps(f)
+            def wrapper(*args, out=None, **kwargs):
+                return write_out(f(*args, **kwargs), out)
+            return wrapper
+        namespace[n] = make(fn)
+
+
 _IMPORTED = {"to_tensor", "convert_dtype", "default_float_dtype", "int64", "to_numpy_dtype", "Tensor"}
 __all__ = [n for n, v in list(globals().items()) if not n.startswith("_") and callable(v) and n not in _IMPORTED
            and not isinstance(v, type)]
+with_out_argument(globals(), __all__)

@@ -8,6 +8,15 @@ import oar as _oar
 _SUBMODULES = ("attribute", "creation", "einsum", "linalg", "logic", "manipulation", "math", "random", "search",
                "stat", "to_string", "array", "layer_function_generator", "ops")
 
+class _CallableModule(types.ModuleType):
+    """paddle.tensor is also a function: paddle.tensor(data, dtype, device, requires_grad)."""
+
+    def __call__(self, data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+        return _oar.to_tensor(data, dtype=dtype, place=device, stop_gradient=not requires_grad)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+
 _public = {n: v for n, v in vars(_oar).items() if not n.startswith("_") and callable(v)
            and not isinstance(v, types.ModuleType)}
 globals().update(_public)

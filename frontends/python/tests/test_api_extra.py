@@ -546,3 +546,20 @@ def test_tensor_attributes_as_paddle():
     assert_close(T([0.3]).apply(lambda v: 3 * v + 2), [2.9])
     with pytest.raises(RuntimeError, match="apply: the tensor requires grad"):
         T([1.0], stop_gradient=False).apply(lambda v: v)
+
+
+def test_out_argument_einsum_ellipsis_and_draws():
+    x = T([[3.0, 1.0], [2.0, 4.0]])
+    o = oar.empty_like(x)
+    assert oar.msort(x, out=o) is o and o.numpy().tolist() == [[2.0, 1.0], [3.0, 4.0]]
+    assert oar.tensor([1.5], requires_grad=True).stop_gradient is False
+    r = np.random.RandomState(0)
+    a, b = r.rand(2, 3, 2).astype(np.float32), r.rand(2, 2, 3).astype(np.float32)
+    for eq, ops in [("...jk->...kj", [a]), ("...ij,...jk", [a, b]), ("i...->...", [a]), ("ijk,ikj->", [a, b])]:
+        assert_close(oar.einsum(eq, *[T(v) for v in ops]), np.einsum(eq, *ops), rtol=1e-5, atol=1e-6)
+    v, i = oar.median(T([[1.0, np.nan, 3.0, np.nan]]), axis=1, keepdim=True, mode="min")
+    assert np.isnan(v.numpy()[0, 0]) and i.numpy()[0, 0] == 1  # the first NaN, as Paddle
+    draws = oar.binomial(oar.full([4000], 10.0), oar.full([4000], 0.3))
+    assert draws.dtype == oar.int64 and abs(draws.numpy().mean() - 3.0) < 0.15
+    g = oar.standard_gamma(oar.full([4000], 2.0))
+    assert g.dtype == oar.float32 and abs(g.numpy().mean() - 2.0) < 0.15
