@@ -49,6 +49,13 @@ class PyLayerContext:
     def mark_not_inplace(self, *tensors):
         self.not_inplace_tensors = tensors
 
+    def set_grad_in_dtype_consistent(self, value):
+        """Paddle's switch for casting each input's gradient to the input's dtype; oar's engine always
+        does (core/src/autograd/engine.cpp pass_on), so only True is accepted."""
+        if not value:
+            raise ValueError("set_grad_in_dtype_consistent: oar always gives each input its gradient in the "
+                             "input's dtype; False is not supported")
+
     def set_materialize_grads(self, value):
         """With True (the default), an output that got no gradient gives backward zeros instead of None."""
         self._materialize_grads = bool(value)
@@ -198,6 +205,12 @@ class Jacobian:
 
 def _jacobian_matrix(ys, xs, batch_axis):
     from . import math as M
+    if ys.stop_gradient:  # ys does not depend on anything that requires grad: a zero Jacobian
+        m, n = int(np.prod(ys.shape)), int(np.prod(xs.shape))
+        if batch_axis is None:
+            return _ops.full([m, n], 0.0, xs.dtype, xs._device)
+        b = ys.shape[0]
+        return _ops.full([b, m // b, n // b], 0.0, xs.dtype, xs._device)
     if batch_axis is None:
         yf, n = M.reshape(ys, [-1]), int(np.prod(xs.shape))
         rows = []

@@ -176,3 +176,11 @@ def test_register_hook_handle_remove(device):
     x.clear_gradient()
     (x * 1.0).sum().backward()
     assert_close(x.grad, [1.0, 1.0])
+
+
+def test_hessian_of_a_linear_function_is_zero(device):
+    x1 = oar.to_tensor([1.0, 2.0, 3.0], stop_gradient=False)
+    x2 = oar.to_tensor([1.0, 2.0], stop_gradient=False)
+    h = oar.autograd.hessian(x1.sum() + x2.sum(), (x1, x2))
+    assert [list(h[i][j][:].shape) for i in range(2) for j in range(2)] == [[3, 3], [3, 2], [2, 3], [2, 2]]
+    assert float(np.abs(h[0][1][:].numpy()).sum()) == 0.0
