@@ -500,7 +500,7 @@ def _install_extras(T):
     T.new_empty = T.new_zeros
     T.grad = property(_grad, _set_grad)
     T.apply = _apply
-    T.name = property(_name, lambda x, v: x.__dict__.__setitem__("_name", str(v)))
+    T.name = property(_name, _set_name)
     T.is_dense = lambda x: True
     T.get_strides = lambda x: list(x.strides)
     T.data_ptr = _data_ptr
@@ -515,6 +515,13 @@ def _name(x):
     if "_name" not in x.__dict__:
         x._name = f"generated_tensor_{next(_NAMES)}"
     return x._name
+
+
+def _set_name(x, value):
+    if value is None:
+        x.__dict__.pop("_name", None)  # back to a generated name
+    else:
+        x._name = str(value)
 
 
 def _set_grad(x, value):
