@@ -244,6 +244,9 @@ def _to(x, *args, **kwargs):
 
 
 def _register_hook(x, hook):
+    if x.stop_gradient:
+        raise RuntimeError("register_hook: cannot register a hook on a tensor that stops gradient "
+                           "(stop_gradient=True); set stop_gradient=False first")
     state = {"active": True}
 
     def call(g):

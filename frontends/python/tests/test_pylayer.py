@@ -176,6 +176,8 @@ def test_register_hook_handle_remove(device):
     x.clear_gradient()
     (x * 1.0).sum().backward()
     assert_close(x.grad, [1.0, 1.0])
+    with pytest.raises(RuntimeError, match="register_hook: cannot register a hook on a tensor that stops gradient"):
+        oar.to_tensor([1.0]).register_hook(lambda g: g)
 
 
 def test_hessian_of_a_linear_function_is_zero(device):
