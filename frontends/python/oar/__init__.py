@@ -46,8 +46,10 @@ get_default_device, set_default_device = get_device, set_device
 from .complex_ops import as_real as view_as_real, as_complex as view_as_complex  # noqa: E402,F401
 from .utils.dlpack import to_dlpack  # noqa: E402,F401
 e, pi, inf, nan, newaxis = 2.718281828459045, 3.141592653589793, float("inf"), float("nan"), None
-float, double, half, long, int, cfloat, cdouble = float32, float64, float16, int64, int32, complex64, complex128  # noqa: A001
-is_compiled_with_xpu = is_compiled_with_rocm = is_compiled_with_ipu = is_compiled_with_cinn = lambda: False  # noqa: E731
+float, double, half, long, int = float32, float64, float16, int64, int32  # noqa: A001 - paddle's dtype aliases
+cfloat, cdouble = complex64, complex128
+is_compiled_with_xpu = is_compiled_with_rocm = lambda: False  # noqa: E731
+is_compiled_with_ipu = is_compiled_with_cinn = lambda: False  # noqa: E731
 is_compiled_with_distribute = lambda: True  # noqa: E731 - oar.distributed is always there
 
 in_dynamic_mode = lambda: True  # noqa: E731
@@ -63,4 +65,6 @@ class device:  # noqa: N801 - paddle.device namespace
     @staticmethod
     def synchronize(device=None):
         _C.synchronize(None if device is None else str(device))
+
+
 from . import tensor  # noqa: E402,F401 - paddle.tensor and its submodules (last: it lists the names above)

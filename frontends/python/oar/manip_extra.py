@@ -168,7 +168,8 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
     axis = _axis(dim, len(input.shape))
     idx = _np(index).astype(np.int64)
     src = _t(src, input)
-    src = M.slice(src, list(range(idx.ndim)), [0] * idx.ndim, list(idx.shape)) if list(src.shape) != list(idx.shape) else src
+    if list(src.shape) != list(idx.shape):  # torch's rule: the leading part of src of index's shape
+        src = M.slice(src, list(range(idx.ndim)), [0] * idx.ndim, list(idx.shape))
     idx = _check_range("scatter_reduce", "index", idx, input.shape[axis],
                        f"the size of axis {axis} of input {list(input.shape)}", allow_negative=True)
     return _scatter_flat(input, _along_axis_positions("scatter_reduce", input.shape, idx, axis), src, reduce,

@@ -29,7 +29,8 @@ def num_grad(fn, a, eps=1e-3):
 UNARY = [  # name, numpy reference, input
     ("sinh", np.sinh, A), ("cosh", np.cosh, A), ("asin", np.arcsin, P), ("acos", np.arccos, P),
     ("atan", np.arctan, A), ("asinh", np.arcsinh, A), ("acosh", np.arccosh, 1 + P), ("atanh", np.arctanh, P),
-    ("deg2rad", np.deg2rad, A), ("rad2deg", np.rad2deg, A), ("sinc", np.sinc, A), ("frac", lambda a: a - np.trunc(a), A * 3),
+    ("deg2rad", np.deg2rad, A), ("rad2deg", np.rad2deg, A), ("sinc", np.sinc, A),
+    ("frac", lambda a: a - np.trunc(a), A * 3),
     ("logit", lambda a: np.log(a / (1 - a)), P), ("signbit", np.signbit, A), ("sgn", np.sign, A),
     ("i0", np.i0, A), ("nan_to_num", np.nan_to_num, np.array([1.0, np.nan, np.inf, -np.inf], np.float32)),
     ("isposinf", np.isposinf, np.array([1.0, np.inf, -np.inf], np.float32)),
@@ -265,8 +266,8 @@ def test_sorting_and_selection_as_paddle(device):
     assert np.isnan(oar.median(T([1.0, np.nan, 3.0])).numpy())
     q = R.rand(5, 4).astype(np.float32)
     assert_close(oar.quantile(T(q), 0.3, axis=0), np.quantile(q, 0.3, axis=0), rtol=1e-5)
-    assert_close(oar.quantile(T(q), [0.1, 0.9], axis=1, keepdim=True), np.quantile(q, [0.1, 0.9], axis=1, keepdims=True),
-                 rtol=1e-5)
+    assert_close(oar.quantile(T(q), [0.1, 0.9], axis=1, keepdim=True),
+                 np.quantile(q, [0.1, 0.9], axis=1, keepdims=True), rtol=1e-5)
     for how in ("lower", "higher", "nearest", "midpoint"):
         assert_close(oar.quantile(T(q), 0.4, interpolation=how), np.quantile(q, 0.4, method=how), rtol=1e-5)
     qn = q.copy()
