@@ -508,6 +508,17 @@ def _install_extras(T):
     T.get_strides = lambda x: list(x.strides)
     T.data_ptr = _data_ptr
     T.fill_diagonal_tensor = manip_extra.fill_diagonal_tensor
+    for name in _EXTRA_INPLACE:
+        fn = getattr(manip_extra, name, None) or getattr(math_extra, name)
+        setattr(T, name + "_", _inplace(fn, name + "_"))
+
+
+# The in-place forms (x.name_(...)) Paddle has of the functions above; they go through _inplace.
+_EXTRA_INPLACE = (
+    "acos acosh addmm asin asinh atan atanh baddbmm bitwise_and bitwise_invert bitwise_left_shift bitwise_not "
+    "bitwise_or bitwise_right_shift bitwise_xor clamp copysign cosh cumprod digamma div erfinv fill_diagonal_tensor "
+    "floor_mod frac gammaln gcd hypot i0 index_add index_fill index_put lcm ldexp lerp lgamma logit masked_scatter "
+    "mul multigammaln nan_to_num polygamma put_along_axis renorm round scatter scatter_add sinc sinh sub").split()
 
 
 _NAMES = iter(builtins.range(1 << 62))

@@ -564,3 +564,18 @@ def test_out_argument_einsum_ellipsis_and_draws():
     assert draws.dtype == oar.int64 and abs(draws.numpy().mean() - 3.0) < 0.15
     g = oar.standard_gamma(oar.full([4000], 2.0))
     assert g.dtype == oar.float32 and abs(g.numpy().mean() - 2.0) < 0.15
+
+
+def test_inplace_forms_of_the_extras():
+    x = T([0.5, 1.5])
+    assert x.sinh_() is x
+    assert_close(x, np.sinh([0.5, 1.5]))
+    x = T([1.25, 2.5])
+    x.round_()
+    assert_close(x, [1.0, 2.0])
+    z = oar.zeros([3])
+    z.scatter_(T([1]), T([5.0]))
+    assert_close(z, [0.0, 5.0, 0.0])
+    c = T([1.0, 5.0])
+    c.clamp_(2.0, 3.0)
+    assert_close(c, [2.0, 3.0])
