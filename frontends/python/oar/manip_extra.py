@@ -296,6 +296,22 @@ def diagonal_scatter(x, y, offset=0, axis1=0, axis2=1, name=None):
     return _scatter_flat(x, pos, M.broadcast_to(_t(y, x), list(pos.shape)), "assign")
 
 
+def fill_diagonal(x, value, offset=0, wrap=False, name=None):
+    """x with value on its diagonal at offset (2-D), or at [i, i, ..., i] (all dims equal);
+    wrap: a tall matrix starts the diagonal again every columns + 1 rows (numpy's fill_diagonal)."""
+    shape = tuple(x.shape)
+    mask = np.zeros(shape, dtype=bool)
+    if len(shape) == 2 and offset:
+        rows = np.arange(shape[0])
+        keep = (rows + offset >= 0) & (rows + offset < shape[1])
+        mask[rows[keep], rows[keep] + offset] = True
+    else:
+        if len(shape) > 2 and len(set(shape)) != 1:
+            raise ValueError(f"fill_diagonal: a tensor of rank > 2 must have all dims equal, got {list(shape)}")
+        np.fill_diagonal(mask, True, wrap=wrap)
+    return M.where(to_tensor(mask, place=x._device), M.cast(_t(value, x), x.dtype), x)
+
+
 def fill_diagonal_tensor(x, y, offset=0, dim1=0, dim2=1, name=None):
     return diagonal_scatter(x, y, offset, dim1, dim2)
 

@@ -508,6 +508,8 @@ def _install_extras(T):
     T.get_strides = lambda x: list(x.strides)
     T.data_ptr = _data_ptr
     T.fill_diagonal_tensor = manip_extra.fill_diagonal_tensor
+    T.fill_diagonal_ = _inplace(manip_extra.fill_diagonal, "fill_diagonal_")
+    T.apply_ = _inplace(lambda x, func: _apply(x, func), "apply_")
     for name in _EXTRA_INPLACE:
         fn = getattr(manip_extra, name, None) or getattr(math_extra, name)
         setattr(T, name + "_", _inplace(fn, name + "_"))

@@ -579,3 +579,18 @@ def test_inplace_forms_of_the_extras():
     c = T([1.0, 5.0])
     c.clamp_(2.0, 3.0)
     assert_close(c, [2.0, 3.0])
+
+
+def test_fill_diagonal_as_paddle():
+    x = oar.ones([4, 3])
+    x.fill_diagonal_(2.0)
+    assert x.numpy().tolist() == [[2, 1, 1], [1, 2, 1], [1, 1, 2], [1, 1, 1]]
+    x = oar.ones([7, 3])
+    x.fill_diagonal_(2.0, wrap=True)
+    assert x.numpy()[4].tolist() == [2, 1, 1] and x.numpy()[3].tolist() == [1, 1, 1]
+    x = oar.ones([3, 3])
+    x.fill_diagonal_(2.0, offset=-1)
+    assert x.numpy().tolist() == [[1, 1, 1], [2, 1, 1], [1, 2, 1]]
+    y = T([0.5])
+    y.apply_(lambda v: v * 4)
+    assert_close(y, [2.0])
