@@ -34,6 +34,7 @@
 #include "dispatch/device_context.h"
 #include "dist/dist_internal.h"
 #include "oar/ir/control_flow.h"
+#include "oar/profiler.h"
 #include "oar/ir/schedule.h"
 #include "oar/ir/shape_inference.h"
 #include "resolve.h"
@@ -51,6 +52,7 @@ struct Executor::Impl {
     std::vector<OarEvent_t> waits;  // waited for before the launch
     bool host = false;              // a host op (Note [Host ops]): op.host runs instead of a kernel
     bool regions = false;           // cond or while: the region runner runs it (Note [Control-flow ops])
+    int stream = 0;                 // index of ctx.stream among the executor's streams
   };
   // A view whose memory changes from run to run (inputs, parameters, outputs).
   struct Patch {
@@ -365,6 +367,7 @@ struct Executor::Impl {
     for (size_t k = 0; k < launches.size(); ++k) {
       Launch& l = launches[k];
       l.ctx = context_of(*l.op, l.views, streams[static_cast<size_t>(instructions[k].stream)]);
+      l.stream = instructions[k].stream;
       l.record = sched.recorded[k] ? pooled_event(next_event++) : nullptr;
     }
     for (size_t k = 0; k < launches.size(); ++k) {
@@ -521,6 +524,8 @@ struct Executor::Impl {
 
   void launch(Launch& l) {
     const OarDeviceApi& api = backend->api;
+    profiler::RecordEvent traced;  // Note [Trace recorder]
+    if (profiler::recording()) traced.begin(l.op->name(), "Operator", device.str(), l.stream);
     if (l.host || l.regions) {
       if (l.host)
         launch_host(l);
@@ -536,7 +541,7 @@ struct Executor::Impl {
       host_clear_error();
       check(api.stream_wait_event(api.impl, device.index, l.ctx.stream, e), "stream_wait_event");
     }
-    launch_kernel(*backend, *l.kernel, l.ctx);
+    launch_kernel(*backend, *l.kernel, l.ctx, l.stream);
     if (l.record) {
       host_clear_error();
       check(api.event_record(api.impl, device.index, l.record, l.ctx.stream), "event_record");
@@ -628,6 +633,8 @@ struct Executor::Impl {
       view.byte_offset = impl.byte_offset;
     }
 
+    profiler::RecordEvent traced;  // Note [Trace recorder]
+    if (profiler::recording()) traced.begin("program", "Program", device.str());
     bool fenced = false;
     try {
       fence(true);

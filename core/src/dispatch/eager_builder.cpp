@@ -10,6 +10,7 @@
 #include "dist/dist_internal.h"
 #include "oar/autograd.h"
 #include "oar/builder.h"
+#include "oar/profiler.h"
 #include "oar/runtime.h"
 #include "tensor/view.h"
 
@@ -33,6 +34,19 @@ struct DepthGuard {
   }
   ~DepthGuard() { --t_depth; }
 };
+
+// "[[2, 3], [3]]" and "[float32, float32]" of an op's inputs, for the trace (record_shapes).
+std::string meta_shapes(const std::vector<TensorMeta>& metas) {
+  std::string out = "[";
+  for (size_t i = 0; i < metas.size(); ++i) out += (i ? ", " : "") + shape_str(metas[i].shape);
+  return out + "]";
+}
+
+std::string meta_dtypes(const std::vector<TensorMeta>& metas) {
+  std::string out = "[";
+  for (size_t i = 0; i < metas.size(); ++i) out += (i ? ", " : "") + std::string(dtype_name(metas[i].dtype));
+  return out + "]";
+}
 
 }  // namespace
 
@@ -62,6 +76,11 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
   // ---- distributed tensors (H1): Note [Distributed dispatch] in core/src/dist/dispatch.cpp.
   if (dist::any_dist(inputs)) return dist::dispatch(op, inputs, attrs, device);
   OpProfileScope timed(op, t_depth == 0);  // Note [Op profile]
+  profiler::RecordEvent traced;            // Note [Trace recorder]
+  if (profiler::recording()) {
+    Device at = inputs.empty() ? (device ? *device : default_device()) : inputs[0].device();
+    traced.begin(op.name, "Operator", at.str(), 0);
+  }
   DepthGuard depth;
   std::vector<TensorMeta>& in_meta = t_meta_buffers[t_depth - 1];
   in_meta.resize(inputs.size());
@@ -76,6 +95,7 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
     in_meta[i].dtype = inputs[i].dtype();
     in_meta[i].shape = inputs[i].shape();  // reuses the buffer's capacity
   }
+  if (profiler::recording_shapes()) traced.set_inputs(meta_shapes(in_meta), meta_dtypes(in_meta));
   std::vector<TensorMeta> out_meta = infer_meta(op, in_meta, attrs);
 
   Device dev = inputs.empty() ? (device ? *device : default_device()) : inputs[0].device();

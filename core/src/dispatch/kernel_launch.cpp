@@ -3,6 +3,7 @@
 #include "dispatch/kernel_launch.h"
 
 #include "dispatch/device_context.h"
+#include "oar/profiler.h"
 #include "tensor/view.h"
 
 #include <algorithm>
@@ -124,7 +125,10 @@ Error no_kernel_error(const DeviceBackend& backend, const std::string& op_name, 
                                            " declined it and the op has no decomposition");
 }
 
-void launch_kernel(DeviceBackend& backend, const KernelEntry& kernel, const OarKernelContext& ctx) {
+void launch_kernel(DeviceBackend& backend, const KernelEntry& kernel, const OarKernelContext& ctx, int stream) {
+  profiler::RecordEvent traced;  // Note [Trace recorder]
+  if (profiler::recording())
+    traced.begin(ctx.op_name, "Kernel", std::string(ctx.device_type) + ":" + std::to_string(ctx.device), stream);
   host_clear_error();
   OarStatus status;
   {

@@ -69,6 +69,9 @@ Error no_kernel_error(const DeviceBackend& backend, const std::string& op_name, 
 /// device for scratch memory: Note [Kernel scratch memory] in host_api.cpp);
 /// throws the plugin's error with the code it set (Note [Error codes from
 /// plugins]), or a sentence naming the op, the device type and the status.
-void launch_kernel(DeviceBackend& backend, const KernelEntry& kernel, const OarKernelContext& ctx);
+/// `stream` is the index of ctx.stream on the device, for the trace
+/// (Note [Trace recorder] in core/src/runtime/profiler.cpp).
+void launch_kernel(DeviceBackend& backend, const KernelEntry& kernel, const OarKernelContext& ctx,
+                   int stream = 0);
 
 }  // namespace oar

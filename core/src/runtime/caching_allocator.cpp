@@ -2,6 +2,7 @@
 // reuse] in caching_allocator.h).
 #include "runtime/caching_allocator.h"
 
+#include "oar/profiler.h"
 #include "runtime/runtime_state.h"
 
 namespace oar {
@@ -17,6 +18,7 @@ uint64_t round_size(uint64_t bytes) {
 }  // namespace
 
 void* CachingAllocator::allocate(uint64_t bytes) {
+  profiler::note_allocation(bytes);  // Note [Trace recorder]
   uint64_t size = round_size(bytes);
   std::lock_guard lock(mutex_);
   // Best fit, but never hand out a block more than twice the request (plus a

@@ -25,7 +25,8 @@ from .complex_ops import (complex, real, imag, conj, angle, as_real, as_complex,
 from .autograd import no_grad, enable_grad, set_grad_enabled, is_grad_enabled, grad
 from . import autograd  # noqa: F401 - paddle.autograd (PyLayer, backward, jacobian, hessian)
 from . import nn, optimizer, io, metric, callbacks, jit, static, utils
-from . import linalg  # noqa: F401 - paddle.linalg
+from .static import enable_static, disable_static, in_dynamic_mode  # noqa: F401
+from . import linalg, sparse  # noqa: F401 - paddle.linalg, paddle.sparse
 from .linalg import cholesky, eigvalsh, inv as inverse  # noqa: F401 - paddle's top-level aliases
 from . import fft  # noqa: F401 - paddle.fft
 from .utils.dlpack import from_dlpack  # noqa: F401 - torch.from_dlpack
@@ -38,6 +39,8 @@ from .distributed.data_parallel import DataParallel  # noqa: F401 - paddle.DataP
 from .summary import summary  # noqa: F401
 from . import hapi  # noqa: F401
 from . import distributed  # noqa: F401
+from . import amp, profiler  # noqa: F401 - paddle.amp, paddle.profiler
+from .dynamic_flops import flops  # noqa: F401 - paddle.flops
 
 __version__ = "0.1.0"
 
@@ -52,7 +55,6 @@ is_compiled_with_xpu = is_compiled_with_rocm = lambda: False  # noqa: E731
 is_compiled_with_ipu = is_compiled_with_cinn = lambda: False  # noqa: E731
 is_compiled_with_distribute = lambda: True  # noqa: E731 - oar.distributed is always there
 
-in_dynamic_mode = lambda: True  # noqa: E731
 is_compiled_with_cuda = lambda: False  # noqa: E731
 
 

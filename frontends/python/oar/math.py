@@ -256,13 +256,12 @@ def _registry_unary(op_name):
     """paddle.<op_name> for an elementwise unary op of the registry. A float-only
     op (Promotion::float_compute) computes an integer input in the default
     float dtype, as _ops.promote says for one tensor operand."""
-    fn = getattr(_ops, op_name)
     float_compute = _ops.promote(op_name, [int64], [None], convert_dtype("float32")) != int64
 
     def op(x, name=None):
         if float_compute and not x.dtype.is_floating_point and not x.dtype.is_complex:
             x = _ops.cast(x, default_float_dtype())
-        return fn(x)
+        return getattr(_ops, op_name)(x)  # looked up per call: amp.auto_cast may wrap it
     op.__name__ = op_name
     op.__qualname__ = op_name
     op.__module__ = __name__

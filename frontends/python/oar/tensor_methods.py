@@ -503,7 +503,7 @@ def _install_extras(T):
     T.new_empty = T.new_zeros
     T.grad = property(_grad, _set_grad)
     T.apply = _apply
-    T.name = property(_name, _set_name)
+    T.name = None  # Paddle's Tensor.name; None until one is set (oar.static names what it needs)
     T.is_dense = lambda x: True
     T.get_strides = lambda x: list(x.strides)
     T.data_ptr = _data_ptr
@@ -521,23 +521,6 @@ _EXTRA_INPLACE = (
     "bitwise_or bitwise_right_shift bitwise_xor clamp copysign cosh cumprod digamma div erfinv fill_diagonal_tensor "
     "floor_mod frac gammaln gcd hypot i0 index_add index_fill index_put lcm ldexp lerp lgamma logit masked_scatter "
     "mul multigammaln nan_to_num polygamma put_along_axis renorm round scatter scatter_add sinc sinh sub").split()
-
-
-_NAMES = iter(builtins.range(1 << 62))
-
-
-def _name(x):
-    """Paddle's generated_tensor_N until a name is set."""
-    if "_name" not in x.__dict__:
-        x._name = f"generated_tensor_{next(_NAMES)}"
-    return x._name
-
-
-def _set_name(x, value):
-    if value is None:
-        x.__dict__.pop("_name", None)  # back to a generated name
-    else:
-        x._name = str(value)
 
 
 def _set_grad(x, value):

@@ -37,5 +37,7 @@ void bind_stores(py::module_& dist);
 void bind_dist_env(py::module_& dist);
 /// `_C.dist`: distributed tensors of semi-auto parallel (dist_tensor.cpp).
 void bind_dist_tensor(py::module_& m);
+/// `_C.profiler`: the trace recorder (profiler.cpp).
+void bind_profiler(py::module_& m);
 
 }  // namespace oar_py

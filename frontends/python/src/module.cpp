@@ -115,4 +115,5 @@ PYBIND11_MODULE(_C, m) {
   oar_py::bind_dlpack(m);
   oar_py::bind_distributed(m);
   oar_py::bind_dist_tensor(m);
+  oar_py::bind_profiler(m);
 }

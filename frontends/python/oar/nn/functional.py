@@ -120,23 +120,6 @@ def one_hot(x, num_classes, name=None):
     return M.cast(_ops.equal(_ops.unsqueeze(x, [-1]), classes), "float32")
 
 
-def pad(x, pad, mode="constant", value=0.0, data_format=None, name=None):
-    """Constant padding. len(pad) == 2*ndim pads every dim from the first;
-    otherwise pairs apply from the last dim backwards (Paddle's NCHW form)."""
-    if mode != "constant":
-        raise NotImplementedError(f"pad: mode '{mode}' is not supported yet (only 'constant')")
-    pad = [int(p) for p in (pad.numpy().tolist() if isinstance(pad, Tensor) else pad)]
-    nd = len(x.shape)
-    if len(pad) == 2 * nd:
-        pads = pad
-    else:
-        pads = [0] * (2 * nd)
-        for i in range(len(pad) // 2):
-            d = nd - 1 - i
-            pads[2 * d], pads[2 * d + 1] = pad[2 * i], pad[2 * i + 1]
-    return _ops.pad(x, pads, float(value))
-
-
 # ---- losses ----
 
 def _reduce(loss, reduction):
@@ -234,6 +217,9 @@ def cosine_similarity(x1, x2, axis=1, eps=1e-8):
 
 
 from .functional_conv import *  # noqa: E402,F401,F403 - conv, pooling, batch_norm, attention
+from .functional_conv_nd import *  # noqa: E402,F401,F403 - conv1d/3d, transposed convs
+from .functional_pool_nd import *  # noqa: E402,F401,F403 - 1-D/2-D/3-D, adaptive and unpooling
+from .functional_extra import *  # noqa: E402,F401,F403 - pad, interpolate, fold, shuffles, norms
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in (
     "np", "numbers", "M", "Tensor", "convert_dtype", "to_tensor", "functional_conv", "no_grad")]

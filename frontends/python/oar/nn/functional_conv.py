@@ -1,144 +1,11 @@
-"""paddle.nn.functional: convolution, pooling, batch norm and attention (NCHW
-in the core; NHWC by transposing around it)."""
-import numbers
-
+"""paddle.nn.functional: batch norm and attention (the convolutions and pooling
+are in functional_conv_nd.py and functional_pool_nd.py)."""
 from .. import _C
 from .. import math as M
 from ..autograd import no_grad
 from ..framework import Tensor
 
 _ops = _C.ops
-
-
-def _pair(v, what):
-    if isinstance(v, numbers.Integral):
-        return [int(v), int(v)]
-    v = [int(i) for i in v]
-    if len(v) == 1:
-        return v * 2
-    if len(v) != 2:
-        raise ValueError(f"{what} must be an int or a list of 2 ints, got {v}")
-    return v
-
-
-def _padding(padding, kernel, stride, dilation, hw, what):
-    """[top, bottom, left, right] from Paddle's padding forms: an int, [ph, pw],
-    [top, bottom, left, right], [[0,0],[0,0],[t,b],[l,r]], 'VALID' or 'SAME'."""
-    if isinstance(padding, str):
-        mode = padding.upper()
-        if mode == "VALID":
-            return [0, 0, 0, 0]
-        if mode != "SAME":
-            raise ValueError(f"{what}: padding must be 'SAME', 'VALID' or numbers, got '{padding}'")
-        pads = []
-        for size, k, s, d in zip(hw, kernel, stride, dilation):
-            out = -(-size // s)
-            total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
-            pads += [total // 2, total - total // 2]  # the odd one at the bottom/right, like Paddle
-        return pads
-    if isinstance(padding, numbers.Integral):
-        return [int(padding)] * 4
-    padding = list(padding)
-    if padding and isinstance(padding[0], (list, tuple)):
-        padding = [int(p) for pair in padding[-2:] for p in pair]
-    padding = [int(p) for p in padding]
-    if len(padding) == 1:
-        return padding * 4
-    if len(padding) == 2:
-        return [padding[0], padding[0], padding[1], padding[1]]
-    if len(padding) == 4:
-        return padding
-    raise ValueError(f"{what}: padding must have 1, 2 or 4 entries, got {padding}")
-
-
-def _nchw(x, data_format):
-    if data_format == "NCHW":
-        return x
-    if data_format != "NHWC":
-        raise ValueError(f"data_format must be 'NCHW' or 'NHWC', got '{data_format}'")
-    return _ops.transpose(x, [0, 3, 1, 2])
-
-
-def _back(y, data_format):
-    return y if data_format == "NCHW" else _ops.transpose(y, [0, 2, 3, 1])
-
-
-def _symmetric(x, pads, value=0.0):
-    """The core pads symmetrically; an asymmetric padding is applied to x first."""
-    top, bottom, left, right = pads
-    if top == bottom and left == right:
-        return x, [top, left]
-    return _ops.pad(x, [0, 0, 0, 0, top, bottom, left, right], value), [0, 0]
-
-
-def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data_format="NCHW", name=None):
-    """x [N, C, H, W], weight [Cout, C / groups, kh, kw], bias [Cout]."""
-    x = _nchw(x, data_format)
-    stride, dilation = _pair(stride, "conv2d: stride"), _pair(dilation, "conv2d: dilation")
-    pads = _padding(padding, list(weight.shape[2:]), stride, dilation, list(x.shape[2:]), "conv2d")
-    x, sym = _symmetric(x, pads)
-    return _back(_ops.conv2d(x, weight, bias, stride, sym, dilation, int(groups)), data_format)
-
-
-def _pool_args(x, kernel_size, stride, padding, ceil_mode, what):
-    if ceil_mode:
-        raise NotImplementedError(f"{what}: ceil_mode=True is not supported yet")
-    kernel = _pair(kernel_size, f"{what}: kernel_size")
-    stride = kernel if stride is None else _pair(stride, f"{what}: stride")
-    pads = _padding(padding, kernel, stride, [1, 1], list(x.shape[2:]), what)
-    return kernel, stride, pads
-
-
-def max_pool2d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False, data_format="NCHW",
-               name=None):
-    if return_mask:
-        raise NotImplementedError("max_pool2d: return_mask=True is not supported yet")
-    x = _nchw(x, data_format)
-    kernel, stride, pads = _pool_args(x, kernel_size, stride, padding, ceil_mode, "max_pool2d")
-    x, sym = _symmetric(x, pads, float("-inf"))
-    return _back(_ops.max_pool2d(x, kernel, stride, sym), data_format)
-
-
-def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True, divisor_override=None,
-               data_format="NCHW", name=None):
-    x = _nchw(x, data_format)
-    kernel, stride, pads = _pool_args(x, kernel_size, stride, padding, ceil_mode, "avg_pool2d")
-    if pads[0] != pads[1] or pads[2] != pads[3]:
-        raise NotImplementedError(f"avg_pool2d: asymmetric padding {pads} is not supported yet")
-    out = _ops.avg_pool2d(x, kernel, stride, [pads[0], pads[2]], bool(exclusive) and divisor_override is None)
-    if divisor_override:
-        out = _ops.multiply_scalar(out, kernel[0] * kernel[1] / float(divisor_override))
-    return _back(out, data_format)
-
-
-def _adaptive(x, output_size, reduce, what):
-    h, w = x.shape[2], x.shape[3]
-    oh, ow = _pair(output_size if output_size is not None else [h, w], f"{what}: output_size")
-    oh, ow = oh or h, ow or w
-    if h % oh == 0 and w % ow == 0:
-        k = [h // oh, w // ow]
-        return _ops.avg_pool2d(x, k, k, [0]) if reduce == "mean" else _ops.max_pool2d(x, k, k, [0])
-    # Windows [floor(i*H/oh), ceil((i+1)*H/oh)) as Paddle, one slice per cell.
-    rows = []
-    for i in range(oh):
-        hs, he = (i * h) // oh, -(-((i + 1) * h) // oh)
-        cells = []
-        for j in range(ow):
-            ws, we = (j * w) // ow, -(-((j + 1) * w) // ow)
-            window = _ops.slice(x, [2, 3], [hs, ws], [he, we])
-            cells.append(getattr(_ops, reduce)(window, [2, 3], True))
-        rows.append(_ops.concat(cells, 3))
-    return _ops.concat(rows, 2)
-
-
-def adaptive_avg_pool2d(x, output_size, data_format="NCHW", name=None):
-    return _back(_adaptive(_nchw(x, data_format), output_size, "mean", "adaptive_avg_pool2d"), data_format)
-
-
-def adaptive_max_pool2d(x, output_size, return_mask=False, name=None):
-    if return_mask:
-        raise NotImplementedError("adaptive_max_pool2d: return_mask=True is not supported yet")
-    return _adaptive(x, output_size, "max", "adaptive_max_pool2d")
 
 
 def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.9, epsilon=1e-05,
@@ -208,5 +75,5 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return _ops.transpose(_ops.matmul(weights, v, False, False), [0, 2, 1, 3])
 
 
-__all__ = ["conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "batch_norm",
+__all__ = ["batch_norm",
            "scaled_dot_product_attention"]

@@ -1,8 +1,23 @@
 """nn.Layer: parameters, sublayers, buffers, state_dict, train/eval, hooks."""
 import collections
+import itertools
+import re
 
 from ..framework import Tensor
 from .parameter import Parameter, ParamAttr, create_parameter
+
+
+_NAME_COUNTERS = collections.defaultdict(itertools.count)
+
+
+def _unique_full_name(prefix):
+    """Paddle's full names: "<prefix>_<n>", n counting the layers of that prefix made so far."""
+    return f"{prefix}_{next(_NAME_COUNTERS[prefix])}"
+
+
+def _snake_case(name):
+    """Conv2D -> conv2d, BatchNorm2D -> batch_norm2d, ReLU -> re_lu, as Paddle names layers."""
+    return re.sub("([a-z])([A-Z])", r"\1_\2", re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)).lower()
 
 
 class Layer:
@@ -18,7 +33,7 @@ class Layer:
         object.__setattr__(self, "_hook_id", 0)
         self.training = True
         self._dtype = dtype
-        self._full_name = name_scope or type(self).__name__.lower()
+        self._full_name = _unique_full_name(name_scope or _snake_case(type(self).__name__))
 
     # ---- attributes ----
     def __setattr__(self, name, value):

@@ -4,40 +4,6 @@ from . import initializer as I
 from .layer import Layer
 
 
-def _pair(v):
-    return [int(v), int(v)] if isinstance(v, int) else [int(i) for i in v]
-
-
-class Conv2D(Layer):
-    """weight [out_channels, in_channels / groups, kh, kw], initialized like
-    Paddle: Normal(0, sqrt(2 / (kh * kw * in_channels))); bias zeros."""
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 padding_mode="zeros", weight_attr=None, bias_attr=None, data_format="NCHW"):
-        super().__init__()
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"Conv2D: padding_mode '{padding_mode}' is not supported yet (only 'zeros')")
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(f"Conv2D: in_channels {in_channels} and out_channels {out_channels} must be "
-                             f"divisible by groups {groups}")
-        self._in_channels, self._out_channels = in_channels, out_channels
-        self._kernel_size = _pair(kernel_size)
-        self._stride, self._padding, self._dilation, self._groups = stride, padding, dilation, groups
-        self._data_format = data_format
-        fan_in = self._kernel_size[0] * self._kernel_size[1] * in_channels
-        self.weight = self.create_parameter([out_channels, in_channels // groups] + self._kernel_size,
-                                            attr=weight_attr, default_initializer=I.Normal(0.0, (2.0 / fan_in) ** 0.5))
-        self.bias = self.create_parameter([out_channels], attr=bias_attr, is_bias=True)
-
-    def forward(self, x):
-        return F.conv2d(x, self.weight, self.bias, self._stride, self._padding, self._dilation, self._groups,
-                        self._data_format)
-
-    def extra_repr(self):
-        return (f"{self._in_channels}, {self._out_channels}, kernel_size={self._kernel_size}, "
-                f"stride={self._stride}, padding={self._padding}, data_format={self._data_format}")
-
-
 class MaxPool2D(Layer):
     def __init__(self, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False,
                  data_format="NCHW", name=None):
@@ -120,4 +86,4 @@ class BatchNorm2D(_BatchNormBase):
     pass
 
 
-__all__ = ["Conv2D", "MaxPool2D", "AvgPool2D", "AdaptiveAvgPool2D", "AdaptiveMaxPool2D", "BatchNorm1D", "BatchNorm2D"]
+__all__ = ["MaxPool2D", "AvgPool2D", "AdaptiveAvgPool2D", "AdaptiveMaxPool2D", "BatchNorm1D", "BatchNorm2D"]

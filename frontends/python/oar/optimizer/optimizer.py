@@ -126,11 +126,33 @@ class Optimizer:
         if entries:
             self._apply_updates(entries)
 
+    _multi_precision = False  # keep float32 master weights of half parameters (amp.decorate O2)
+
     def _apply_updates(self, entries):
         """Updates every (param, grad, lr, group) of `entries`; an optimizer
         with a fused update overrides it."""
         for p, g, lr, group in entries:
-            p._set_data_(self._update(p, g, lr, group).detach())
+            if self._multi_precision and p.dtype in (_float16, _bfloat16):
+                self._master_update(p, g, lr, group)
+            else:
+                p._set_data_(self._update(p, g, lr, group).detach())
+
+    def _master_update(self, p, g, lr, group):
+        """The update of a half parameter on its float32 master weight: p holds
+        the master while _update runs (so accumulators are float32 too), then
+        the master's value cast back to p's dtype."""
+        half = p.dtype
+        key = ("master_weight", id(p))
+        master = self._accumulators.get(key)
+        if master is None:
+            master = _ops.cast(p.detach(), _float32)
+        p._set_data_(master)
+        try:
+            new = self._update(p, _ops.cast(g, _float32), lr, group).detach()
+        finally:
+            p._set_data_(_ops.cast(master, half))
+        self._accumulators[key] = new
+        p._set_data_(_ops.cast(new, half))
 
     def minimize(self, loss, startup_program=None, parameters=None, no_grad_set=None):
         loss.backward()
@@ -188,6 +210,7 @@ class SGD(Optimizer):
     def __init__(self, learning_rate=0.001, parameters=None, weight_decay=None, grad_clip=None,
                  multi_precision=False, name=None):
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
+        self._multi_precision = bool(multi_precision)
 
     def _update(self, p, g, lr, group):
         g = self._regularized(p, g, group)
@@ -201,6 +224,7 @@ class Momentum(Optimizer):
                  weight_decay=None, grad_clip=None, multi_precision=False, rescale_grad=1.0, name=None):
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
         self._momentum = float(momentum)
+        self._multi_precision = bool(multi_precision)
         self._use_nesterov = use_nesterov
         self._rescale_grad = float(rescale_grad)
 

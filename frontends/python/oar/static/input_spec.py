@@ -1,11 +1,8 @@
-"""oar.static (paddle.static): InputSpec, the declared inputs of oar.jit.to_static and oar.jit.save."""
-from types import SimpleNamespace
-
+"""InputSpec: the declared inputs of oar.jit.to_static, oar.jit.save and static.data."""
 import numpy as np
 
-from . import _C
-from . import control_flow as _control_flow
-from .framework import Tensor, convert_dtype, _FROM_NUMPY
+from .. import _C
+from ..framework import Tensor, convert_dtype, _FROM_NUMPY
 
 
 class InputSpec:
@@ -74,8 +71,3 @@ class InputSpec:
     def __repr__(self):
         return f"InputSpec(shape={self.shape}, dtype={self.dtype}, name={self.name})"
 
-
-# ``oar.static.nn``: Paddle's home of the control-flow functions.
-nn = SimpleNamespace(cond=_control_flow.cond, while_loop=_control_flow.while_loop)
-
-__all__ = ["InputSpec", "nn"]
