@@ -957,8 +957,14 @@ def view_as(x, other, name=None):
     return M.reshape(x, other.shape)
 
 
-def scatter_add(input, dim, index, src):  # noqa: A002
-    """input with src's values added at index along dim (scatter_reduce with 'sum')."""
+def scatter_add(input, dim, index, src=None, axis=0):  # noqa: A002
+    """input with src's values added at index along dim (Paddle 3.3's scatter_add(input, dim, index, src):
+    scatter_reduce with 'sum'). oar's older form scatter_add(x, index, updates, axis=0), a 1-D index
+    of slices along axis, is still taken when the second argument is an index."""
+    if not isinstance(dim, (numbers.Integral, np.integer)):
+        return M.scatter_add(input, dim, index, axis if src is None else src)
+    if src is None:
+        raise TypeError("scatter_add: expected scatter_add(input, dim, index, src); src is missing")
     return scatter_reduce(input, dim, index, src, "sum")
 
 
