@@ -13,7 +13,7 @@ from . import _C
 from . import math as M
 from .creation import _shape, to_tensor
 from .framework import Tensor, convert_dtype, default_float_dtype, int64, to_numpy_dtype
-from .math_extra import _axis, _t, with_out_argument
+from .math_extra import _axis, _t, _with_out_argument
 
 _ops = _C.ops
 _BOOL = convert_dtype("bool")
@@ -999,4 +999,4 @@ def batch(reader, batch_size, drop_last=False):
 _IMPORTED = {"to_tensor", "convert_dtype", "default_float_dtype", "int64", "to_numpy_dtype", "Tensor"}
 __all__ = [n for n, v in list(globals().items()) if not n.startswith("_") and callable(v) and n not in _IMPORTED
            and not isinstance(v, type)]
-with_out_argument(globals(), __all__)
+_with_out_argument(globals(), __all__)

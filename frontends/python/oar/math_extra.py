@@ -973,14 +973,14 @@ def pdist(x, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary", name=Non
     return _ops.gather(M.reshape(d, [-1]), to_tensor((r * n + c).astype(np.int64), place=x._device), 0)
 
 
-def write_out(result, out):
+def _write_out(result, out):
     """Paddle's `out=` argument: the result's values written into out (a tensor, or a tuple for a
     tuple result); returns out, or the result when out is None."""
     if out is None:
         return result
     if isinstance(result, (list, tuple)):
         for r, o in zip(result, out):
-            write_out(r, o)
+            _write_out(r, o)
         return out
     if list(out.shape) != list(result.shape):
         raise ValueError(f"out: the result has shape {list(result.shape)} but out has shape {list(out.shape)}")
@@ -988,7 +988,7 @@ def write_out(result, out):
     return out
 
 
-def with_out_argument(namespace, names):
+def _with_out_argument(namespace, names):
     """Wraps the functions `names` of namespace that take Paddle's keyword `out` so that it is honoured."""
     import functools
     import inspect
@@ -1004,7 +1004,7 @@ def with_out_argument(namespace, names):
         def make(f):
             @functools.wraps(f)
             def wrapper(*args, out=None, **kwargs):
-                return write_out(f(*args, **kwargs), out)
+                return _write_out(f(*args, **kwargs), out)
             return wrapper
         namespace[n] = make(fn)
 
@@ -1012,4 +1012,4 @@ def with_out_argument(namespace, names):
 _IMPORTED = {"to_tensor", "convert_dtype", "default_float_dtype", "int64", "to_numpy_dtype", "Tensor"}
 __all__ = [n for n, v in list(globals().items()) if not n.startswith("_") and callable(v) and n not in _IMPORTED
            and not isinstance(v, type)]
-with_out_argument(globals(), __all__)
+_with_out_argument(globals(), __all__)
