@@ -115,6 +115,9 @@ void run_grad_checks(Suite& suite, const Devices& devices);
 /// Every op with a native kernel on transposed, sliced and broadcast views
 /// against contiguous inputs (strided_checks.cpp).
 void run_strided_checks(Suite& suite, const Devices& devices);
+/// Tensor::assign_ into whole, offset, transposed and strided views of a
+/// buffer, against the same write on the host (inplace_checks.cpp).
+void run_inplace_checks(Suite& suite, const Devices& devices);
 /// Static mode: traced programs run by the executor (arena views at byte
 /// offsets, several streams) against the reference interpreter.
 void run_static_checks(Suite& suite, const Devices& devices);

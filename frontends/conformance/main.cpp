@@ -456,6 +456,7 @@ int main(int argc, char** argv) {
     guarded("kernel", [&] { run_kernel_checks(s, devices); });
     guarded("grad", [&] { run_grad_checks(s, devices); });
     guarded("strided", [&] { run_strided_checks(s, devices); });
+    guarded("inplace", [&] { run_inplace_checks(s, devices); });
     guarded("static", [&] { run_static_checks(s, devices); });
     guarded("collective", [&] { run_collective_checks(s, devices, g_self_exe); });
     s.set_current("");

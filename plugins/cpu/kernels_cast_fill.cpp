@@ -253,7 +253,7 @@ void register_cast_kernels(op::KernelTable& r) {
     }
   }
   for (int32_t dt : every) {
-    r.add("copy", {dt}, {dt}, &guarded<&copy_kernel>, OAR_KERNEL_STRIDED);
+    r.add("copy", {dt}, {dt}, &guarded<&copy_kernel>, OAR_KERNEL_STRIDED | OAR_KERNEL_STRIDED_OUTPUT);
     r.add("full", {}, {dt}, &guarded<&full_kernel<0>>);
     r.add_any_inputs("full_like", {dt}, &guarded<&full_kernel<1>>);
   }

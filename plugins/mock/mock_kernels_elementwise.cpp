@@ -448,7 +448,7 @@ void register_elementwise_kernels(op::KernelTable& t) {
 
   for (int32_t dt : kAllDtypes) {
     t.add("where", {OAR_DTYPE_BOOL, dt, dt}, {dt}, where_kernel);
-    t.add("copy", {dt}, {dt}, copy_kernel);
+    t.add("copy", {dt}, {dt}, copy_kernel, OAR_KERNEL_STRIDED_OUTPUT);
     t.add("full", {}, {dt}, full_kernel);
     t.add("full_like", {}, {dt}, full_like_kernel);
     for (int32_t to : kAllDtypes) t.add("cast", {dt}, {to}, cast_kernel);
@@ -459,7 +459,7 @@ void register_elementwise_kernels(op::KernelTable& t) {
   }
   // Complex: copy, where, fill (value + value_imag) and casts among themselves.
   for (int32_t dt : kComplexDtypes) {
-    t.add("copy", {dt}, {dt}, copy_kernel);
+    t.add("copy", {dt}, {dt}, copy_kernel, OAR_KERNEL_STRIDED_OUTPUT);
     t.add("where", {OAR_DTYPE_BOOL, dt, dt}, {dt}, where_kernel);
     t.add("full", {}, {dt}, full_kernel);
     t.add("full_like", {}, {dt}, full_like_kernel);

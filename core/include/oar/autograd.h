@@ -98,6 +98,20 @@ void queue_backward_callback(std::function<void()> callback);
 /// True while a backward pass (backward() or grad()) runs on this thread.
 bool backward_running();
 
+/// True when `t` was made from a leaf that requires grad by view ops only
+/// (slice, transpose, reshape, ...): an in-place write through it would
+/// change the leaf (Note [In-place writes] in core/src/tensor/inplace.cpp).
+bool is_view_of_grad_leaf(const Tensor& t);
+/// The tensor `t` was made from by view ops only, as autograd recorded it
+/// (the same handle state the caller holds), or an undefined Tensor when `t`
+/// is not a recorded view of a tensor with history. A write through `t`
+/// rebases this tensor's history (Note [In-place writes]).
+Tensor view_base(const Tensor& t);
+/// `data`'s memory (storage, shape, strides) with the autograd history of
+/// `history`: the handle an in-place write leaves behind (Note [In-place
+/// writes]). The history is stamped with the storage's current version.
+Tensor with_history(const Tensor& data, const Tensor& history);
+
 /// Number of live recorded nodes (for tests of memory release).
 int64_t live_autograd_nodes();
 

@@ -2,6 +2,7 @@
 /// Tensor: a shared handle to device memory with a dtype, shape and strides.
 #pragma once
 
+#include <atomic>
 #include <complex>
 #include <cstdint>
 #include <functional>
@@ -50,6 +51,10 @@ class Storage {
   const Device& device() const { return device_; }
   void* data() const { return data_; }  ///< device pointer: not host-readable in general
   uint64_t bytes() const { return bytes_; }
+  /// The version counter (Note [Version counter] in core/src/tensor/inplace.cpp):
+  /// bumped by every in-place write into this memory.
+  uint64_t version() const { return version_.load(std::memory_order_relaxed); }
+  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   Device device_;
@@ -57,6 +62,7 @@ class Storage {
   uint64_t bytes_;
   CachingAllocator* allocator_;  // not owned: the device's allocator, lives for the process; null for external memory
   std::shared_ptr<void> owner_;  // owned: keeps external memory alive (null for allocator memory)
+  std::atomic<uint64_t> version_{0};
 };
 
 struct AutogradMeta;
@@ -79,6 +85,10 @@ struct TensorImpl {
   std::shared_ptr<DistInfo> dist;          // non-null for a distributed tensor: shape is the GLOBAL
                                            // shape, storage is null, the data is dist->local
   const char* view_op = nullptr;           // not owned (an OpDef's name): the op whose eager view this is
+  uint64_t history_version = 0;            // the storage's version when `autograd` got its history
+                                           // (Note [Version counter] in core/src/tensor/inplace.cpp)
+  std::shared_ptr<const std::string> overwritten;  // non-null: a saved tensor written in place after it
+                                                   // was saved; every op refuses it with this sentence
 };
 
 /// A tensor: a cheap, shared handle (copying a Tensor shares its data, like
@@ -123,9 +133,8 @@ class Tensor {
   bool is_contiguous() const;
   /// Offset of element 0 from the start of the storage, in bytes.
   int64_t byte_offset() const { return impl().byte_offset; }
-  /// True for an eager view made by transpose, slice, broadcast_to or
-  /// diagonal (or a view of one); in-place writes refuse such a tensor
-  /// (Note [Views]).
+  /// True for an eager view made by transpose, slice, broadcast_to,
+  /// diagonal or reshape (or a view of one) (Note [Views]).
   bool is_view() const { return impl().view_op != nullptr; }
   /// The name of the op that made this view ("" when not a view).
   std::string_view view_op() const { return impl().view_op ? impl().view_op : ""; }
@@ -155,6 +164,15 @@ class Tensor {
   /// A contiguous tensor with the same values: this one if already so, else
   /// the eager `copy` op of this view (recorded for autograd).
   Tensor contiguous() const;
+  /// The version counter of the storage: the number of in-place writes
+  /// into it so far (0 for a tensor of zero bytes).
+  uint64_t version() const;
+  /// Writes `src`, broadcast to this tensor's shape and cast to its dtype,
+  /// into this tensor's own memory through its strides: every tensor
+  /// sharing the storage (views, detach()) sees the values. Bumps the
+  /// storage's version; not recorded for autograd (Note [In-place writes]
+  /// in core/src/tensor/inplace.cpp).
+  void assign_(const Tensor& src) const;
   /// "Tensor(shape=[2], dtype=float32, device=cpu:0, values=[1, 2])".
   std::string str(int64_t max_values = 16) const;
 

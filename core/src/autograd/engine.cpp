@@ -8,7 +8,9 @@
 // node (the node is alive then), so rules may use them and stay
 // differentiable. After a backward without retain_graph the saved tensors
 // are dropped, releasing their memory; a second backward through the same
-// nodes is then an error.
+// nodes is then an error. Each saved tensor's storage version is saved too;
+// one written in place since is handed to the VJP marked `overwritten`
+// (Note [Version counter] in core/src/tensor/inplace.cpp).
 #include <algorithm>
 #include <atomic>
 #include <unordered_map>
@@ -18,6 +20,7 @@
 #include "oar/autograd.h"
 #include "oar/builder.h"
 #include "oar/ops.h"
+#include "tensor/view.h"
 
 namespace oar {
 
@@ -33,6 +36,7 @@ struct Node : std::enable_shared_from_this<Node> {
   Attrs attrs;
   std::vector<Tensor> inputs;       // saved, with history
   std::vector<Tensor> outputs;      // saved, without autograd state
+  std::vector<uint64_t> input_versions, output_versions;  // their storages' versions when saved
   std::vector<TensorMeta> output_meta;
   std::vector<bool> input_requires_grad;
   // Per input: where its gradient goes (the producer node and output, or the
@@ -101,9 +105,18 @@ std::shared_ptr<Node> make_node(const OpDef& op, std::span<const Tensor> inputs,
   node->op = &op;
   node->attrs = attrs;
   node->inputs.assign(inputs.begin(), inputs.end());
-  for (const auto& in : inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& in = inputs[i];
     const auto& meta = in.impl().autograd;
     bool rg = meta && meta->requires_grad;
+    if (rg && meta->grad_fn && in.version() != in.impl().history_version) {  // Note [Version counter]
+      throw Error(ErrorCode::invalid_argument,
+                  op.name + ": input " + std::to_string(i) + " was made by '" + node_name(*meta->grad_fn) +
+                      "', and its memory has since been written in place through another tensor sharing it (a "
+                      "view of it or its base), so its recorded gradient history no longer matches its values; "
+                      "take the tensor again after the write (redo the slice or view), or clone it before writing");
+    }
+    node->input_versions.push_back(in.version());
     node->input_requires_grad.push_back(rg);
     node->next_node.push_back(rg ? meta->grad_fn : nullptr);
     node->next_index.push_back(rg ? meta->output_index : 0);
@@ -112,6 +125,8 @@ std::shared_ptr<Node> make_node(const OpDef& op, std::span<const Tensor> inputs,
   node->output_hooks.resize(outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) {
     node->outputs.push_back(outputs[i].detach());
+    node->output_versions.push_back(outputs[i].version());
+    outputs[i].impl().history_version = outputs[i].version();
     node->output_meta.push_back({outputs[i].dtype(), outputs[i].shape()});
     auto meta = std::make_shared<AutogradMeta>();
     meta->requires_grad = true;
@@ -186,6 +201,44 @@ void Tensor::backward(const Tensor& grad_output, bool retain_graph, bool create_
                                 "; backward() without a gradient needs a single element (pass grad for others)");
   }
   run_backward({*this}, {grad_output}, retain_graph, create_graph, nullptr, nullptr, false);
+}
+
+bool is_view_of_grad_leaf(const Tensor& t) {
+  if (!t.defined() || !t.is_view()) return false;
+  const auto& meta = t.impl().autograd;
+  const Node* node = meta ? meta->grad_fn.get() : nullptr;
+  while (node && !is_custom(*node) && eager_view_rule(*node->op) && !node->next_node.empty()) {
+    if (node->next_leaf[0] && node->input_requires_grad[0]) return true;
+    node = node->next_node[0].get();
+  }
+  return false;
+}
+
+Tensor view_base(const Tensor& t) {
+  if (!t.defined() || !t.is_view()) return Tensor();
+  const auto& meta = t.impl().autograd;
+  Node* node = meta ? meta->grad_fn.get() : nullptr;
+  Node* last = nullptr;  // the view node that saved the base
+  while (node && !is_custom(*node) && eager_view_rule(*node->op) && !node->inputs.empty() &&
+         node->input_requires_grad[0] && node->inputs[0].impl().storage == t.impl().storage) {
+    last = node;
+    node = node->next_node[0].get();
+  }
+  if (!last || last->inputs[0].is_leaf()) return Tensor();
+  Tensor base = last->inputs[0];
+  // The caller gives `base` a new history that leads back to this node; the
+  // node keeps a handle of its own (same memory, the old history), so the
+  // base does not end up holding itself.
+  last->inputs[0] = Tensor(std::make_shared<TensorImpl>(base.impl()));
+  return base;
+}
+
+Tensor with_history(const Tensor& data, const Tensor& history) {
+  auto impl = std::make_shared<TensorImpl>(data.impl());
+  impl->autograd = history.impl().autograd;
+  impl->overwritten = nullptr;
+  impl->history_version = data.version();
+  return Tensor(std::move(impl));
 }
 
 // ---- the engine ----
@@ -481,10 +534,25 @@ void Backward::check_differentiable(const Node& node) {
   }
 }
 
+// `saved` as the VJP may see it: itself, or, when its memory was written in
+// place after it was saved at `version`, a copy every op refuses (Note
+// [Version counter] in core/src/tensor/inplace.cpp).
+Tensor checked_saved(const Node& node, const Tensor& saved, uint64_t version, const char* role, size_t index) {
+  const uint64_t now = saved.defined() ? saved.version() : version;
+  if (now == version) return saved;
+  auto stale = std::make_shared<TensorImpl>(saved.impl());
+  stale->overwritten = std::make_shared<const std::string>(
+      "one of the variables needed for gradient computation has been modified by an inplace operation: " +
+      std::string(role) + " " + std::to_string(index) + " of '" + node_name(node) + "' (shape " +
+      shape_str(saved.shape()) + ") was saved at version " + std::to_string(version) + " and is now at version " +
+      std::to_string(now) + "; compute it again, or clone() it before the in-place write");
+  return Tensor(std::move(stale));
+}
+
 std::vector<Tensor> Backward::saved_outputs(Node& node) const {
   std::vector<Tensor> outs;
   for (size_t i = 0; i < node.outputs.size(); ++i) {
-    Tensor o = node.outputs[i].detach();
+    Tensor o = checked_saved(node, node.outputs[i], node.output_versions[i], "output", i).detach();
     if (create_graph_) {
       auto meta = std::make_shared<AutogradMeta>();
       meta->requires_grad = true;
@@ -528,7 +596,9 @@ void Backward::run_node(Node& node) {
   std::unique_ptr<bool[]> needs(new bool[nin]);
   for (size_t i = 0; i < nin; ++i) needs[i] = input_leads_to_target(node, i);
   std::vector<Tensor> outs = saved_outputs(node);
-  VjpContext ctx{node.inputs, outs, grads, node.attrs, std::span<const bool>(needs.get(), nin)};
+  std::vector<Tensor> ins;
+  for (size_t i = 0; i < nin; ++i) ins.push_back(checked_saved(node, node.inputs[i], node.input_versions[i], "input", i));
+  VjpContext ctx{ins, outs, grads, node.attrs, std::span<const bool>(needs.get(), nin)};
   std::vector<Tensor> input_grads = is_custom(node) ? node.custom_vjp(ctx) : node.op->vjp(ctx);
   for (size_t i = 0; i < nin && i < input_grads.size(); ++i) {
     if (needs[i] && input_grads[i].defined()) pass_on(node, i, std::move(input_grads[i]));

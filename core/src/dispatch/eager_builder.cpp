@@ -1,6 +1,7 @@
 // The eager dispatcher: meta rule, kernel selection (or decomposition),
 // output allocation and the kernel launch on the device's compute stream,
 // through the launch functions static mode uses too (kernel_launch.h).
+#include <algorithm>
 #include <array>
 #include <boost/container/small_vector.hpp>
 
@@ -58,6 +59,18 @@ Builder& current_builder() { return t_builder ? *t_builder : EagerBuilder::insta
 BuilderScope::BuilderScope(Builder& builder) : previous_(t_builder) { t_builder = &builder; }
 BuilderScope::~BuilderScope() { t_builder = previous_; }
 
+namespace {
+// True when `op` reads only the shape and dtype of its input `i` (a saved
+// tensor overwritten in place may still serve there: Note [Version counter]).
+bool reads_only_shape(const OpDef& op, size_t i) {
+  static const std::array<std::string_view, 4> any_input{"full_like", "uniform_like", "shape", "numel"};
+  static const std::array<std::string_view, 2> second_input{"sum_to_like", "broadcast_to_like"};
+  if (std::find(any_input.begin(), any_input.end(), op.name) != any_input.end()) return true;
+  return i == 1 && std::find(second_input.begin(), second_input.end(), op.name) != second_input.end();
+}
+
+}  // namespace
+
 EagerBuilder& EagerBuilder::instance() {
   static EagerBuilder builder;
   return builder;
@@ -87,6 +100,9 @@ std::vector<Tensor> EagerBuilder::apply(const OpDef& op, std::span<const Tensor>
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].defined()) {
       throw Error(ErrorCode::invalid_argument, op.name + ": input " + std::to_string(i) + " is undefined");
+    }
+    if (const auto& overwritten = inputs[i].impl().overwritten; overwritten && !reads_only_shape(op, i)) {
+      throw Error(ErrorCode::invalid_argument, *overwritten);  // Note [Version counter] in inplace.cpp
     }
     if (inputs[i].impl().symbol) {
       throw Error(ErrorCode::invalid_argument, op.name + ": input " + std::to_string(i) +

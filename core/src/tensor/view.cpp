@@ -32,15 +32,10 @@ namespace oar {
 // needs it too). is_contiguous ignores the strides of size-1 dims, so
 // kernel_input hands non-strided kernels canonical row-major strides.
 //
-// Writes: oar has no kernel that writes into an existing tensor; Python's
-// in-place methods (add_, x[i] = v, set_value) rebind the handle to a new
-// result (Note [Rebinding] in frontends/python/src/tensor.cpp). Rebinding a
-// view would leave its base unchanged, silently unlike PyTorch, so the
-// value-changing in-place methods refuse a tensor that is a view made by
-// transpose/slice/broadcast_to/diagonal (Tensor::view_op() names the op);
-// the shape-only ones (squeeze_, reshape_, ...) only change the handle's
-// metadata, as in PyTorch, and stay allowed. reshape of a contiguous tensor
-// keeps its old meaning (not marked: wave one already shared its storage).
+// Writes: Tensor::assign_ writes into a tensor's own memory through its
+// strides, so a view and its base see each other's writes (Note [In-place
+// writes] in inplace.cpp); every view is marked with the op that made it
+// (Tensor::view_op(), reshape included).
 //
 // Static mode (IR programs, to_static) keeps materializing: these ops are
 // ordinary kernels there (diagonal a decomposition into transpose, reshape
@@ -100,10 +95,10 @@ std::optional<Shape> reshape_strides(const Shape& old_shape, const Shape& old_st
 }
 
 Tensor reshape_view(const Tensor& x, const Attrs&, const TensorMeta& out) {
-  if (x.is_contiguous()) return view_of(x, out, contiguous_strides(out.shape), x.impl().byte_offset, nullptr);
+  if (x.is_contiguous()) return view_of(x, out, contiguous_strides(out.shape), x.impl().byte_offset, "reshape");
   if (auto strides = reshape_strides(x.shape(), x.strides(), out.shape))
-    return view_of(x, out, std::move(*strides), x.impl().byte_offset, nullptr);
-  Tensor dense = materialize_contiguous(x);
+    return view_of(x, out, std::move(*strides), x.impl().byte_offset, "reshape");
+  Tensor dense = materialize_contiguous(x);  // a copy: not a view of x
   return view_of(dense, out, contiguous_strides(out.shape), dense.impl().byte_offset, nullptr);
 }
 
@@ -166,31 +161,6 @@ struct RuleTable {
   }
 };
 
-// Launches the device's strided copy kernel: `src` (any strides) -> `dst`.
-void launch_copy(DeviceBackend& backend, const KernelEntry& kernel, const Tensor& src, const Tensor& dst) {
-  static const Attrs no_attrs;
-  OarTensorView in = make_view(src), out = make_view(dst);
-  OarKernelContext ctx{};
-  ctx.struct_size = sizeof ctx;
-  ctx.device = dst.device().index;
-  ctx.stream = backend.slot(ctx.device).stream;
-  ctx.num_inputs = 1;
-  ctx.inputs = &in;
-  ctx.num_outputs = 1;
-  ctx.outputs = &out;
-  ctx.attrs = attrs_handle(no_attrs);
-  ctx.op_name = "copy";
-  ctx.device_type = backend.type.c_str();
-  host_clear_error();
-  OarStatus status = kernel.fn(&ctx);
-  if (status != OAR_OK) {
-    std::string message = host_take_error();
-    throw Error(static_cast<ErrorCode>(status),
-                "contiguous: the " + backend.type + " copy kernel failed to copy a strided tensor of shape " +
-                    shape_str(src.shape()) + (message.empty() ? "" : ": " + message));
-  }
-}
-
 // A contiguous copy of `src` (any strides) made through host
 // memory: the block of storage the view reaches goes down, is gathered in
 // row-major order on the host and goes back up.
@@ -227,6 +197,30 @@ Tensor copy_through_host(const Tensor& src) {
 }
 
 }  // namespace
+
+void launch_copy(DeviceBackend& backend, const KernelEntry& kernel, const Tensor& src, const Tensor& dst) {
+  static const Attrs no_attrs;
+  OarTensorView in = make_view(src), out = make_view(dst);
+  OarKernelContext ctx{};
+  ctx.struct_size = sizeof ctx;
+  ctx.device = dst.device().index;
+  ctx.stream = backend.slot(ctx.device).stream;
+  ctx.num_inputs = 1;
+  ctx.inputs = &in;
+  ctx.num_outputs = 1;
+  ctx.outputs = &out;
+  ctx.attrs = attrs_handle(no_attrs);
+  ctx.op_name = "copy";
+  ctx.device_type = backend.type.c_str();
+  host_clear_error();
+  OarStatus status = kernel.fn(&ctx);
+  if (status != OAR_OK) {
+    std::string message = host_take_error();
+    throw Error(static_cast<ErrorCode>(status),
+                "contiguous: the " + backend.type + " copy kernel failed to copy a strided tensor of shape " +
+                    shape_str(src.shape()) + (message.empty() ? "" : ": " + message));
+  }
+}
 
 ViewRule eager_view_rule(const OpDef& op) {
   static const RuleTable table;

@@ -10,6 +10,9 @@
 
 namespace oar {
 
+struct DeviceBackend;
+struct KernelEntry;
+
 /// Makes `op`'s output a view of `x` in eager mode: returns a tensor over
 /// x's storage with the shape `out` (from the meta rule), or an undefined
 /// Tensor when the op cannot be a view for these attributes (a negative
@@ -31,5 +34,11 @@ bool kernel_takes_as_is(const Tensor& t, uint32_t kernel_flags);
 /// device's `copy` kernel when it is flagged OAR_KERNEL_STRIDED, else staged
 /// through host memory. No autograd history.
 Tensor materialize_contiguous(const Tensor& t);
+
+/// Runs the device's `copy` kernel from `src` to `dst`, each passed with its
+/// own strides and byte offset (the kernel must be flagged for them:
+/// OAR_KERNEL_STRIDED for a strided `src`, OAR_KERNEL_STRIDED_OUTPUT for a
+/// strided `dst`). Throws naming the device when the kernel fails.
+void launch_copy(DeviceBackend& backend, const KernelEntry& kernel, const Tensor& src, const Tensor& dst);
 
 }  // namespace oar

@@ -20,6 +20,7 @@ from .framework import (Size, iinfo, finfo, get_rng_state, set_rng_state, get_cu
                         set_cuda_rng_state)
 from .printing import set_printoptions  # noqa: F401
 from . import tensor_methods as _tensor_methods  # noqa: F401 - installs Tensor methods
+from .inplace import index_put, index_put_  # noqa: F401 - paddle.index_put(_)
 from .complex_ops import (complex, real, imag, conj, angle, as_real, as_complex, polar,  # noqa: F401,A004
                           is_complex)
 from .autograd import no_grad, enable_grad, set_grad_enabled, is_grad_enabled, grad
@@ -32,6 +33,7 @@ from . import fft  # noqa: F401 - paddle.fft
 from .utils.dlpack import from_dlpack  # noqa: F401 - torch.from_dlpack
 from .nn.functional import softmax  # noqa: F401
 from .serialization import save, load
+from . import vision  # noqa: F401 - paddle.vision
 from .nn.layer import Layer  # noqa: F401
 from .nn.parameter import ParamAttr, create_parameter  # noqa: F401
 from .hapi import Model  # noqa: F401

@@ -201,14 +201,6 @@ def index_fill(x, index, axis, value, name=None):
     return _scatter_flat(x, pos, M.broadcast_to(_t(value, x), list(pos.shape)), "assign")
 
 
-def index_put(x, indices, value, accumulate=False, name=None):
-    """x[indices] = value (or += with accumulate), indices a tuple of index tensors (bool masks allowed)."""
-    key = tuple(_np(i) for i in indices)
-    pos = np.arange(int(np.prod(x.shape)), dtype=np.int64).reshape(x.shape)[key]
-    value = M.broadcast_to(_t(value, x), list(pos.shape))
-    return _scatter_flat(x, pos, value, "add" if accumulate else "assign")
-
-
 def index_add(x, index, axis, value, name=None):
     axis = _axis(axis, len(x.shape))
     rows = _check_range("index_add", "index", _np(index).astype(np.int64).reshape(-1), x.shape[axis],

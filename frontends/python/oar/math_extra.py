@@ -103,8 +103,9 @@ def add_n(inputs, name=None):
 
 def increment(x, value=1.0, name=None):
     """x += value, in place (Paddle's increment writes into x); returns x."""
-    x._set_data_(M.add(x, value).detach())
-    return x
+    from . import inplace
+    inplace.check_writable(x, "increment")
+    return inplace.write(x, M.add(x, value), "increment")
 
 
 # ---- elementwise ----

@@ -6,6 +6,7 @@ import weakref
 import numpy as np
 
 from . import _C, creation, printing
+from . import inplace as _inplace_mod
 from . import math as M
 from .framework import Place, Size, Tensor, convert_dtype, to_numpy_dtype
 
@@ -102,53 +103,11 @@ def _gather_positions(x, key):
 
 
 def _setitem(x, key, value):
-    """x[key] = value. Note [Rebinding] in tensor.cpp: the result is a new
-    tensor (where/scatter_add over the flat positions, differentiable in x
-    and value) that this handle is rebound to; views of x taken earlier do
-    not see the change, and a view refuses it (Note [Views])."""
-    _refuse_view_write(x, "__setitem__")
-    if isinstance(key, Tensor) and key.dtype == _BOOL and list(key.shape) == list(x.shape):
-        new = M.where(key, _value_tensor(value, x), x)
-    else:
-        pos = _positions(x.shape, key).reshape(-1)
-        n = int(np.prod(x.shape))
-        idx = creation.to_tensor(pos, place=x._device)
-        vals = _value_tensor(value, x)
-        vals = _ops.reshape(_ops.broadcast_to(vals, list(_positions(x.shape, key).shape)), [-1])
-        work = convert_dtype("int32") if x.dtype == _BOOL else x.dtype
-        hit = _ops.scatter_add(_ops.full([n], 0.0, convert_dtype("int32"), x._device), idx,
-                               _ops.full([pos.size], 1.0, convert_dtype("int32"), x._device), 0)
-        hit = _ops.greater_than(hit, _ops.scalar_like(hit, 0.0))
-        scattered = _ops.scatter_add(_ops.full([n], 0.0, work, x._device), idx, M.cast(vals, work), 0)
-        new = _ops.reshape(_ops.where(hit, M.cast(scattered, x.dtype), _ops.reshape(x, [-1])), list(x.shape))
-    _assign_inplace(x, new)
+    """x[key] = value writes into x's memory: views of x see it (oar/inplace.py)."""
+    _inplace_mod.setitem(x, key, value, _getitem, _positions)
 
 
-def _value_tensor(value, like):
-    if isinstance(value, Tensor):
-        return M.cast(value, like.dtype) if value.dtype != like.dtype else value
-    return creation.to_tensor(np.asarray(value, dtype=to_numpy_dtype(like.dtype)), place=like._device)
-
-
-def _refuse_view_write(x, what):
-    """Note [Views] in core/src/tensor/view.cpp: in-place methods rebind the
-    handle (Note [Rebinding]), which for a view would leave its base as it
-    was, unlike PyTorch; so a view refuses them."""
-    if x._view_op:
-        raise RuntimeError(
-            f"{what}: this tensor is a view of another tensor's memory (made by {x._view_op}); oar's in-place "
-            f"updates give the handle a new result and cannot write through a view to its base. Update the base "
-            f"tensor, or use an out-of-place op (y = y.add(...)), or make a copy first (y = y.clone()).")
-
-
-def _assign_inplace(x, new):
-    if new.stop_gradient:
-        x._set_data_(new)
-        return
-    if x.is_leaf and not x.stop_gradient:
-        raise RuntimeError("Leaf Tensor that doesn't stop gradient can't use inplace strategy; "
-                           "assign under oar.no_grad() or to a copy")
-    x._rebind_(new)
+_value_tensor = _inplace_mod.value_tensor
 
 
 # ---- repr and conversions ----
@@ -259,26 +218,7 @@ def _register_hook(x, hook):
     return _Handle()
 
 
-def _set_value(x, value):
-    _refuse_view_write(x, "set_value")
-    v = _value_tensor(value, x)
-    if list(v.shape) != list(x.shape):
-        raise ValueError(f"set_value: value has shape {list(v.shape)} but the tensor has shape {list(x.shape)}")
-    if v._device != x._device:
-        v = v._to(x._device)
-    x._set_data_(creation.clone_data(v.detach()))
-
-
-def _inplace(fn, name, writes_values=True):
-    """The in-place method `name`; `writes_values` False for the shape-only
-    ones (squeeze_, reshape_, ...), which only change the handle's metadata
-    and so are allowed on views, as in PyTorch."""
-    def method(x, *args, **kwargs):
-        if writes_values:
-            _refuse_view_write(x, name)
-        _assign_inplace(x, fn(x, *args, **kwargs))
-        return x
-    return method
+_set_value = _inplace_mod.set_value
 
 
 _core_grad = _C.Tensor.grad.fget
@@ -374,8 +314,8 @@ def _install():
     T.set_value = _set_value
     T.clear_gradient = _clear_gradient
     T.grad = property(_grad)
-    T.zero_ = lambda x: (_set_value(x, np.zeros(x.shape, to_numpy_dtype(x.dtype))), x)[1]
-    T.fill_ = lambda x, v: (_set_value(x, np.full(x.shape, v, to_numpy_dtype(x.dtype))), x)[1]
+    for name in ("zero_", "fill_", "uniform_", "normal_", "exponential_", "copy_", "index_put_", "index_put"):
+        setattr(T, name, getattr(_inplace_mod, name))
     T.element_size = lambda x: x.dtype.itemsize
     T.is_floating_point = lambda x: x.dtype.is_floating_point
     T.gradient = lambda x: None if x.grad is None else x.grad.numpy()
@@ -426,13 +366,16 @@ def _install():
     methods += [n for n in _ops.elementwise_unary() if n not in methods and hasattr(M, n)]
     for name in methods:
         setattr(T, name, M._PY_FUNCTIONS.get(name) or getattr(M, name))
-    for name in ["add", "subtract", "multiply", "divide", "clip", "scale", "exp", "sqrt", "tanh",
-                 "floor", "ceil", "abs", "masked_fill", "pow", "square", "reciprocal"]:
-        setattr(T, name + "_", _inplace(M._PY_FUNCTIONS.get(name) or getattr(M, name), name + "_"))
-    T.squeeze_ = _inplace(M.squeeze, "squeeze_", writes_values=False)
-    T.unsqueeze_ = _inplace(M.unsqueeze, "unsqueeze_", writes_values=False)
-    T.reshape_ = _inplace(_reshape, "reshape_", writes_values=False)
-    T.flatten_ = _inplace(M.flatten, "flatten_", writes_values=False)
+    for name in ["add", "subtract", "multiply", "divide", "clip", "scale", "exp", "sqrt", "rsqrt", "tanh",
+                 "sigmoid", "floor", "ceil", "round", "trunc", "abs", "neg", "log", "masked_fill", "pow",
+                 "square", "reciprocal", "remainder", "floor_divide", "cumsum"]:
+        fn = M._PY_FUNCTIONS.get(name) or getattr(M, name, None)
+        if fn is not None:
+            setattr(T, name + "_", _inplace_mod.method(fn, name + "_"))
+    T.squeeze_ = _reshape_inplace(M.squeeze)
+    T.unsqueeze_ = _reshape_inplace(M.unsqueeze)
+    T.reshape_ = _reshape_inplace(_reshape)
+    T.flatten_ = _reshape_inplace(M.flatten)
     T.diagonal = M.diagonal
     _install_extras(T)
 
@@ -444,7 +387,7 @@ _EXTRA_METHODS = (
     "bitwise_xor bucketize cdist clamp copysign cosh count_nonzero cross cummax cummin cumprod "
     "cumulative_trapezoid deg2rad diag diag_embed diagflat diagonal_scatter diff dist div dsplit eq floor_mod "
     "fmax fmin frac frexp gather_nd gcd ge greater gt heaviside histogram histogram_bin_edges histogramdd hsplit "
-    "hypot i0 i0e i1 i1e increment index_add index_fill index_put index_sample inner is_empty is_integer isin "
+    "hypot i0 i0e i1 i1e increment index_add index_fill index_sample inner is_empty is_integer isin "
     "isneginf isposinf isreal kron kthvalue lcm ldexp le lerp less logaddexp logcumsumexp logit lt masked_fill "
     "masked_scatter matrix_transpose median mode msort mul multiplex mv nan_to_num nanmean nanmedian "
     "nanquantile nansum narrow ne negative nextafter put_along_axis quantile rad2deg rank ravel renorm "
@@ -508,18 +451,18 @@ def _install_extras(T):
     T.get_strides = lambda x: list(x.strides)
     T.data_ptr = _data_ptr
     T.fill_diagonal_tensor = manip_extra.fill_diagonal_tensor
-    T.fill_diagonal_ = _inplace(manip_extra.fill_diagonal, "fill_diagonal_")
-    T.apply_ = _inplace(lambda x, func: _apply(x, func), "apply_")
+    T.fill_diagonal_ = _inplace_mod.method(manip_extra.fill_diagonal, "fill_diagonal_")
+    T.apply_ = _inplace_mod.method(lambda x, func: _apply(x, func), "apply_")
     for name in _EXTRA_INPLACE:
         fn = getattr(manip_extra, name, None) or getattr(math_extra, name)
-        setattr(T, name + "_", _inplace(fn, name + "_"))
+        setattr(T, name + "_", _inplace_mod.method(fn, name + "_"))
 
 
 # The in-place forms (x.name_(...)) Paddle has of the functions above; they go through _inplace.
 _EXTRA_INPLACE = (
     "acos acosh addmm asin asinh atan atanh baddbmm bitwise_and bitwise_invert bitwise_left_shift bitwise_not "
     "bitwise_or bitwise_right_shift bitwise_xor clamp copysign cosh cumprod digamma div erfinv fill_diagonal_tensor "
-    "floor_mod frac gammaln gcd hypot i0 index_add index_fill index_put lcm ldexp lerp lgamma logit masked_scatter "
+    "floor_mod frac gammaln gcd hypot i0 index_add index_fill lcm ldexp lerp lgamma logit masked_scatter "
     "mul multigammaln nan_to_num polygamma put_along_axis renorm round scatter scatter_add sinc sinh sub").split()
 
 
@@ -614,6 +557,19 @@ def _pow_of_tensor(base, exponent):
         out = M.pow(_ops.full_like(_ops.cast(exponent, f64), float(base)), _ops.cast(exponent, f64))
         return _ops.cast(out, exponent.dtype)
     return M.pow(base, exponent)
+
+
+def _reshape_inplace(fn):
+    """squeeze_, reshape_, ...: the handle takes the new shape (a view of the
+    same memory where the strides allow one), as in PyTorch and Paddle."""
+    def method(x, *args, **kwargs):
+        new = fn(x, *args, **kwargs)
+        if not new.stop_gradient and x.is_leaf:
+            raise RuntimeError("Leaf Tensor that doesn't stop gradient can't use inplace strategy; "
+                               "reshape it under oar.no_grad(), or reshape a copy")
+        x._rebind_(new) if not new.stop_gradient else x._set_data_(new)
+        return x
+    return method
 
 
 def _guard(fn, is_equality=False):

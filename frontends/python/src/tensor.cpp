@@ -156,7 +156,7 @@ void bind_tensor(py::module_& m) {
                              "Strides in elements (a view's own: Note [Views]).")
       .def_property_readonly("_byte_offset", &oar::Tensor::byte_offset)
       .def_property_readonly("_view_op", [](const oar::Tensor& x) { return std::string(x.view_op()); },
-                             "The op whose eager view this tensor is (transpose, slice, broadcast_to, diagonal), or ''.")
+                             "The op whose eager view this tensor is (transpose, slice, broadcast_to, diagonal, reshape), or ''.")
       .def("numpy", &to_numpy, "The values as a numpy array: a view on cpu, else a copy (bfloat16 becomes float32; Note [numpy views]).")
       .def("_raw_bytes", [](const oar::Tensor& x) {
         std::string buf(static_cast<size_t>(x.numel()) * oar::dtype_size(x.dtype()), '\0');
@@ -208,11 +208,35 @@ void bind_tensor(py::module_& m) {
           return r.cast<oar::Tensor>();
         });
       })
-      // Note [Rebinding]: in-place updates (optimizer steps, set_value,
-      // __setitem__) make this handle point at a new TensorImpl; tensors
-      // saved by recorded ops keep the old one, so pending backwards stay
-      // correct. Other handles sharing the old data (reshape views) do not
-      // see the update.
+      // Note [Rebinding]: optimizer steps and set_value make this handle
+      // point at a new TensorImpl (_set_data_); tensors saved by recorded
+      // ops keep the old one, so pending backwards stay correct. Other
+      // handles sharing the old data do not see the update. The in-place
+      // methods and __setitem__ write into the tensor's memory instead
+      // (_assign_, Note [In-place writes] in core/src/tensor/inplace.cpp)
+      // and rebind only the autograd history (_with_history).
+      .def("_assign_", [](const oar::Tensor& x, const oar::Tensor& src) { x.assign_(src); }, py::arg("src"),
+           "Writes `src` (broadcast, cast) into this tensor's memory: its views and its base see it.")
+      .def_property_readonly("inplace_version", &oar::Tensor::version,
+                             "How many in-place writes went into this tensor's memory (Note [Version counter]).")
+      .def("_with_history", [](const oar::Tensor& x, const oar::Tensor& history) { return oar::with_history(x, history); },
+           "This tensor's memory with the autograd history of `history`.")
+      .def("_shares_storage", [](const oar::Tensor& a, const oar::Tensor& b) {
+        return a.impl().storage != nullptr && a.impl().storage == b.impl().storage;
+      })
+      .def("_view_base", [](const oar::Tensor& x) -> std::optional<oar::Tensor> {
+        oar::Tensor base = oar::view_base(x);
+        if (!base.defined()) return std::nullopt;
+        return base;
+      }, "The tensor with history this one is a recorded view of, or None (Note [In-place writes]).")
+      .def("_set_history_", [](const oar::Tensor& x, const oar::Tensor& history) {
+        x.impl().autograd = history.impl().autograd;
+        x.impl().history_version = x.version();
+      }, "Gives every handle of this tensor the autograd history of `history` (a base rebased by a write through its view).")
+      .def_property_readonly("_history_current", [](const oar::Tensor& x) {
+        return x.is_leaf() || x.version() == x.impl().history_version;
+      }, "False when this non-leaf's memory was written since its history was recorded (Note [Version counter]).")
+      .def_property_readonly("_is_view_of_grad_leaf", [](const oar::Tensor& x) { return oar::is_view_of_grad_leaf(x); })
       .def("_rebind_", [](oar::Tensor& x, const oar::Tensor& src) { x = src; },
            "Makes this handle the tensor `src` (data and autograd history).")
       .def("_set_data_", [](oar::Tensor& x, const oar::Tensor& src) {

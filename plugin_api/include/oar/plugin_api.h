@@ -126,7 +126,12 @@ typedef OarStatus (*OarKernelFn)(const OarKernelContext* ctx);
 enum {
   OAR_KERNEL_STRIDED = 1 << 0, /* accepts non-contiguous inputs; else the host
                                   passes contiguous views */
-  OAR_KERNEL_INPLACE = 1 << 1  /* output may alias input 0 */
+  OAR_KERNEL_INPLACE = 1 << 1, /* output may alias input 0 */
+  OAR_KERNEL_STRIDED_OUTPUT = 1 << 2 /* writes through the output view's own
+                                        strides and byte offset (an in-place
+                                        write into a strided view: `copy`);
+                                        else the host never passes it a
+                                        non-contiguous output */
 };
 
 /** Dtype pattern accepted in a kernel signature besides concrete dtypes. */

@@ -4,6 +4,9 @@ from .clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
 from .layer import Layer
 from .layers import *  # noqa: F401,F403
 from .layers import __all__ as _layers_all
+from .rnn import *  # noqa: F401,F403
+from .rnn import __all__ as _rnn_all
+_layers_all = [*_layers_all, *_rnn_all]  # the RNN layers are listed in __all__ with the others
 from .layers_conv import *  # noqa: F401,F403
 from .layers_conv import __all__ as _conv_all
 from .transformer import *  # noqa: F401,F403
