@@ -186,9 +186,12 @@ class Layer:
         from ..tensor_methods import _set_value
         own = self.state_dict()
         missing, unexpected = [], []
+        # A tensor listed under several names (a shared layer) is set once from any of them.
+        given = {id(t) for name, t in own.items() if name in state_dict}
         for name, target in own.items():
             if name not in state_dict:
-                missing.append(name)
+                if id(target) not in given:
+                    missing.append(name)
                 continue
             value = state_dict[name]
             shape = list(value.shape)
