@@ -220,6 +220,10 @@ Tensor arange(double start, double end, double step = 1.0, DType dtype = DType::
 // ---- random (counter-based Philox: depends only on seed, offset, shape) ----
 /// Sets the global generator's seed and resets its offset (paddle.seed).
 void seed(uint64_t seed);
+/// The global generator's (seed, offset): the next draw uses this offset (paddle.get_rng_state).
+std::pair<uint64_t, uint64_t> random_state();
+/// Restores a state random_state() returned (paddle.set_rng_state).
+void set_random_state(uint64_t seed, uint64_t offset);
 /// Uniform in [low, high). Explicit seed/offset bypass the global generator.
 Tensor uniform(const Shape& shape, double low = 0.0, double high = 1.0, DType dtype = DType::f32,
                std::optional<Device> device = std::nullopt, std::optional<uint64_t> seed = std::nullopt,

@@ -169,6 +169,13 @@ void seed(uint64_t value) {
   generator().offset = 0;
 }
 
+std::pair<uint64_t, uint64_t> random_state() { return {generator().seed.load(), generator().offset.load()}; }
+
+void set_random_state(uint64_t seed, uint64_t offset) {
+  generator().seed = seed;
+  generator().offset = offset;
+}
+
 Tensor uniform(const Shape& shape, double low, double high, DType dtype, std::optional<Device> device,
                std::optional<uint64_t> seed, uint64_t offset) {
   return random(OAR_OP("uniform"), shape, low, high, "low", "high", dtype, device, seed, offset);

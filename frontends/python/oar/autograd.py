@@ -71,3 +71,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         grad_outputs = list(grad_outputs)
     grads = _C.grad(outputs, inputs, grad_outputs, create_graph, retain_graph, allow_unused)
     return grads
+
+
+from .autograd_pylayer import PyLayer, PyLayerContext, Function, backward, jacobian, hessian  # noqa: E402,F401

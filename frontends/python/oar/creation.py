@@ -178,7 +178,7 @@ def arange(start=0, end=None, step=1, dtype=None, name=None):
     return _ops.arange(float(vals[0]), float(vals[1]), float(vals[2]), dtype)
 
 
-def linspace(start, stop, num, dtype=None, name=None):
+def linspace(start, stop, num, dtype=None, name=None, *, out=None, device=None, requires_grad=False):
     dtype = convert_dtype(dtype) or default_float_dtype()
     num = int(num)
     if num == 1:
@@ -206,12 +206,35 @@ def uniform(shape, dtype=None, min=-1.0, max=1.0, seed=0, name=None):  # noqa: A
     return _ops.uniform(_shape(shape), float(min), float(max), dtype)
 
 
-def randn(shape, dtype=None, name=None):
-    return _ops.normal(_shape(shape), 0.0, 1.0, convert_dtype(dtype) or default_float_dtype())
+def randn(shape, dtype=None, name=None, *, out=None, device=None, requires_grad=False, pin_memory=False):
+    """Standard normal draws; a complex dtype draws the real and imaginary parts with variance 1/2 each."""
+    dtype = convert_dtype(dtype) or default_float_dtype()
+    if dtype.is_complex:
+        real = _C.real_dtype_for(dtype)
+        parts = [_ops.normal(_shape(shape), 0.0, 0.5 ** 0.5, real, device_str(device)) for _ in range(2)]
+        out = _ops.complex(*parts)
+    else:
+        out = _ops.normal(_shape(shape), 0.0, 1.0, dtype, device_str(device))
+    out.stop_gradient = not requires_grad
+    return out
 
 
 def standard_normal(shape, dtype=None, name=None):
     return randn(shape, dtype)
+
+
+def inclusive_range(start=0, end=None, step=1, dtype=None, *, out=None, device=None, requires_grad=False, name=None):
+    """paddle.range (deprecated in Paddle): [start, end] with end included, in the default float dtype."""
+    if end is None:
+        start, end = 0, start
+    vals = [float(v.item()) if isinstance(v, Tensor) else float(v) for v in (start, end, step)]
+    if vals[2] == 0:
+        raise ValueError("range: step is 0")
+    n = int(np.floor((vals[1] - vals[0]) / vals[2] + 1e-9)) + 1
+    values = vals[0] + vals[2] * np.arange(builtins.max(n, 0))
+    dtype = convert_dtype(dtype) or default_float_dtype()
+    return to_tensor(values.astype(to_numpy_dtype(dtype)), dtype=dtype, place=device,
+                     stop_gradient=not requires_grad)
 
 
 def normal(mean=0.0, std=1.0, shape=None, name=None):
@@ -255,3 +278,146 @@ def from_numpy(ndarray):
         raise ValueError("from_numpy: the array is read-only, and a tensor sharing it could be written through "
                          "numpy(); use oar.to_tensor to copy it")
     return _C.from_dlpack(ndarray.__dlpack__())
+
+
+def logspace(start, stop, num, base=10.0, dtype=None, name=None):
+    """base ** linspace(start, stop, num)."""
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, stop, num, base)]
+    exps = np.linspace(float(vals[0]), float(vals[1]), int(vals[2]))
+    dtype = convert_dtype(dtype) or default_float_dtype()
+    return to_tensor(np.power(float(vals[3]), exps).astype(to_numpy_dtype(dtype)), dtype=dtype)
+
+
+def _place_of(x, device):
+    return device_str(device) if device is not None else x._device
+
+
+def rand_like(input, name=None, *, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    dtype = convert_dtype(dtype) or input.dtype
+    out = _ops.uniform(list(input.shape), 0.0, 1.0, dtype, _place_of(input, device))
+    out.stop_gradient = not requires_grad
+    return out
+
+
+def randn_like(x, dtype=None, name=None, *, device=None, requires_grad=False):
+    dtype = convert_dtype(dtype) or x.dtype
+    out = _ops.normal(list(x.shape), 0.0, 1.0, dtype, _place_of(x, device))
+    out.stop_gradient = not requires_grad
+    return out
+
+
+def randint_like(x, low=0, high=None, dtype=None, name=None):
+    if high is None:
+        low, high = 0, low
+    if int(high) <= int(low):
+        raise ValueError(f"randint_like: high ({high}) must be greater than low ({low})")
+    u = _ops.uniform(list(x.shape), float(low), float(high), convert_dtype("float64"), x._device)
+    return _ops.cast(_ops.floor(u), convert_dtype(dtype) or x.dtype)
+
+
+def _host_rng(device):
+    """A numpy generator seeded from oar's global generator (oar.seed reproduces its draws)."""
+    seed = int(_ops.uniform([1], 0.0, 2.0**31, convert_dtype("float64"), device).numpy()[0])
+    return np.random.RandomState(seed)
+
+
+def bernoulli(x, p=None, name=None):
+    """1 with probability x (or p for every element), else 0, in x's dtype."""
+    u = _ops.uniform(list(x.shape), 0.0, 1.0, x.dtype if x.dtype.is_floating_point else float32, x._device)
+    prob = x if p is None else _ops.full_like(u, float(p))
+    return _ops.cast(_ops.less_than(u, _ops.cast(prob, u.dtype)), x.dtype)
+
+
+def multinomial(x, num_samples=1, replacement=False, name=None, *, out=None):
+    """num_samples category indices per row of the (unnormalized) probabilities x."""
+    w = x.numpy().astype(np.float64)
+    rows = w.reshape(-1, w.shape[-1])
+    if (rows < 0).any() or not np.isfinite(rows).all():
+        raise ValueError("multinomial: the probabilities must be finite and non-negative")
+    if not replacement and num_samples > rows.shape[1]:
+        raise ValueError(f"multinomial: cannot draw {num_samples} samples without replacement from "
+                         f"{rows.shape[1]} categories")
+    u = _ops.uniform([rows.shape[0], int(num_samples) if replacement else rows.shape[1]], 0.0, 1.0,
+                     convert_dtype("float64"), x._device).numpy()
+    res = np.zeros((rows.shape[0], int(num_samples)), np.int64)
+    for r, p in enumerate(rows):
+        if p.sum() <= 0:
+            raise ValueError(f"multinomial: row {r} of the probabilities sums to 0")
+        if replacement:
+            res[r] = np.minimum(np.searchsorted(np.cumsum(p / p.sum()), u[r], side="right"), len(p) - 1)
+        else:
+            # The exponential race: the k smallest -log(u) / p, a draw without replacement.
+            with np.errstate(divide="ignore"):
+                keys = -np.log(np.maximum(u[r], 1e-300)) / p
+            res[r] = np.argsort(keys, kind="stable")[:num_samples]
+    return to_tensor(res.reshape(w.shape[:-1] + (int(num_samples),)), place=x._device)
+
+
+def poisson(x, name=None):
+    """Poisson draws with rates x, in x's dtype."""
+    lam = x.numpy()
+    return to_tensor(_host_rng(x._device).poisson(lam).astype(lam.dtype), place=x._device)
+
+
+def _window(name, values_of, window_length, periodic, dtype):
+    n = int(window_length)
+    if n < 0:
+        raise ValueError(f"{name}: window_length must be non-negative, got {n}")
+    if n <= 1:
+        return to_tensor(np.ones(n, dtype=to_numpy_dtype(dtype)))
+    w = values_of(n + 1)[:-1] if periodic else values_of(n)
+    return to_tensor(w.astype(to_numpy_dtype(dtype)))
+
+
+def hann_window(window_length, periodic=True, *, dtype="float32", layout=None, device=None, pin_memory=False,
+                requires_grad=False):
+    return _window("hann_window", np.hanning, window_length, periodic, dtype)
+
+
+def hamming_window(window_length, periodic=True, *, dtype="float32", layout=None, device=None, pin_memory=False,
+                   requires_grad=False):
+    return _window("hamming_window", np.hamming, window_length, periodic, dtype)
+
+
+def blackman_window(window_length, periodic=True, *, dtype="float32", layout=None, device=None, pin_memory=False,
+                    requires_grad=False):
+    return _window("blackman_window", np.blackman, window_length, periodic, dtype)
+
+
+def bartlett_window(window_length, periodic=True, *, dtype="float32", layout=None, device=None, pin_memory=False,
+                    requires_grad=False):
+    return _window("bartlett_window", np.bartlett, window_length, periodic, dtype)
+
+
+def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype="float32", layout=None, device=None,
+                  pin_memory=False, requires_grad=False):
+    return _window("kaiser_window", lambda n: np.kaiser(n, beta), window_length, periodic, dtype)
+
+
+def as_tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """data as a tensor: a Tensor of the same dtype and device is returned as it is."""
+    if isinstance(data, Tensor) and (dtype is None or convert_dtype(dtype) == data.dtype) and device is None:
+        return data
+    return to_tensor(data, dtype=dtype, place=device, stop_gradient=not requires_grad)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    if copy:
+        return to_tensor(obj, dtype=dtype, place=device, stop_gradient=not requires_grad)
+    return as_tensor(obj, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def binomial(count, prob, name=None):
+    """Binomial draws with `count` trials of probability `prob` (elementwise), as int64."""
+    n, p = count.numpy(), prob.numpy() if isinstance(prob, Tensor) else np.asarray(prob)
+    if ((p < 0) | (p > 1)).any() or (n < 0).any():
+        raise ValueError("binomial: count must be non-negative and prob in [0, 1]")
+    return to_tensor(_host_rng(count._device).binomial(n.astype(np.int64), p).astype(np.int64), place=count._device)
+
+
+def standard_gamma(x, name=None):
+    """Gamma(shape = x, scale = 1) draws, in x's dtype."""
+    a = x.numpy()
+    if (a <= 0).any():
+        raise ValueError("standard_gamma: the shape parameters x must be positive")
+    return to_tensor(_host_rng(x._device).standard_gamma(a).astype(a.dtype), place=x._device)

@@ -186,3 +186,106 @@ def environment():
         "plugins": _C.plugins(), "skipped": _C.skipped_plugins(), "devices": _C.devices(),
         "default_device": _C.get_device(), "OAR_DEVICE": os.environ.get("OAR_DEVICE"),
     }
+
+
+class Size(list):
+    """A tensor's shape (paddle.Size): a list of ints that also has numel()."""
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, key):
+        out = list.__getitem__(self, key)
+        return Size(out) if isinstance(key, slice) else out
+
+    def __add__(self, other):
+        return Size(list.__add__(self, list(other)))
+
+    def __repr__(self):
+        return f"paddle.Size({list.__repr__(self)})"
+
+    __str__ = __repr__
+
+
+class iinfo:  # noqa: N801 - paddle.iinfo
+    """The range of an integer dtype: min, max, bits, dtype (its name)."""
+
+    def __init__(self, dtype):
+        d = convert_dtype(dtype)
+        if not d.is_integer:
+            raise ValueError(f"iinfo: expected an integer dtype (uint8, int8, int32, int64), got {d.name}")
+        info = np.iinfo(to_numpy_dtype(d))
+        self.min, self.max, self.bits, self.dtype = int(info.min), int(info.max), int(info.bits), d.name
+
+    def __repr__(self):
+        return f"paddle.iinfo(min={self.min}, max={self.max}, bits={self.bits}, dtype={self.dtype})"
+
+
+# bfloat16 has no numpy dtype: its limits by hand (8 exponent bits, 7 mantissa bits).
+_BF16_INFO = {"min": -3.3895313892515355e38, "max": 3.3895313892515355e38, "eps": 0.0078125, "resolution": 0.01,
+              "smallest_normal": 1.1754943508222875e-38, "tiny": 1.1754943508222875e-38, "bits": 16}
+
+
+class finfo:  # noqa: N801 - paddle.finfo
+    """The limits of a float (or complex: its real part's) dtype."""
+
+    def __init__(self, dtype):
+        d = convert_dtype(dtype)
+        if d.is_complex:
+            d = _C.real_dtype_for(d)
+        if not d.is_floating_point:
+            raise ValueError(f"finfo: expected a floating point dtype, got {d.name}")
+        self.dtype = d.name
+        if d == bfloat16:
+            for k, v in _BF16_INFO.items():
+                setattr(self, k, v)
+            return
+        info = np.finfo(to_numpy_dtype(d))
+        self.min, self.max, self.eps = float(info.min), float(info.max), float(info.eps)
+        self.resolution, self.smallest_normal = float(info.resolution), float(info.smallest_normal)
+        self.tiny, self.bits = float(info.tiny), int(info.bits)
+
+    def __repr__(self):
+        return (f"paddle.finfo(min={self.min:g}, max={self.max:g}, eps={self.eps:g}, resolution={self.resolution:g}, "
+                f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, bits={self.bits}, dtype={self.dtype})")
+
+
+class GeneratorState:
+    """A saved state of the global random generator (its seed and offset)."""
+
+    def __init__(self, seed, offset):
+        self.seed, self.offset = int(seed), int(offset)
+
+    def current_seed(self):
+        return self.seed
+
+    def __repr__(self):
+        return f"GeneratorState(seed={self.seed}, offset={self.offset})"
+
+
+def get_rng_state(device=None):
+    """[the global generator's state] (oar has one generator for every device)."""
+    return [GeneratorState(*_C.random_state())]
+
+
+def set_rng_state(state_list, device=None):
+    """Restores a state get_rng_state returned: the draws after it repeat."""
+    states = [state_list] if isinstance(state_list, GeneratorState) else list(state_list)
+    if len(states) != 1 or not isinstance(states[0], GeneratorState):
+        raise ValueError(f"set_rng_state: expected the list get_rng_state returned (one GeneratorState), "
+                         f"got {state_list!r}")
+    _C.set_random_state(states[0].seed, states[0].offset)
+
+
+def get_cuda_rng_state():
+    """The CUDA generators' states: an empty list, as oar has no CUDA device (Paddle on a CPU build)."""
+    return []
+
+
+def set_cuda_rng_state(state_list):
+    if list(state_list):
+        raise ValueError("set_cuda_rng_state: oar has no CUDA device; only the empty list get_cuda_rng_state "
+                         "returns can be restored")

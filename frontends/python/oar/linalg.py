@@ -288,3 +288,4 @@ def cond(x, p=None, name=None):
 from . import linalg_more as _more  # noqa: E402
 from .linalg_more import (cholesky_inverse, cholesky_solve, corrcoef, cov, householder_product, lu,  # noqa: E402,F401
                           lu_solve, lu_unpack, matrix_exp, ormqr, pca_lowrank, svd_lowrank)
+from .math_extra import vecdot  # noqa: E402,F401 - paddle.linalg.vecdot

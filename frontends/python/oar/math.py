@@ -276,6 +276,17 @@ for _name in _ops.elementwise_unary():
         globals()[_name] = _registry_unary(_name)
 
 
+def _integers_as_they_are(rounding):
+    """floor/ceil: an integer tensor is already whole (Paddle returns it in its dtype)."""
+    def op(x, name=None):
+        return rounding(x) if x.dtype.is_floating_point or x.dtype.is_complex else clone(x)
+    op.__name__ = op.__qualname__ = rounding.__name__
+    return op
+
+
+floor, ceil = _integers_as_they_are(floor), _integers_as_they_are(ceil)
+
+
 def square(x, name=None):
     return _ops.multiply(x, x)
 
@@ -377,7 +388,12 @@ def sum(x, axis=None, dtype=None, keepdim=False, name=None):  # noqa: A001
     return _ops.sum(x, _axes(axis), keepdim)
 
 
-def mean(x, axis=None, keepdim=False, name=None):
+def mean(x, axis=None, keepdim=False, name=None, *, dtype=None, out=None):
+    if dtype is not None:
+        x = cast(x, dtype)
+    if not x.dtype.is_floating_point and not x.dtype.is_complex:
+        # Paddle: the mean of integers (or bools) in their own dtype, truncated toward zero.
+        return _ops.cast(_ops.mean(_ops.cast(x, convert_dtype("float64")), _axes(axis), keepdim), x.dtype)
     return _ops.mean(x, _axes(axis), keepdim)
 
 

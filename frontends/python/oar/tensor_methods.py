@@ -1,13 +1,14 @@
 """Operators, indexing and Paddle-style methods attached to oar.Tensor."""
 import builtins
 import numbers
+import weakref
 
 import numpy as np
 
-from . import _C, creation
+from . import _C, creation, printing
 from . import inplace as _inplace_mod
 from . import math as M
-from .framework import Place, Tensor, convert_dtype, to_numpy_dtype
+from .framework import Place, Size, Tensor, convert_dtype, to_numpy_dtype
 
 _ops = _C.ops
 _BOOL = convert_dtype("bool")
@@ -112,11 +113,7 @@ _value_tensor = _inplace_mod.value_tensor
 # ---- repr and conversions ----
 
 def _repr(x):
-    if not x._defined:
-        return "Tensor(undefined)"
-    body = np.array2string(x.numpy(), separator=", ", prefix="       ")
-    return (f"Tensor(shape={x.shape}, dtype={x.dtype.name}, place={x.place}, "
-            f"stop_gradient={x.stop_gradient},\n       {body})")
+    return printing.tensor_to_string(x)
 
 
 def _array(x, dtype=None, copy=None):
@@ -137,6 +134,8 @@ def _dlpack(x, stream=None, max_version=None, dl_device=None, copy=None):
 
 
 def _item(x, *args):
+    if len(args) == 1:  # a flat position (Paddle, numpy)
+        return x.numpy().reshape(-1)[int(args[0])].item()
     if args:
         return x.numpy()[args].item()
     if x.size != 1:
@@ -204,6 +203,9 @@ def _to(x, *args, **kwargs):
 
 
 def _register_hook(x, hook):
+    if x.stop_gradient:
+        raise RuntimeError("register_hook: cannot register a hook on a tensor that stops gradient "
+                           "(stop_gradient=True); set stop_gradient=False first")
     state = {"active": True}
 
     def call(g):
@@ -220,6 +222,7 @@ _set_value = _inplace_mod.set_value
 
 
 _core_grad = _C.Tensor.grad.fget
+_core_shape = _C.Tensor.shape.fget
 
 
 def _clear_gradient(x, set_to_zero=True):
@@ -234,8 +237,33 @@ def _clear_gradient(x, set_to_zero=True):
     x._zero_grad = set_to_zero
 
 
+def _retain_grads(x):
+    """Keeps this non-leaf tensor's gradient in .grad after backward (summed over passes)."""
+    if x.stop_gradient or x.is_leaf or getattr(x, "_retains_grad", False):
+        return
+    x._retains_grad = True
+    ref = weakref.ref(x)
+
+    def keep(g):
+        t = ref()
+        if t is not None:
+            old = t.__dict__.get("_retained_grad")
+            t._retained_grad = g.detach() if old is None else _ops.add(old, g.detach())
+        return None
+    x._register_hook(keep)
+
+
+def _view(x, *shape_or_dtype, name=None):
+    """x.view(shape) or x.view(*shape): a reshape; x.view(dtype): the same bytes read as dtype."""
+    from . import manip_extra
+    arg = shape_or_dtype[0] if len(shape_or_dtype) == 1 else list(shape_or_dtype)
+    return manip_extra.view(x, arg)
+
+
 def _grad(x):
     g = _core_grad(x)
+    if g is None and not x.is_leaf:
+        return x.__dict__.get("_retained_grad")
     if g is None and getattr(x, "_zero_grad", False):
         x._zero_grad = False
         g = _ops.zeros_like(x.detach())
@@ -298,8 +326,8 @@ def _install():
         "__add__": M.add, "__sub__": M.subtract, "__mul__": M.multiply, "__truediv__": M.divide,
         "__floordiv__": M.floor_divide, "__mod__": M.remainder, "__pow__": M.pow, "__matmul__": M.matmul,
         "__eq__": M.equal, "__ne__": M.not_equal, "__lt__": M.less_than, "__le__": M.less_equal,
-        "__gt__": M.greater_than, "__ge__": M.greater_equal, "__and__": M.logical_and,
-        "__or__": M.logical_or, "__xor__": M.logical_xor,
+        "__gt__": M.greater_than, "__ge__": M.greater_equal, "__and__": _bitwise("and"),
+        "__or__": _bitwise("or"), "__xor__": _bitwise("xor"),
     }
     for name, fn in binary.items():
         if name in _FAST_OPERATORS:  # Note [Fast operators] in src/tensor.cpp
@@ -308,15 +336,15 @@ def _install():
             setattr(T, name, _guard(fn, name in ("__eq__", "__ne__")))
     reflected = {
         "__radd__": M.add, "__rsub__": M.subtract, "__rmul__": M.multiply, "__rtruediv__": M.divide,
-        "__rfloordiv__": M.floor_divide, "__rmod__": M.remainder, "__rpow__": M.pow, "__rmatmul__": M.matmul,
-        "__rand__": M.logical_and, "__ror__": M.logical_or, "__rxor__": M.logical_xor,
+        "__rfloordiv__": M.floor_divide, "__rmod__": M.remainder, "__rpow__": _pow_of_tensor, "__rmatmul__": M.matmul,
+        "__rand__": _bitwise("and"), "__ror__": _bitwise("or"), "__rxor__": _bitwise("xor"),
     }
     for name, fn in reflected.items():
         setattr(T, name, _guard(_rbinary(fn)))
     T.__neg__ = lambda x: _ops.neg(x)
     T.__pos__ = lambda x: x
     T.__abs__ = lambda x: _ops.abs(x)
-    T.__invert__ = lambda x: _ops.logical_not(x)
+    T.__invert__ = lambda x: _ops.logical_not(x) if x.dtype == _BOOL else _math_extra().bitwise_not(x)
     for name, fn in {"__iadd__": M.add, "__isub__": M.subtract, "__imul__": M.multiply,
                      "__itruediv__": M.divide}.items():
         setattr(T, name, _guard(fn))
@@ -349,6 +377,186 @@ def _install():
     T.reshape_ = _reshape_inplace(_reshape)
     T.flatten_ = _reshape_inplace(M.flatten)
     T.diagonal = M.diagonal
+    _install_extras(T)
+
+
+# Paddle's Tensor methods that math_extra and manip_extra define (the module functions, x first).
+_EXTRA_METHODS = (
+    "acos acosh addmm argsort argwhere as_strided asin asinh atan atan2 atanh atleast_1d atleast_2d atleast_3d "
+    "baddbmm bincount bitwise_and bitwise_invert bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift "
+    "bitwise_xor bucketize cdist clamp copysign cosh count_nonzero cross cummax cummin cumprod "
+    "cumulative_trapezoid deg2rad diag diag_embed diagflat diagonal_scatter diff dist div dsplit eq floor_mod "
+    "fmax fmin frac frexp gather_nd gcd ge greater gt heaviside histogram histogram_bin_edges histogramdd hsplit "
+    "hypot i0 i0e i1 i1e increment index_add index_fill index_sample inner is_empty is_integer isin "
+    "isneginf isposinf isreal kron kthvalue lcm ldexp le lerp less logaddexp logcumsumexp logit lt masked_fill "
+    "masked_scatter matrix_transpose median mode msort mul multiplex mv nan_to_num nanmean nanmedian "
+    "nanquantile nansum narrow ne negative nextafter put_along_axis quantile rad2deg rank ravel renorm "
+    "repeat_interleave reverse rot90 round scatter scatter_nd_add scatter_reduce select_scatter sgn signbit "
+    "sinc sinh slice_scatter sort stanh sub swapaxes swapdims take take_along_axis take_along_dim tensor_split "
+    "tensordot topk trace trapezoid true_divide unflatten unfold unique unique_consecutive vander view_as "
+    "vsplit").split()
+
+
+def _install_extras(T):
+    from . import manip_extra, math_extra
+    for name in _EXTRA_METHODS:
+        setattr(T, name, getattr(manip_extra, name, None) or getattr(math_extra, name))
+    T.permute = lambda x, *dims: manip_extra.permute(x, *dims)
+    T.view = _view
+    T.shape = property(lambda x: Size(_core_shape(x)))
+    T.retain_grads = _retain_grads
+    from . import linalg
+    for name in ("cholesky", "eig", "eigvals", "eigvalsh", "lstsq", "matrix_power", "multi_dot", "pinv", "qr",
+                 "slogdet", "solve", "cond"):
+        if hasattr(linalg, name):
+            setattr(T, name, getattr(linalg, name))
+    T.inverse = linalg.inv
+    for name in ("lgamma", "gammaln", "digamma", "erfinv", "polygamma", "multigammaln", "reduce_as", "multinomial"):
+        setattr(T, name, getattr(math_extra, name, None) or getattr(creation, name))
+    for name in ("add_n", "block_diag", "broadcast_tensors", "slice", "strided_slice",
+                 "scatter_nd", "split_with_sizes", "combinations", "softmax"):
+        setattr(T, name, _first_arg_method(name))
+    from . import complex_ops
+    T.polar = complex_ops.polar
+    T.view_as_real, T.view_as_complex = complex_ops.as_real, complex_ops.as_complex
+    for name, d in (("float", "float32"), ("double", "float64"), ("half", "float16"), ("bfloat16", "bfloat16"),
+                    ("bool", "bool"), ("long", "int64"), ("int", "int32"), ("byte", "uint8"), ("char", "int8"),
+                    ("float16", "float16"), ("float32", "float32"), ("float64", "float64"), ("int8", "int8"),
+                    ("int32", "int32"), ("int64", "int64"), ("uint8", "uint8"), ("complex64", "complex64"),
+                    ("complex128", "complex128"), ("cfloat", "complex64"), ("cdouble", "complex128")):
+        setattr(T, name, _cast_method(d))
+    T.itemsize = property(lambda x: x.dtype.itemsize)
+    T.ndimension = lambda x: len(x.shape)
+    T.is_cuda = property(lambda x: False)
+    T.get_device = lambda x: -1 if x.place.is_cpu_place() else x.place.get_device_id()
+    T.device = property(lambda x: x.place.type if x.place.is_cpu_place() else x._device)
+    T.stride = lambda x, dim=None: list(x.strides) if dim is None else x.strides[dim]
+    T.offset = property(lambda x: x._byte_offset // x.dtype.itemsize)
+    T.requires_grad = property(lambda x: not x.stop_gradient, _set_requires_grad)
+    T.mT = property(manip_extra.matrix_transpose)
+    T.type_as = lambda x, other: M.cast(x, other.dtype)
+    T.is_same_shape = lambda x, other: list(x.shape) == list(other.shape)
+    T.repeat = _repeat
+    T.new_full = lambda x, size, fill_value, *, dtype=None, device=None, requires_grad=False, pin_memory=False: \
+        _new(x, size, fill_value, dtype, requires_grad)
+    T.new_zeros = lambda x, *size, dtype=None, device=None, requires_grad=False, pin_memory=False: \
+        _new(x, _size_args(size), 0, dtype, requires_grad)
+    T.new_ones = lambda x, *size, dtype=None, device=None, requires_grad=False, pin_memory=False: \
+        _new(x, _size_args(size), 1, dtype, requires_grad)
+    T.new_empty = T.new_zeros
+    T.grad = property(_grad, _set_grad)
+    T.apply = _apply
+    T.name = None  # Paddle's Tensor.name; None until one is set (oar.static names what it needs)
+    T.is_dense = lambda x: True
+    T.get_strides = lambda x: list(x.strides)
+    T.data_ptr = _data_ptr
+    T.fill_diagonal_tensor = manip_extra.fill_diagonal_tensor
+    T.fill_diagonal_ = _inplace_mod.method(manip_extra.fill_diagonal, "fill_diagonal_")
+    T.apply_ = _inplace_mod.method(lambda x, func: _apply(x, func), "apply_")
+    for name in _EXTRA_INPLACE:
+        fn = getattr(manip_extra, name, None) or getattr(math_extra, name)
+        setattr(T, name + "_", _inplace_mod.method(fn, name + "_"))
+
+
+# The in-place forms (x.name_(...)) Paddle has of the functions above; they go through _inplace.
+_EXTRA_INPLACE = (
+    "acos acosh addmm asin asinh atan atanh baddbmm bitwise_and bitwise_invert bitwise_left_shift bitwise_not "
+    "bitwise_or bitwise_right_shift bitwise_xor clamp copysign cosh cumprod digamma div erfinv fill_diagonal_tensor "
+    "floor_mod frac gammaln gcd hypot i0 index_add index_fill lcm ldexp lerp lgamma logit masked_scatter "
+    "mul multigammaln nan_to_num polygamma put_along_axis renorm round scatter scatter_add sinc sinh sub").split()
+
+
+def _set_grad(x, value):
+    if value is not None and list(value.shape) != list(x.shape):
+        raise ValueError(f"grad: the gradient has shape {list(value.shape)} but the tensor has shape {list(x.shape)}")
+    x._zero_grad = False
+    x._set_grad(None if value is None else M.cast(value.detach(), x.dtype))
+
+
+def _apply(x, func):
+    """func(x) computed without recording autograd (Paddle requires x.stop_gradient)."""
+    if not x.stop_gradient:
+        raise RuntimeError("apply: the tensor requires grad; Paddle's Tensor.apply needs stop_gradient=True")
+    from .autograd import no_grad
+    with no_grad():
+        return func(x)
+
+
+def _data_ptr(x):
+    """The address of the first element (host memory only)."""
+    if x._device.split(":")[0] != "cpu":
+        raise RuntimeError(f"data_ptr: the tensor is on {x._device}; only a cpu tensor's address can be read")
+    return int(x.numpy().ctypes.data)
+
+
+def _cast_method(dtype):
+    return lambda x: M.cast(x, dtype)
+
+
+def _first_arg_method(name):
+    def method(x, *args, **kwargs):
+        from . import manip_extra, math_extra
+        import oar
+        fn = getattr(manip_extra, name, None) or getattr(math_extra, name, None) or getattr(oar, name)
+        return fn(x, *args, **kwargs)
+    method.__name__ = name
+    return method
+
+
+def _set_requires_grad(x, value):
+    x.stop_gradient = not value
+
+
+def _size_args(size):
+    return list(size[0]) if len(size) == 1 and isinstance(size[0], (list, tuple)) else list(size)
+
+
+def _new(x, size, fill_value, dtype, requires_grad):
+    """A new tensor of `size` filled with fill_value, in x's dtype (or dtype) and on x's device."""
+    dtype = convert_dtype(dtype) or x.dtype
+    out = creation.full(size, fill_value, dtype)
+    out = out._to(x._device) if out._device != x._device else out
+    out.stop_gradient = not requires_grad
+    return out
+
+
+def _repeat(x, *repeats):
+    """Tiles x (torch's repeat): repeats per dim, leading dims added as needed."""
+    reps = repeats[0] if len(repeats) == 1 and not isinstance(repeats[0], (numbers.Integral, np.integer)) else repeats
+    if isinstance(reps, Tensor):
+        reps = reps.numpy().tolist()
+    return M.tile(x, list(reps) if not isinstance(reps, (numbers.Integral, np.integer)) else [reps])
+
+
+def _math_extra():
+    from . import math_extra
+    return math_extra
+
+
+def _is_int_operand(v):
+    return (isinstance(v, Tensor) and v.dtype.is_integer) or (
+        isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (builtins.bool, np.bool_)))
+
+
+def _bitwise(op):
+    """&, | and ^: bitwise on integers (Paddle), logical on bools and anything else."""
+    logical = {"and": M.logical_and, "or": M.logical_or, "xor": M.logical_xor}[op]
+
+    def fn(x, y):
+        if _is_int_operand(x) and _is_int_operand(y):
+            return getattr(_math_extra(), "bitwise_" + op)(x, y)
+        return logical(x, y)
+    fn.__name__ = "__" + op + "__"
+    return fn
+
+
+def _pow_of_tensor(base, exponent):
+    """base ** exponent for a number base: integers stay integers (Paddle: 2 ** int64 tensor is int64)."""
+    if _is_int_operand(base) and _is_int_operand(exponent):
+        f64 = convert_dtype("float64")
+        out = M.pow(_ops.full_like(_ops.cast(exponent, f64), float(base)), _ops.cast(exponent, f64))
+        return _ops.cast(out, exponent.dtype)
+    return M.pow(base, exponent)
 
 
 def _reshape_inplace(fn):

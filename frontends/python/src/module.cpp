@@ -96,6 +96,8 @@ void bind_runtime(py::module_& m) {
     return d;
   }, py::arg("device") = py::none());
   m.def("seed", [](uint64_t value) { oar::seed(value); }, py::arg("seed"));
+  m.def("random_state", &oar::random_state, "The global generator's (seed, offset).");
+  m.def("set_random_state", &oar::set_random_state, py::arg("seed"), py::arg("offset"));
 }
 
 }  // namespace oar_py

@@ -75,7 +75,7 @@ def test_printing_shows_both_parts(device):
     z = oar.to_tensor(np.array([1 + 2j, -0.5 - 3j], np.complex64))
     text = repr(z)
     assert "dtype=complex64" in text
-    assert "1. +2.j" in text and "-0.5-3.j" in text
+    assert text.endswith("[ (1.00000000+2.00000000j), (-0.50000000-3.00000000j)])")  # Paddle 3.3's output
     assert "1+2j, -0.5-3j" in oar._C.Tensor._str(z)
 
 

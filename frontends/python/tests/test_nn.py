@@ -28,7 +28,7 @@ def test_layer_registry_and_state_dict(device):
     assert all(not p.stop_gradient for p in m.parameters())
     assert isinstance(m.fc1.weight, nn.Parameter) and isinstance(m.fc1.weight, oar.Tensor)
     sd = m.state_dict()
-    assert list(sd) == names + ["steps"]
+    assert list(sd) == ["steps"] + names  # Paddle's order: a layer's own parameters and buffers, then sublayers'
     m2 = MLP()
     missing, unexpected = m2.set_state_dict(sd)
     assert missing == [] and unexpected == []

@@ -166,15 +166,20 @@ class Layer:
     # ---- state ----
     def state_dict(self, destination=None, include_sublayers=True, structured_name_prefix="",
                    use_hook=True, keep_vars=True):
+        # Paddle's order: each layer's parameters, then its persistable buffers, then its
+        # sublayers in turn; a layer or parameter used twice appears under each of its names.
         out = collections.OrderedDict() if destination is None else destination
-        for name, p in self.named_parameters(structured_name_prefix.rstrip("."), include_sublayers):
-            out[name] = p
-        layers = self.named_sublayers(structured_name_prefix.rstrip("."), include_self=True) \
-            if include_sublayers else [(structured_name_prefix.rstrip("."), self)]
-        for lp, layer in layers:
-            for name, b in layer._buffers.items():
-                if b is not None and name not in layer._non_persistable_buffer_names:
-                    out[lp + ("." if lp else "") + name] = b
+        prefix = structured_name_prefix  # prepended as it is, as in Paddle
+        for name, p in self._parameters.items():
+            if p is not None:
+                out[prefix + name] = p
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistable_buffer_names:
+                out[prefix + name] = b
+        if include_sublayers:
+            for name, layer in self._sub_layers.items():
+                if layer is not None:
+                    layer.state_dict(out, True, prefix + name + ".", use_hook, keep_vars)
         return out
 
     def to_static_state_dict(self, destination=None, include_sublayers=True, structured_name_prefix="",
@@ -195,9 +200,12 @@ class Layer:
         from ..tensor_methods import _set_value
         own = self.state_dict()
         missing, unexpected = [], []
+        # A tensor listed under several names (a shared layer) is set once from any of them.
+        given = {id(t) for name, t in own.items() if name in state_dict}
         for name, target in own.items():
             if name not in state_dict:
-                missing.append(name)
+                if id(target) not in given:
+                    missing.append(name)
                 continue
             value = state_dict[name]
             shape = list(value.shape)
