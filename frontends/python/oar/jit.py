@@ -23,13 +23,14 @@ import weakref
 
 from . import _C
 from . import jit_dy2static
+from .jit_dy2static import set_code_level, set_verbosity  # noqa: F401 - paddle.jit names
 from .autograd import no_grad
 from .framework import Tensor
 from .nn.layer import Layer
 from .nn.parameter import Parameter
 from .static import InputSpec
 
-__all__ = ["to_static", "save", "load", "not_to_static", "enable_to_static", "StaticFunction", "TranslatedLayer",
+__all__ = ["to_static", "save", "load", "not_to_static", "set_code_level", "set_verbosity", "enable_to_static", "StaticFunction", "TranslatedLayer",
            "InputSpec"]
 
 # Traces one StaticFunction keeps (the least recently used is dropped).

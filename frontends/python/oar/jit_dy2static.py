@@ -30,6 +30,7 @@ and construct when its condition is a tensor of the trace.
 """
 import ast
 import functools
+import logging
 import inspect
 import sys
 import textwrap
@@ -320,6 +321,7 @@ def convert(func, strict=False):
     code = func.__code__
     if code not in _cache:
         _cache[code] = _build_factory(func, strict)
+        _report(func, _cache[code])
     factory = _cache[code]
     if factory is None:
         return func
@@ -331,6 +333,47 @@ def convert(func, strict=False):
     functools.update_wrapper(converted, func)
     converted.__wrapped__ = func
     return converted
+
+
+# ---- paddle.jit.set_code_level / set_verbosity ----
+_log = logging.getLogger("oar.jit.dy2static")
+_levels = {"code": 0, "code_stdout": False, "verbosity": 0, "verbosity_stdout": False}
+
+
+def set_code_level(level=100, also_to_stdout=False):
+    """Log the converted source of each function to_static converts from now
+    on (logger "oar.jit.dy2static", level INFO) while `level` > 0; with
+    `also_to_stdout` it is printed too. Paddle's levels pick the stage of its
+    transformer passes; oar has one conversion pass, so every level > 0 shows
+    its result."""
+    if not isinstance(level, int) or isinstance(level, bool):
+        raise TypeError(f"set_code_level: level must be an int but is {type(level).__name__}")
+    _levels["code"], _levels["code_stdout"] = level, bool(also_to_stdout)
+
+
+def set_verbosity(level=0, also_to_stdout=False):
+    """Log which functions to_static converts and which run as written
+    (logger "oar.jit.dy2static") while `level` > 0; with `also_to_stdout`
+    the lines are printed too."""
+    if not isinstance(level, int) or isinstance(level, bool):
+        raise TypeError(f"set_verbosity: level must be an int but is {type(level).__name__}")
+    _levels["verbosity"], _levels["verbosity_stdout"] = level, bool(also_to_stdout)
+
+
+def _emit(text, to_stdout):
+    _log.info(text)
+    if to_stdout:
+        print(text)
+
+
+def _report(func, factory):
+    where = f"{func.__code__.co_filename}:{func.__code__.co_firstlineno}"
+    if _levels["verbosity"] > 0:
+        what = "converted" if factory is not None else "runs as written (nothing to convert or no source)"
+        _emit(f"to_static: {func.__qualname__} ({where}) {what}", _levels["verbosity_stdout"])
+    if _levels["code"] > 0 and factory is not None:
+        _emit(f"to_static: converted code of {func.__qualname__} ({where}):\n{factory.converted_source}",
+              _levels["code_stdout"])
 
 
 def convert_entry(func):

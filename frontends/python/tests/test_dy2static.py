@@ -404,3 +404,27 @@ def test_one_trace_serves_every_length_of_a_dynamic_dim():
         same(branch, piecewise, f32(*values))
         same(loop, halve_until_small, f32(*values))
     assert branch.trace_count == 1 and loop.trace_count == 1
+
+
+def test_set_code_level_and_verbosity_print_the_conversion(capsys):
+    def branchy(x):
+        if x.sum() > 0:
+            y = x + 1
+        else:
+            y = x - 1
+        return y
+
+    oar.jit.set_code_level(100, also_to_stdout=True)
+    oar.jit.set_verbosity(1, also_to_stdout=True)
+    try:
+        f = oar.jit.to_static(branchy)
+        out = f(oar.to_tensor([1.0, 2.0]))
+    finally:
+        oar.jit.set_code_level(0)
+        oar.jit.set_verbosity(0)
+    printed = capsys.readouterr().out
+    assert out.numpy().tolist() == [2.0, 3.0]
+    assert "branchy" in printed and "converted" in printed
+    assert "converted code of" in printed and "def branchy" in printed
+    with pytest.raises(TypeError, match="set_code_level"):
+        oar.jit.set_code_level("high")

@@ -143,8 +143,8 @@ def thresholded_relu(x, threshold=1.0, value=0.0, name=None):
 def silu(x, inplace=False, name=None):
     """x * sigmoid(x); with inplace=True x itself is overwritten and returned."""
     if inplace:
-        from ..tensor_methods import _inplace
-        return _inplace(lambda t: _ops.silu(t), "silu_")(x)
+        from .. import inplace as _inplace_mod
+        return _inplace_mod.method(lambda t: _ops.silu(t), "silu_")(x)
     return _ops.silu(x)
 
 
@@ -249,8 +249,8 @@ def dropout1d(input, p=0.5, training=True, inplace=False):  # noqa: A002 - Paddl
         return _channel_dropout(x, p, training, False, "dropout1d")
 
     if inplace:
-        from ..tensor_methods import _inplace
-        return _inplace(drop, "dropout1d_")(input)
+        from .. import inplace as _inplace_mod
+        return _inplace_mod.method(drop, "dropout1d_")(input)
     return drop(input)
 
 
