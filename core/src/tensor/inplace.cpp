@@ -55,8 +55,8 @@ uint64_t Tensor::version() const {
 namespace {
 
 // The host-side write for a device whose copy kernel cannot write a strided
-// destination: `src` is dense, of dst's shape and dtype.
-void assign_through_host(DeviceBackend& backend, const KernelEntry& kernel, const Tensor& dst, const Tensor& src) {
+// destination, or that has no copy kernel: `src` has dst's shape and dtype.
+void assign_through_host(DeviceBackend& backend, const Tensor& dst, const Tensor& src) {
   const TensorImpl& im = dst.impl();
   const auto elem = static_cast<int64_t>(dtype_size(im.dtype));
   int64_t lowest = 0, highest = 0;
@@ -87,8 +87,14 @@ void assign_through_host(DeviceBackend& backend, const KernelEntry& kernel, cons
       index[d] = 0;
     }
   }
-  Tensor up = Tensor::from_host(host.data(), block.shape(), im.dtype, im.device);
-  launch_copy(backend, kernel, up, block);
+  // The span goes back with the device's host-to-device copy (every plugin
+  // has one), so a device without a copy kernel writes views too.
+  void* at_device = static_cast<char*>(im.storage->data()) + block.byte_offset();
+  const uint64_t bytes = host.size();
+  host_clear_error();
+  sync_compute_stream(backend, im.device.index);  // queued kernels may still use the span
+  backend.check(backend.api.memcpy_h2d(backend.api.impl, im.device.index, at_device, host.data(), bytes),
+                "memcpy_h2d");
 }
 
 // True when every dim of `shape_from` broadcasts to `shape_to`.
@@ -130,8 +136,11 @@ void Tensor::assign_(const Tensor& value) const {
   static const int copy_id = OpRegistry::instance().get("copy").id;
   const DType dtype = im.dtype;
   const KernelEntry* kernel = backend.find_kernel(copy_id, {&dtype, 1}, {&dtype, 1});
-  OAR_CHECK_ARG(kernel != nullptr, "assign_: the " + backend.type + " device has no copy kernel for " +
-                                       std::string(dtype_name(dtype)));
+  if (kernel == nullptr) {  // no copy kernel (an ABI 1.0 plugin, say): the host writes the span
+    assign_through_host(backend, *this, src);
+    im.storage->bump_version();
+    return;
+  }
   src = kernel_input(src, kernel->flags);
   if (kernel_takes_as_is(*this, kernel->flags & OAR_KERNEL_STRIDED_OUTPUT ? OAR_KERNEL_STRIDED : 0)) {
     launch_copy(backend, *kernel, src, *this);
@@ -140,7 +149,7 @@ void Tensor::assign_(const Tensor& value) const {
     dense->strides = contiguous_strides(im.shape);
     launch_copy(backend, *kernel, src, Tensor(std::move(dense)));
   } else {
-    assign_through_host(backend, *kernel, *this, src);
+    assign_through_host(backend, *this, src);
   }
   im.storage->bump_version();
 }
