@@ -116,7 +116,11 @@ def _fill_diagonal_tensor(x, y, offset=0, dim1=0, dim2=1, name=None):
 
 # ---- shape-changing methods ----
 
-def _repeat(x, repeats):
+def _repeat(x, repeats, *more):
+    """Tensor.repeat(2, 1) or repeat([2, 1]): the tensor tiled (torch's
+    repeat, which Paddle 3.3 has as a method)."""
+    if more:
+        repeats = [repeats, *more]
     if isinstance(repeats, Tensor):
         repeats = repeats.tolist()
     repeats = [repeats] if isinstance(repeats, (int, np.integer)) else list(repeats)

@@ -445,14 +445,12 @@ def _install_extras(T):
         _new(x, _size_args(size), 1, dtype, requires_grad)
     T.new_empty = T.new_zeros
     T.grad = property(_grad, _set_grad)
-    T.apply = _apply
     T.name = None  # Paddle's Tensor.name; None until one is set (oar.static names what it needs)
     T.is_dense = lambda x: True
     T.get_strides = lambda x: list(x.strides)
     T.data_ptr = _data_ptr
     T.fill_diagonal_tensor = manip_extra.fill_diagonal_tensor
     T.fill_diagonal_ = _inplace_mod.method(manip_extra.fill_diagonal, "fill_diagonal_")
-    T.apply_ = _inplace_mod.method(lambda x, func: _apply(x, func), "apply_")
     for name in _EXTRA_INPLACE:
         fn = getattr(manip_extra, name, None) or getattr(math_extra, name)
         setattr(T, name + "_", _inplace_mod.method(fn, name + "_"))
@@ -471,15 +469,6 @@ def _set_grad(x, value):
         raise ValueError(f"grad: the gradient has shape {list(value.shape)} but the tensor has shape {list(x.shape)}")
     x._zero_grad = False
     x._set_grad(None if value is None else M.cast(value.detach(), x.dtype))
-
-
-def _apply(x, func):
-    """func(x) computed without recording autograd (Paddle requires x.stop_gradient)."""
-    if not x.stop_gradient:
-        raise RuntimeError("apply: the tensor requires grad; Paddle's Tensor.apply needs stop_gradient=True")
-    from .autograd import no_grad
-    with no_grad():
-        return func(x)
 
 
 def _data_ptr(x):

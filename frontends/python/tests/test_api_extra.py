@@ -534,7 +534,7 @@ def test_tensor_attributes_as_paddle():
     x = T([[1.1, 2.2, 3.3]])
     assert abs(x.item(2) - 3.3) < 1e-6 and abs(x.item(0, 2) - 3.3) < 1e-6
     t = T([1.0])
-    assert t.name is None
+    assert t.name.startswith("generated_tensor_")  # Paddle names every tensor
     t.name = "w"
     assert t.name == "w" and t.is_dense() and t.get_strides() == [1] and t.data_ptr() == t.numpy().ctypes.data
     assert oar.ones((4, 3)).fill_diagonal_tensor(oar.zeros((3,))).numpy().tolist() == [
@@ -545,7 +545,7 @@ def test_tensor_attributes_as_paddle():
     x.grad = T(3.0)
     assert x.grad.item() == 3.0
     assert_close(T([0.3]).apply(lambda v: 3 * v + 2), [2.9])
-    with pytest.raises(RuntimeError, match="apply: the tensor requires grad"):
+    with pytest.raises(RuntimeError, match="Tensor.apply: cannot apply a function to a tensor that requires gradient"):
         T([1.0], stop_gradient=False).apply(lambda v: v)
 
 
