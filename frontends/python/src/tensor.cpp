@@ -114,6 +114,22 @@ struct PyCallable {
 
 }  // namespace
 
+namespace {
+
+// Paddle's a + b and a * b: on two bool tensors they are logical or / and
+// (bool - bool stays an error, as in Paddle); otherwise the core ops.
+oar::Tensor paddle_add(const oar::Tensor& a, const oar::Tensor& b) {
+  const bool both_bool = a.dtype() == oar::DType::boolean && b.dtype() == oar::DType::boolean;
+  return both_bool ? oar::logical_or(a, b) : oar::add(a, b);
+}
+
+oar::Tensor paddle_multiply(const oar::Tensor& a, const oar::Tensor& b) {
+  const bool both_bool = a.dtype() == oar::DType::boolean && b.dtype() == oar::DType::boolean;
+  return both_bool ? oar::logical_and(a, b) : oar::multiply(a, b);
+}
+
+}  // namespace
+
 void bind_tensor(py::module_& m) {
   py::enum_<oar::DType>(m, "dtype")
       .value("float32", oar::DType::f32)
@@ -267,9 +283,9 @@ void bind_tensor(py::module_& m) {
 #define OAR_FAST_BINARY(pyname, expr)                                                                       \
   t.def(pyname, [](const oar::Tensor& a, const oar::Tensor& b) { return expr; }, py::is_operator()); \
   t.def(pyname, fallback(pyname), py::is_operator());
-  OAR_FAST_BINARY("__add__", oar::add(a, b))
+  OAR_FAST_BINARY("__add__", paddle_add(a, b))
   OAR_FAST_BINARY("__sub__", oar::subtract(a, b))
-  OAR_FAST_BINARY("__mul__", oar::multiply(a, b))
+  OAR_FAST_BINARY("__mul__", paddle_multiply(a, b))
 #undef OAR_FAST_BINARY
   t.def("__truediv__", [](const oar::Tensor& a, const oar::Tensor& b) -> py::object {
     if (oar::is_floating(a.dtype()) && oar::is_floating(b.dtype())) return py::cast(oar::divide(a, b));
@@ -284,9 +300,9 @@ void bind_tensor(py::module_& m) {
   m.def("_fast_" pyname, [](const oar::Tensor& a, const oar::Tensor& b, py::object) { return expr; }, py::arg("x"), \
         py::arg("y"), py::arg("name") = py::none());                                                          \
   m.def("_fast_" pyname, fallback3(pyname), py::arg("x"), py::arg("y"), py::arg("name") = py::none());
-  OAR_FAST_FUNCTION("add", oar::add(a, b))
+  OAR_FAST_FUNCTION("add", paddle_add(a, b))
   OAR_FAST_FUNCTION("subtract", oar::subtract(a, b))
-  OAR_FAST_FUNCTION("multiply", oar::multiply(a, b))
+  OAR_FAST_FUNCTION("multiply", paddle_multiply(a, b))
 #undef OAR_FAST_FUNCTION
 
   m.def("from_numpy", &from_numpy, py::arg("array"), py::arg("dtype") = py::none(), py::arg("device") = py::none());

@@ -142,3 +142,14 @@ def test_where_paddle_raises_oar_promotes():
     # Paddle 3.3 refuses int64 + float32 tensors and int32 + int64; oar promotes (a superset).
     assert (i + f).dtype == oar.float32
     assert (i32 + i).dtype == oar.int64
+
+
+def test_bool_add_is_or_and_bool_mul_is_and_as_paddle():
+    a = oar.to_tensor([True, False, False])
+    b = oar.to_tensor([True, True, False])
+    for got in (a + b, oar.add(a, b)):
+        assert got.dtype == oar.bool and got.numpy().tolist() == [True, True, False]
+    for got in (a * b, oar.multiply(a, b)):
+        assert got.dtype == oar.bool and got.numpy().tolist() == [True, False, False]
+    with pytest.raises(TypeError, match="dtype bool"):
+        a - b  # Paddle has no bool subtract either
