@@ -58,35 +58,17 @@ namespace {
 // destination, or that has no copy kernel: `src` has dst's shape and dtype.
 void assign_through_host(DeviceBackend& backend, const Tensor& dst, const Tensor& src) {
   const TensorImpl& im = dst.impl();
-  const auto elem = static_cast<int64_t>(dtype_size(im.dtype));
-  int64_t lowest = 0, highest = 0;
-  for (size_t d = 0; d < im.shape.size(); ++d) {
-    int64_t reach = (im.shape[d] - 1) * im.strides[d];
-    (reach < 0 ? lowest : highest) += reach;
-  }
-  auto span = std::make_shared<TensorImpl>(im);
-  span->autograd = nullptr;
-  span->view_op = nullptr;
-  span->shape = {highest - lowest + 1};
-  span->strides = {1};
-  span->byte_offset = im.byte_offset + lowest * elem;
-  Tensor block(std::move(span));
-  std::vector<char> host(static_cast<size_t>((highest - lowest + 1) * elem));
+  const auto elem = static_cast<size_t>(dtype_size(im.dtype));
+  const ViewSpan span = view_span(dst);
+  const Tensor& block = span.block;
+  std::vector<char> host(static_cast<size_t>(block.numel()) * elem);
   block.copy_to_host(host.data());
-  std::vector<char> dense(static_cast<size_t>(src.numel() * elem));
+  std::vector<char> dense(static_cast<size_t>(src.numel()) * elem);
   src.copy_to_host(dense.data());
-  const size_t rank = im.shape.size();
-  std::vector<int64_t> index(rank, 0);
-  int64_t at = -lowest;  // element offset of the current index in `host`
-  for (int64_t i = 0, n = src.numel(); i < n; ++i) {
-    std::memcpy(host.data() + at * elem, dense.data() + i * elem, static_cast<size_t>(elem));
-    for (size_t d = rank; d-- > 0;) {  // odometer over the destination's index
-      at += im.strides[d];
-      if (++index[d] < im.shape[d]) break;
-      at -= index[d] * im.strides[d];
-      index[d] = 0;
-    }
-  }
+  for_each_view_offset(im.shape, im.strides, [&](int64_t i, int64_t at) {
+    std::memcpy(host.data() + static_cast<size_t>(span.first + at) * elem, dense.data() + static_cast<size_t>(i) * elem,
+                elem);
+  });
   // The span goes back with the device's host-to-device copy (every plugin
   // has one), so a device without a copy kernel writes views too.
   void* at_device = static_cast<char*>(im.storage->data()) + block.byte_offset();

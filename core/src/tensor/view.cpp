@@ -166,7 +166,22 @@ struct RuleTable {
 // row-major order on the host and goes back up.
 Tensor copy_through_host(const Tensor& src) {
   const TensorImpl& im = src.impl();
-  const auto elem = static_cast<int64_t>(dtype_size(im.dtype));
+  const auto elem = static_cast<size_t>(dtype_size(im.dtype));
+  ViewSpan span = view_span(src);
+  std::vector<char> block(static_cast<size_t>(span.block.numel()) * elem);
+  span.block.copy_to_host(block.data());
+  std::vector<char> dense(static_cast<size_t>(src.numel()) * elem);
+  for_each_view_offset(im.shape, im.strides, [&](int64_t i, int64_t at) {
+    std::memcpy(dense.data() + static_cast<size_t>(i) * elem, block.data() + static_cast<size_t>(span.first + at) * elem,
+                elem);
+  });
+  return Tensor::from_host(dense.data(), im.shape, im.dtype, im.device);
+}
+
+}  // namespace
+
+ViewSpan view_span(const Tensor& view) {
+  const TensorImpl& im = view.impl();
   int64_t lowest = 0, highest = 0;
   for (size_t d = 0; d < im.shape.size(); ++d) {
     int64_t reach = (im.shape[d] - 1) * im.strides[d];
@@ -174,29 +189,12 @@ Tensor copy_through_host(const Tensor& src) {
   }
   auto span = std::make_shared<TensorImpl>(im);
   span->autograd = nullptr;
+  span->view_op = nullptr;
   span->shape = {highest - lowest + 1};
   span->strides = {1};
-  span->byte_offset = im.byte_offset + lowest * elem;
-  std::vector<char> block(static_cast<size_t>((highest - lowest + 1) * elem));
-  Tensor(std::move(span)).copy_to_host(block.data());
-
-  std::vector<char> dense(static_cast<size_t>(src.numel() * elem));
-  const size_t rank = im.shape.size();
-  std::vector<int64_t> index(rank, 0);
-  int64_t at = -lowest;  // element offset of the current index in `block`
-  for (int64_t i = 0, n = src.numel(); i < n; ++i) {
-    std::memcpy(dense.data() + i * elem, block.data() + at * elem, static_cast<size_t>(elem));
-    for (size_t d = rank; d-- > 0;) {  // odometer over the view's index
-      at += im.strides[d];
-      if (++index[d] < im.shape[d]) break;
-      at -= index[d] * im.strides[d];
-      index[d] = 0;
-    }
-  }
-  return Tensor::from_host(dense.data(), im.shape, im.dtype, im.device);
+  span->byte_offset = im.byte_offset + lowest * static_cast<int64_t>(dtype_size(im.dtype));
+  return {Tensor(std::move(span)), -lowest};
 }
-
-}  // namespace
 
 void launch_copy(DeviceBackend& backend, const KernelEntry& kernel, const Tensor& src, const Tensor& dst) {
   static const Attrs no_attrs;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "oar/op.h"
 #include "oar/tensor.h"
@@ -40,5 +41,34 @@ Tensor materialize_contiguous(const Tensor& t);
 /// OAR_KERNEL_STRIDED for a strided `src`, OAR_KERNEL_STRIDED_OUTPUT for a
 /// strided `dst`). Throws naming the device when the kernel fails.
 void launch_copy(DeviceBackend& backend, const KernelEntry& kernel, const Tensor& src, const Tensor& dst);
+
+/// The block of storage a strided view reaches, as a 1-D contiguous tensor
+/// over the same memory (no history, not a view), and the element offset of
+/// the view's element 0 in it: what the host-side copies move.
+struct ViewSpan {
+  Tensor block;
+  int64_t first;
+};
+ViewSpan view_span(const Tensor& view);
+
+/// Calls fn(i, at) for the elements of a view with `shape` and `strides` in
+/// row-major order: i counts them, `at` is the element offset from the
+/// view's element 0 (an odometer over the index).
+template <typename Fn>
+void for_each_view_offset(const Shape& shape, const Shape& strides, Fn&& fn) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  std::vector<int64_t> index(shape.size(), 0);
+  int64_t at = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    fn(i, at);
+    for (size_t d = shape.size(); d-- > 0;) {
+      at += strides[d];
+      if (++index[d] < shape[d]) break;
+      at -= index[d] * strides[d];
+      index[d] = 0;
+    }
+  }
+}
 
 }  // namespace oar
