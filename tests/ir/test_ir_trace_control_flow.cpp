@@ -7,9 +7,12 @@
 #include "oar/ir/control_flow.h"
 #include "oar/ir/executor.h"
 #include "oar/ir/printer.h"
+#include "oar/ir/serialize.h"
 #include "oar/ir/trace.h"
 #include "oar/ops.h"
 #include "test_util.h"
+
+#include <cmath>
 
 namespace ir = oar::ir;
 using oar::DType;
@@ -132,4 +135,106 @@ TEST_CASE("append_backward through a traced cond: the gradient of the taken bran
   ir::Executor ex(p, oar::default_device());
   check_close(ex.run(std::vector<Tensor>{f32({1, 2})})[1], {2, 4});
   check_close(ex.run(std::vector<Tensor>{f32({-1, -2})})[1], {-1, -1});
+}
+
+namespace {
+
+// s = a; repeat n times: s = s * w + b. For f32[2] a, w, b and i64 n.
+ir::Trace traced_affine_loop() {
+  return ir::trace(
+      [](const std::vector<Tensor>& in) {
+        const Tensor &a = in[0], &w = in[1], &b = in[2], &n = in[3];
+        Tensor zero = oar::scalar_like(n, 0.0);
+        std::vector<Tensor> out = tracer().trace_while(
+            [&](const std::vector<Tensor>& v) { return std::vector<Tensor>{oar::less_than(v[0], n)}; },
+            [&](const std::vector<Tensor>& v) {
+              return std::vector<Tensor>{oar::add(v[0], oar::scalar_like(v[0], 1.0)),
+                                         oar::add(oar::multiply(v[1], w), b)};
+            },
+            {zero, a}, "affine loop");
+        return std::vector<Tensor>{out[1]};
+      },
+      {{{2}, DType::f32, "a"}, {{2}, DType::f32, "w"}, {{2}, DType::f32, "b"}, {{}, DType::i64, "n"}});
+}
+
+// The hand-computed gradients of sum(s_n): d/da = w^n, d/db = sum_{j<n} w^j,
+// d/dw = n a w^(n-1) + b sum_{j<n} j w^(j-1).
+struct AffineGrads {
+  std::vector<double> a, w, b;
+};
+AffineGrads affine_grads(const std::vector<float>& a, const std::vector<float>& w, const std::vector<float>& b,
+                         int n) {
+  AffineGrads g;
+  for (size_t e = 0; e < a.size(); ++e) {
+    double pw = 1, geo = 0, dgeo = 0;
+    for (int j = 0; j < n; ++j) {
+      geo += std::pow(w[e], j);
+      if (j > 0) dgeo += j * std::pow(w[e], j - 1);
+      pw *= w[e];
+    }
+    g.a.push_back(pw);
+    g.b.push_back(geo);
+    g.w.push_back(n * a[e] * (n > 0 ? std::pow(w[e], n - 1) : 0.0) + b[e] * dgeo);
+  }
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("append_backward through a traced while: the loop's iterations replayed in reverse") {
+  ir::Trace t = traced_affine_loop();
+  ir::Program& p = t.program;
+  ir::Value* s = p.outputs()[0].value;
+  std::vector<ir::Value*> grads =
+      ir::append_backward(p, {s}, {p.inputs()[0], p.inputs()[1], p.inputs()[2]}, {});
+  for (auto* g : grads) REQUIRE(g != nullptr);
+  p.add_output(grads[0], "da");
+  p.add_output(grads[1], "dw");
+  p.add_output(grads[2], "db");
+  std::string text = ir::to_string(p);
+  CHECK(contains(text, "save_iterations"));
+  // The program now has the forward while (saving its iterations) and its backward while.
+  size_t whiles = 0;
+  for (size_t at = text.find("= while("); at != std::string::npos; at = text.find("= while(", at + 1)) ++whiles;
+  CHECK(whiles == 2);
+  // The JSON form keeps the attribute and the stacks.
+  ir::Program back = ir::from_json(ir::to_json(p), {});
+  CHECK(ir::to_string(back) == text);
+
+  const std::vector<float> a{1.5f, -2.0f}, w{0.5f, 1.25f}, b{0.25f, -1.0f};
+  for (ir::Program* program : {&p, &back}) {
+    ir::Executor ex(*program, oar::default_device());
+    for (int n : {0, 1, 3}) {
+      std::vector<Tensor> out = ex.run(std::vector<Tensor>{f32(a), f32(w), f32(b), i64(n)});
+      AffineGrads want = affine_grads(a, w, b, n);
+      check_close(out[1], want.a, 1e-5);
+      check_close(out[2], want.w, 1e-5);
+      check_close(out[3], want.b, 1e-5);
+    }
+  }
+}
+
+TEST_CASE("append_backward twice through a traced while: second derivatives through the stacks") {
+  // d/dw of sum(d sum(s_n) / dw) = sum over e of d^2 s_n / dw^2 for each element.
+  ir::Trace t = traced_affine_loop();
+  ir::Program& p = t.program;
+  ir::Value* s = p.outputs()[0].value;
+  ir::Value* dw = ir::append_backward(p, {s}, {p.inputs()[1]}, {})[0];
+  REQUIRE(dw != nullptr);
+  ir::Value* d2w = ir::append_backward(p, {dw}, {p.inputs()[1]}, {})[0];
+  REQUIRE(d2w != nullptr);
+  p.add_output(d2w, "d2w");
+  const std::vector<float> a{1.5f, -2.0f}, w{0.5f, 1.25f}, b{0.25f, -1.0f};
+  ir::Executor ex(p, oar::default_device());
+  for (int n : {0, 1, 2, 4}) {
+    std::vector<Tensor> out = ex.run(std::vector<Tensor>{f32(a), f32(w), f32(b), i64(n)});
+    // d^2/dw^2 of a w^n + b sum_{j<n} w^j.
+    std::vector<double> want;
+    for (size_t e = 0; e < a.size(); ++e) {
+      double v = n >= 2 ? n * (n - 1) * a[e] * std::pow(w[e], n - 2) : 0.0;
+      for (int j = 2; j < n; ++j) v += b[e] * j * (j - 1) * std::pow(w[e], j - 2);
+      want.push_back(v);
+    }
+    check_close(out[1], want, 1e-4);
+  }
 }

@@ -9,6 +9,17 @@
 // outputs and launches through the launch function eager mode uses
 // (dispatch/kernel_launch.h).
 //
+// Note [Data-dependent shapes]
+// A program holding a while that saves its iterations (program autodiff's
+// forward of a loop, Note [VJP of while] in autodiff.cpp) has results whose
+// shape is known only once the loop has run, so it cannot be planned ahead.
+// Such a program is *interpreted*: each run goes operation by operation
+// through the eager dispatcher on the executor's device (interpreter.h),
+// with the same interface checks, parameters and updates. Its random ops
+// draw from the device's generator rather than from the traced offsets.
+// The backward of the loop takes the stacks as inputs, so it is planned
+// (per stack shape) as usual.
+//
 // Note [Decomposing per input shapes]
 // A decomposition that reads an example size (one written with x.shape()
 // rather than the ops of Note [Shape from an operand]) fails on a program
@@ -34,6 +45,7 @@
 #include "dispatch/device_context.h"
 #include "dist/dist_internal.h"
 #include "oar/ir/control_flow.h"
+#include "oar/ir/interpreter.h"
 #include "oar/profiler.h"
 #include "oar/ir/schedule.h"
 #include "oar/ir/shape_inference.h"
@@ -64,6 +76,7 @@ struct Executor::Impl {
   Program source;          // the caller's program (interface checks; recompiled per shapes)
   Program program;         // compiled: composite ops without kernels decomposed
   bool per_shape = false;  // Note [Decomposing per input shapes]
+  bool interpreted = false;  // Note [Data-dependent shapes]
   // Composite ops decomposed because their kernels declined the planned shapes.
   std::set<std::string> forced;
   Device device;
@@ -100,6 +113,13 @@ struct Executor::Impl {
       : source(caller.clone()), device(dev), options(opts) {
     backend = &backend_of(device);
     program = source.clone();
+    if (has_data_dependent_shapes(source)) {
+      interpreted = true;
+      input_index.clear();
+      for (size_t i = 0; i < program.inputs().size(); ++i) input_index[program.inputs()[i]] = i;
+      create_streams();
+      return;
+    }
     try {
       compile();
     } catch (const Error&) {
@@ -615,6 +635,7 @@ struct Executor::Impl {
   std::vector<Tensor> run(std::span<const Tensor> given, std::optional<std::pair<uint64_t, uint64_t>> random_state) {
     std::vector<Tensor> inputs;
     check_inputs(given, inputs);
+    if (interpreted) return run_interpreted(inputs);
     if (!random_ops.empty()) reseed(random_state ? *random_state : next_random_state());
     std::vector<Shape> input_shapes;
     for (const Tensor& t : inputs) input_shapes.push_back(t.shape());
@@ -657,6 +678,18 @@ struct Executor::Impl {
     for (auto& [name, t] : updated) params[name] = std::move(t);
     for (const Value* root : run_roots) root_tensors[static_cast<size_t>(root->id())] = Tensor();
     return outputs;
+  }
+
+  // Note [Data-dependent shapes]: outputs, then the updates applied to the parameters.
+  std::vector<Tensor> run_interpreted(const std::vector<Tensor>& inputs) {
+    std::vector<Tensor> all = interpret(program, inputs, params, &device);
+    const size_t num_outputs = program.outputs().size();
+    for (size_t u = 0; u < program.updates().size(); ++u) {
+      Tensor t = all.at(num_outputs + u);
+      params[program.updates()[u].name] = t.is_contiguous() ? t : t.contiguous();
+    }
+    all.resize(num_outputs);
+    return all;
   }
 
   // Names as the printer writes them: interface values by name, results

@@ -57,23 +57,52 @@ void decompose_ops_without_vjp(Program& program, std::vector<Value*>& held, cons
 // Each of its branches re-runs the forward branch (values made inside a
 // region live only there), then the VJP rules of its operations in
 // reverse, and yields one gradient per outside value the regions read that
-// needs one (zeros where that branch does not use it). A while, or control
-// flow nested in a branch, is refused.
-std::vector<Tensor> branch_backward(const Block& region, const std::vector<Value*>& wanted,
+// needs one (zeros where that branch does not use it). Control flow nested
+// in a branch is refused.
+//
+// Note [VJP of while]
+// The forward %r... = while(%x0...) {C} {B} is switched to save its
+// iterations (Note [Control-flow ops]): it also returns %s_k, the stack of
+// the values carried into each run of the body, [n, dims_k...]. Its
+// backward is a while running the n iterations in reverse, carrying a
+// counter i (n-1 down to 0), the gradient of each floating carried value
+// (seeded with the gradient of %r) and an accumulator per outside value
+// the body reads that needs a gradient (zeros at first). Iteration i reads
+// x_i = %s[i] from the stacks, re-runs the body on it (as a cond branch is
+// re-run), applies the VJP rules in reverse to get the gradients of x_i
+// and of the outside values, adds the gradient of %s[i] when the stack
+// itself has one (a second derivative differentiates through it) and
+// steps i down. Its results are the gradients of %x0 and of the outside
+// values. The condition region is not differentiated (it yields a bool).
+// Control flow nested in the body is refused, as in a cond's branch.
+
+// The backward of one region (a cond branch or a while body) at `args`
+// (its arguments' values; none for a branch): re-runs its operations
+// through the current builder, then their VJP rules in reverse from
+// `result_grads` (one per yielded value; undefined: none). Returns the
+// gradients of the arguments flagged in `arg_wanted` (undefined where not
+// reached), then of the `wanted` outside values (zeros where not reached).
+std::vector<Tensor> region_backward(const Block& region, const std::vector<Tensor>& args,
+                                    const std::vector<bool>& arg_wanted, const std::vector<Value*>& wanted,
                                     const std::vector<Tensor>& result_grads,
-                                    const std::function<Tensor(Value*)>& outside) {
+                                    const std::function<Tensor(Value*)>& outside, const std::string& what) {
   std::unordered_map<const Value*, Tensor> local;
+  for (size_t k = 0; k < args.size(); ++k) local[region.argument(k)] = args[k];
   auto value_of = [&](Value* v) {
     auto it = local.find(v);
     return it != local.end() ? it->second : outside(v);
   };
   std::unordered_set<const Value*> reached(wanted.begin(), wanted.end());
+  for (size_t k = 0; k < args.size(); ++k) {
+    if (arg_wanted[k]) reached.insert(region.argument(k));
+  }
   const Operation* yield = terminator(region);
   std::vector<const Operation*> ops;
   for (const Operation* op = region.front(); op != nullptr && op != yield; op = op->next()) {
     if (is_control_flow(*op)) {
-      throw Error(ErrorCode::unsupported, "append_backward: a " + op->name() + " inside a branch of a cond is not "
-                                          "differentiable yet (program autodiff handles one level of cond)");
+      throw Error(ErrorCode::unsupported, "append_backward: a " + op->name() + " inside " + what +
+                                              " is not differentiable yet (program autodiff handles one level "
+                                              "of cond or while)");
     }
     std::vector<Tensor> in;
     bool any = false;
@@ -96,7 +125,7 @@ std::vector<Tensor> branch_backward(const Block& region, const std::vector<Value
     }
   };
   for (size_t k = 0; yield && k < yield->operands().size(); ++k) {
-    if (reached.count(yield->operand(k))) accumulate(yield->operand(k), result_grads[k]);
+    if (reached.count(yield->operand(k)) && result_grads[k].defined()) accumulate(yield->operand(k), result_grads[k]);
   }
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
     const Operation& op = **it;
@@ -118,7 +147,7 @@ std::vector<Tensor> branch_backward(const Block& region, const std::vector<Value
     if (!has_grad || !any_need) continue;
     const OpDef& def = op.def();
     if (!def.differentiable || !def.vjp) {
-      throw Error(ErrorCode::unsupported, "append_backward: " + def.name + " inside a branch of a cond has no VJP rule");
+      throw Error(ErrorCode::unsupported, "append_backward: " + def.name + " inside " + what + " has no VJP rule");
     }
     VjpContext ctx{in, out, g, op.attrs(), std::span<const bool>(needs.get(), op.operands().size())};
     std::vector<Tensor> input_grads = def.vjp(ctx);
@@ -127,6 +156,11 @@ std::vector<Tensor> branch_backward(const Block& region, const std::vector<Value
     }
   }
   std::vector<Tensor> result;
+  for (size_t k = 0; k < args.size(); ++k) {
+    if (!arg_wanted[k]) continue;
+    auto it = grads.find(region.argument(k));
+    result.push_back(it != grads.end() ? it->second : Tensor());
+  }
   for (Value* v : wanted) {
     auto it = grads.find(v);
     result.push_back(it != grads.end() ? it->second : zeros_like(outside(v)));
@@ -152,7 +186,11 @@ std::vector<Value*> append_backward(Program& program, const std::vector<Value*>&
   bool dynamic = false;
   for (const Value* v : program.inputs()) dynamic = dynamic || !v->type().is_static();
   std::vector<Shape> inputs = options.input_shapes;
-  if (inputs.empty() && !dynamic) inputs = static_input_shapes(program);
+  // A program that already holds a loop's stacks (Note [VJP of while]) has
+  // no concrete shapes before it runs: its symbols' samples are the examples.
+  const bool data_dependent = has_data_dependent_shapes(program);
+  if (data_dependent) inputs.clear();
+  if (inputs.empty() && !dynamic && !data_dependent) inputs = static_input_shapes(program);
   decompose_ops_without_vjp(program, held, inputs);
   std::vector<Value*> tgt(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(targets.size()));
   std::vector<Value*> wrt_v(held.begin() + static_cast<std::ptrdiff_t>(targets.size()),
@@ -225,7 +263,7 @@ std::vector<Value*> append_backward(Program& program, const std::vector<Value*>&
       }
       auto branch = [&](size_t region) {
         return [&, region](const std::vector<Tensor>&) {
-          return branch_backward(op.region(region), wanted, result_grads, sym);
+          return region_backward(op.region(region), {}, {}, wanted, result_grads, sym, "a branch of a cond");
         };
       };
       std::vector<Tensor> g = tracer.trace_cond(sym(op.operand(0)), branch(0), branch(1),
@@ -233,13 +271,90 @@ std::vector<Value*> append_backward(Program& program, const std::vector<Value*>&
       for (size_t k = 0; k < wanted.size(); ++k) accumulate(wanted[k], g[k]);
       continue;
     }
-    // Results in from_wrt with a gradient: the targets depend on the
-    // differentiated values through this op's regions.
+    if (&op.def() == &while_op()) {  // Note [VJP of while]
+      const size_t n = carried_count(op);
+      const std::string where = "append_backward: the VJP of operation " + std::to_string(i) + " (while)";
+      if (!saves_iterations(op)) {
+        op.mutable_attrs().set("save_iterations", true);
+        for (size_t k = 0; k < n; ++k) {
+          TensorType t = op.result(k)->type();
+          t.dims.insert(t.dims.begin(), kDynamic);
+          program.add_result(op, t);
+        }
+      }
+      std::vector<Tensor> stacks;
+      for (size_t k = 0; k < n; ++k) {
+        Value* sv = op.result(n + k);
+        auto found = symbols.find(sv);
+        if (found != symbols.end()) {
+          stacks.push_back(found->second);
+          continue;
+        }
+        Tensor carried = sym(op.result(k));
+        SymShape shape = tracer.symbolic_shape(tracer.value_of(carried));
+        const int64_t iterations = tracer.symbols().fresh();
+        shape.insert(shape.begin(), iterations);
+        Shape ex = carried.shape();
+        ex.insert(ex.begin(), tracer.symbols().sample({iterations}, 0)[0]);
+        Tensor t = tracer.symbolic(sv, ex, shape);
+        symbols.emplace(sv, t);
+        stacks.push_back(t);
+      }
+      std::vector<Value*> wanted;
+      for (Value* v : captured_values(op)) {
+        if (from_wrt.count(v)) wanted.push_back(v);
+      }
+      std::vector<size_t> floating;  // carried values that carry a gradient
+      for (size_t k = 0; k < n; ++k) {
+        if (is_floating(op.operand(k)->type().dtype)) floating.push_back(k);
+      }
+      std::vector<bool> arg_wanted(n, false);
+      for (size_t k : floating) arg_wanted[k] = true;
+      // Carried: the counter, the gradients of the floating carried values,
+      // the accumulators of the outside values.
+      Tensor count = reshape(slice(shape_of(stacks[0]), {0}, {0}, {1}), {});
+      std::vector<Tensor> init{subtract(count, scalar_like(count, 1))};
+      for (size_t k : floating) {
+        auto g = grads.find(op.result(k));
+        init.push_back(g != grads.end() ? g->second : zeros_like(sym(op.result(k))));
+      }
+      for (Value* v : wanted) init.push_back(zeros_like(sym(v)));
+      std::vector<Tensor> stack_grads(n);
+      for (size_t k = 0; k < n; ++k) {
+        auto g = grads.find(op.result(n + k));
+        if (g != grads.end()) stack_grads[k] = g->second;
+      }
+      auto going = [&](const std::vector<Tensor>& args) -> std::vector<Tensor> {
+        return {greater_equal(args[0], scalar_like(args[0], 0))};
+      };
+      auto step = [&](const std::vector<Tensor>& args) -> std::vector<Tensor> {
+        Tensor index = reshape(args[0], {1});
+        std::vector<Tensor> xs;
+        for (size_t k = 0; k < n; ++k) xs.push_back(squeeze(gather(stacks[k], index, 0), {0}));
+        std::vector<Tensor> result_grads(n);
+        for (size_t f = 0; f < floating.size(); ++f) result_grads[floating[f]] = args[1 + f];
+        std::vector<Tensor> g = region_backward(op.region(1), xs, arg_wanted, wanted, result_grads, sym,
+                                                "the body of a while");
+        std::vector<Tensor> next{subtract(args[0], scalar_like(args[0], 1))};
+        for (size_t f = 0; f < floating.size(); ++f) {
+          const size_t k = floating[f];
+          Tensor gx = g[f].defined() ? g[f] : zeros_like(xs[k]);
+          if (stack_grads[k].defined()) gx = add(gx, squeeze(gather(stack_grads[k], index, 0), {0}));
+          next.push_back(gx);
+        }
+        for (size_t j = 0; j < wanted.size(); ++j) next.push_back(add(args[1 + floating.size() + j], g[floating.size() + j]));
+        return next;
+      };
+      std::vector<Tensor> out = tracer.trace_while(going, step, init, where);
+      for (size_t f = 0; f < floating.size(); ++f) {
+        if (from_wrt.count(op.operand(floating[f]))) accumulate(op.operand(floating[f]), out[1 + f]);
+      }
+      for (size_t j = 0; j < wanted.size(); ++j) accumulate(wanted[j], out[1 + floating.size() + j]);
+      continue;
+    }
     if (is_control_flow(op)) {
-      throw Error(ErrorCode::unsupported,
-                  "append_backward: operation " + std::to_string(i) + " (" + op.def().name +
-                      ") lies between the differentiated values and the targets; program autodiff through while "
-                      "is not implemented yet (train through the function eagerly)");
+      throw Error(ErrorCode::internal, "append_backward: operation " + std::to_string(i) + " (" + op.def().name +
+                                           ") is control flow without a VJP");
     }
     std::vector<bool> needs_storage;
     bool any_need = false;

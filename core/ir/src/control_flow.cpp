@@ -4,10 +4,12 @@
 #include "oar/ir/control_flow.h"
 
 #include <unordered_set>
+#include <variant>
 
 #include "oar/autograd.h"
 #include "oar/builder.h"
 #include "oar/error.h"
+#include "oar/ops.h"
 
 namespace oar::ir {
 
@@ -26,6 +28,28 @@ const OpDef& yield_op() {
 
 bool is_control_flow(const OpDef& def) { return &def == &cond_op() || &def == &while_op(); }
 bool is_control_flow(const Operation& op) { return is_control_flow(op.def()); }
+
+size_t carried_count(const Operation& op) { return op.operands().size(); }
+
+bool saves_iterations(const Operation& op) {
+  if (&op.def() != &while_op()) return false;
+  const AttrValue* a = op.attrs().find("save_iterations");
+  return a && std::holds_alternative<bool>(*a) && std::get<bool>(*a);
+}
+
+namespace {
+bool block_has_data_dependent_shapes(const Block& block) {
+  for (const auto& op : block.ops()) {
+    if (saves_iterations(*op)) return true;
+    for (size_t r = 0; r < op->num_regions(); ++r) {
+      if (block_has_data_dependent_shapes(op->region(r))) return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
+bool has_data_dependent_shapes(const Program& program) { return block_has_data_dependent_shapes(program.block()); }
 
 const Operation* terminator(const Block& region) {
   const Operation* last = region.back();
@@ -75,11 +99,12 @@ const Operation& region_yield(const Operation& op, size_t r, const std::string& 
 
 void check_args(const Operation& op, size_t r, const std::string& where, const char* role) {
   const Block& region = op.region(r);
-  if (region.arguments().size() != op.results().size()) {
+  const size_t n = carried_count(op);
+  if (region.arguments().size() != n) {
     fail(where + ": its " + role + " region takes " + std::to_string(region.arguments().size()) +
-         " arguments but the loop carries " + std::to_string(op.results().size()) + " values");
+         " arguments but the loop carries " + std::to_string(n) + " values");
   }
-  for (size_t k = 0; k < op.results().size(); ++k) {
+  for (size_t k = 0; k < n; ++k) {
     const TensorType& a = region.argument(k)->type();
     const TensorType& res = op.result(k)->type();
     if (!(a == res)) {
@@ -133,9 +158,21 @@ void check_cond(const Operation& op, const std::string& where) {
 
 void check_while(const Operation& op, const std::string& where) {
   if (op.operands().empty()) fail(where + ": carries no values; a while needs at least one");
-  if (op.operands().size() != op.results().size()) {
-    fail(where + ": has " + std::to_string(op.operands().size()) + " operands but " +
-         std::to_string(op.results().size()) + " results; each carried value is both");
+  const size_t n = carried_count(op);
+  const size_t want_results = saves_iterations(op) ? 2 * n : n;
+  if (op.results().size() != want_results) {
+    fail(where + ": has " + std::to_string(n) + " operands but " + std::to_string(op.results().size()) +
+         " results; each carried value is both" +
+         (saves_iterations(op) ? ", and has a stack of its iterations (save_iterations)" : ""));
+  }
+  for (size_t k = n; k < want_results; ++k) {
+    const TensorType& carried = op.result(k - n)->type();
+    TensorType want{carried.dtype, carried.dims};
+    want.dims.insert(want.dims.begin(), kDynamic);
+    if (!(op.result(k)->type() == want)) {
+      fail(where + ": result " + std::to_string(k) + " is " + op.result(k)->type().str() +
+           " but the stack of carried value " + std::to_string(k - n) + " is " + want.str());
+    }
   }
   if (op.num_regions() != 2) {
     fail(where + ": needs two regions (condition, body) but has " +
@@ -162,9 +199,9 @@ void check_while(const Operation& op, const std::string& where) {
          predicate_problem(c.operand(0)->type()));
   }
   const Operation& b = region_yield(op, 1, where, "body");
-  if (b.operands().size() != op.results().size()) {
+  if (b.operands().size() != n) {
     fail(where + ": its body yields " + std::to_string(b.operands().size()) +
-         " values but the loop carries " + std::to_string(op.results().size()));
+         " values but the loop carries " + std::to_string(n));
   }
   for (size_t k = 0; k < b.operands().size(); ++k) {
     const TensorType& next = b.operand(k)->type();
@@ -294,6 +331,11 @@ std::vector<Shape> control_flow_shapes(const Operation& op, std::unordered_map<c
     }
     return a;
   }
+  if (saves_iterations(op)) {
+    throw Error(ErrorCode::unsupported,
+                "while: it saves its iterations (for its VJP), so the shape of its stacks depends on how often it "
+                "runs; such a program is interpreted, not planned (Note [Data-dependent shapes])");
+  }
   std::vector<Shape> carried;
   for (const Value* v : op.operands()) carried.push_back(shapes.at(v));
   for (size_t r = 0; r < 2; ++r) {
@@ -341,9 +383,12 @@ class RegionRunner {
       return out;
     }
     std::vector<Tensor> carried(operands.begin(), operands.end());
+    const bool save = saves_iterations(op);
+    std::vector<std::vector<Tensor>> saved(save ? carried.size() : 0);
     for (;;) {
       std::vector<Tensor> c = run_region(op.region(0), carried, outer);
       if (!predicate(op, c.at(0), "the condition")) break;
+      for (size_t k = 0; k < saved.size(); ++k) saved[k].push_back(unsqueeze(carried[k], {0}));
       carried = run_region(op.region(1), carried, outer);
       for (size_t k = 0; k < carried.size(); ++k) {
         const TensorType& want = op.result(k)->type();
@@ -352,6 +397,16 @@ class RegionRunner {
                       "while: the body made carried value " + std::to_string(k) + " a " +
                           type_of(carried[k]).str() + " tensor but the loop carries " + want.str());
         }
+      }
+    }
+    for (size_t k = 0; k < saved.size(); ++k) {
+      // The stack of the values carried into each iteration: [iterations, dims...].
+      if (saved[k].empty()) {
+        Shape empty = carried[k].shape();
+        empty.insert(empty.begin(), 0);
+        carried.push_back(zeros(empty, carried[k].dtype(), device_));
+      } else {
+        carried.push_back(concat(saved[k], 0));
       }
     }
     return carried;

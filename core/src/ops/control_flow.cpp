@@ -23,7 +23,10 @@ OAR_REGISTER_OPS(control_flow) {
           .differentiable = false, .dtypes = {.accepts = dtype_bit(DType::boolean)},
           .doc = "the yields of region 0 when the one-element bool operand is true, else of region 1"});
   add_op({.name = "while", .num_inputs = -1, .num_outputs = -1, .meta = region_op_meta,
-          .differentiable = false, .dtypes = {.accepts = kAllDTypes},
+          .differentiable = false,
+          .attrs = {attr("save_iterations", false,
+                         "also return, per carried value, the stack of its values entering each iteration")},
+          .dtypes = {.accepts = kAllDTypes},
           .doc = "carried values: region 1 (body) runs while region 0 (condition) yields true"});
   add_op({.name = "yield", .num_inputs = -1, .num_outputs = 0, .meta = yield_meta,
           .differentiable = false, .dtypes = {.accepts = kAllDTypes},

@@ -21,6 +21,13 @@
 ///     with its argument's dtype and rank and each static dim (a body may
 ///     change only dims the carried type leaves dynamic). The results are
 ///     the carried values when the condition first yields false.
+///     With attribute save_iterations = true (set by program autodiff, Note
+///     [VJP of while] in autodiff.cpp) the while has a second result per
+///     carried value: the stack of the values it carried into each run of
+///     the body, of type [-1, dims...] (dim 0: the number of iterations,
+///     known only when the loop has run). A program holding such a while
+///     has data-dependent shapes: the executor interprets it (Note
+///     [Data-dependent shapes] in executor.cpp) instead of planning it.
 ///   yield(%v...)                   the last operation of each such region.
 /// The ops have no kernels: the region runner interprets the regions op by
 /// op through the eager builder on the run's device, each region's values
@@ -49,6 +56,15 @@ const OpDef& yield_op();
 /// True for cond and while (ops whose meaning is in their regions).
 bool is_control_flow(const OpDef& def);
 bool is_control_flow(const Operation& op);
+
+/// The number of values a while carries (its operands); a while that saves
+/// its iterations has twice as many results (Note [Control-flow ops]).
+size_t carried_count(const Operation& op);
+/// True for a while with save_iterations set.
+bool saves_iterations(const Operation& op);
+/// True when an operation of `program` (at any depth) is a while that saves
+/// its iterations: result shapes known only when it runs.
+bool has_data_dependent_shapes(const Program& program);
 
 /// The yield ending a region, or nullptr when the region does not end in one.
 const Operation* terminator(const Block& region);
