@@ -238,3 +238,74 @@ TEST_CASE("append_backward twice through a traced while: second derivatives thro
     check_close(out[1], want, 1e-4);
   }
 }
+
+namespace {
+
+// s_{k+1} = sum(s_k) > 0 ? s_k * w : s_k + b, s_0 = a, n iterations: a cond
+// nested in the body of a while.
+ir::Trace traced_branching_loop() {
+  return ir::trace(
+      [](const std::vector<Tensor>& in) {
+        const Tensor &a = in[0], &w = in[1], &b = in[2], &n = in[3];
+        Tensor zero = oar::scalar_like(n, 0.0);
+        std::vector<Tensor> out = tracer().trace_while(
+            [&](const std::vector<Tensor>& v) { return std::vector<Tensor>{oar::less_than(v[0], n)}; },
+            [&](const std::vector<Tensor>& v) {
+              const Tensor& s = v[1];
+              Tensor pred = oar::greater_than(oar::sum(s), oar::scalar_like(oar::sum(s), 0.0));
+              std::vector<Tensor> next = tracer().trace_cond(
+                  pred, [&](const std::vector<Tensor>&) { return std::vector<Tensor>{oar::multiply(s, w)}; },
+                  [&](const std::vector<Tensor>&) { return std::vector<Tensor>{oar::add(s, b)}; },
+                  "branch in loop");
+              return std::vector<Tensor>{oar::add(v[0], oar::scalar_like(v[0], 1.0)), next[0]};
+            },
+            {zero, a}, "branching loop");
+        return std::vector<Tensor>{out[1]};
+      },
+      {{{2}, DType::f32, "a"}, {{2}, DType::f32, "w"}, {{2}, DType::f32, "b"}, {{}, DType::i64, "n"}});
+}
+
+// sum(s_n) of the branching loop in double.
+double branching_loop(std::vector<double> s, const std::vector<double>& w, const std::vector<double>& b, int n) {
+  for (int k = 0; k < n; ++k) {
+    double total = 0;
+    for (double v : s) total += v;
+    for (size_t e = 0; e < s.size(); ++e) s[e] = total > 0 ? s[e] * w[e] : s[e] + b[e];
+  }
+  double total = 0;
+  for (double v : s) total += v;
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("append_backward through a while whose body holds a cond: each iteration's branch differentiated") {
+  ir::Trace t = traced_branching_loop();
+  ir::Program& p = t.program;
+  ir::Value* s = p.outputs()[0].value;
+  std::vector<ir::Value*> grads = ir::append_backward(p, {s}, {p.inputs()[0], p.inputs()[1], p.inputs()[2]}, {});
+  for (auto* g : grads) REQUIRE(g != nullptr);
+  for (size_t k = 0; k < grads.size(); ++k) p.add_output(grads[k], "d" + std::to_string(k));
+  const std::vector<double> a{1.5, -0.5}, w{0.5, 1.25}, b{0.25, -1.0};
+  auto as_f32 = [](const std::vector<double>& v) { return f32(std::vector<float>(v.begin(), v.end())); };
+  ir::Program back = ir::from_json(ir::to_json(p), {});
+  for (ir::Program* program : {&p, &back}) {
+    ir::Executor ex(*program, oar::default_device());
+    for (int n : {0, 1, 2, 5}) {
+      std::vector<Tensor> out = ex.run(std::vector<Tensor>{as_f32(a), as_f32(w), as_f32(b), i64(n)});
+      // Central differences of the double reference, input by input.
+      for (size_t which = 0; which < 3; ++which) {
+        std::vector<double> want;
+        for (size_t e = 0; e < 2; ++e) {
+          std::vector<std::vector<double>> plus{a, w, b}, minus{a, w, b};
+          const double h = 1e-6;
+          plus[which][e] += h;
+          minus[which][e] -= h;
+          want.push_back((branching_loop(plus[0], plus[1], plus[2], n) -
+                          branching_loop(minus[0], minus[1], minus[2], n)) / (2 * h));
+        }
+        check_close(out[1 + which], want, 1e-4);
+      }
+    }
+  }
+}

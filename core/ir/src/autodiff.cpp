@@ -58,7 +58,9 @@ void decompose_ops_without_vjp(Program& program, std::vector<Value*>& held, cons
 // region live only there), then the VJP rules of its operations in
 // reverse, and yields one gradient per outside value the regions read that
 // needs one (zeros where that branch does not use it). Control flow nested
-// in a branch is refused.
+// in a region is re-run by tracing it again (replay_op); a nested cond is
+// differentiated the same way, one level down; a while nested in a region
+// is refused when a gradient flows through it.
 //
 // Note [VJP of while]
 // The forward %r... = while(%x0...) {C} {B} is switched to save its
@@ -76,6 +78,53 @@ void decompose_ops_without_vjp(Program& program, std::vector<Value*>& held, cons
 // values. The condition region is not differentiated (it yields a bool).
 // Control flow nested in the body is refused, as in a cond's branch.
 
+using Lookup = std::function<Tensor(Value*)>;
+
+Tracer& tracer_now() { return dynamic_cast<Tracer&>(current_builder()); }
+
+std::vector<Tensor> replay_op(const Operation& op, const std::vector<Tensor>& in, const Lookup& lookup);
+
+// Emits the operations of `region` again through the current builder (the
+// tracer, inside the region it is tracing) with its arguments `args` and
+// outer values from `lookup`; returns what its yield yields.
+std::vector<Tensor> replay_region(const Block& region, const std::vector<Tensor>& args, const Lookup& lookup) {
+  std::unordered_map<const Value*, Tensor> local;
+  for (size_t k = 0; k < args.size(); ++k) local[region.argument(k)] = args[k];
+  Lookup value_of = [&](Value* v) {
+    auto it = local.find(v);
+    return it != local.end() ? it->second : lookup(v);
+  };
+  for (const Operation* op = region.front(); op != nullptr; op = op->next()) {
+    std::vector<Tensor> in;
+    for (Value* v : op->operands()) in.push_back(value_of(v));
+    if (&op->def() == &yield_op()) return in;
+    std::vector<Tensor> out = replay_op(*op, in, value_of);
+    for (size_t r = 0; r < out.size() && r < op->results().size(); ++r) local[op->result(r)] = out[r];
+  }
+  throw Error(ErrorCode::invalid_argument, "append_backward: a region does not end in a yield");
+}
+
+// One operation emitted again: a plain op through the builder, a cond or a
+// while traced again with its regions replayed.
+std::vector<Tensor> replay_op(const Operation& op, const std::vector<Tensor>& in, const Lookup& lookup) {
+  if (&op.def() == &cond_op()) {
+    auto branch = [&](size_t r) {
+      return [&, r](const std::vector<Tensor>&) { return replay_region(op.region(r), {}, lookup); };
+    };
+    return tracer_now().trace_cond(in[0], branch(0), branch(1), "append_backward: a cond replayed");
+  }
+  if (&op.def() == &while_op()) {
+    const size_t n = carried_count(op);
+    std::vector<Tensor> init(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n));
+    std::vector<Tensor> out = tracer_now().trace_while(
+        [&](const std::vector<Tensor>& a) { return replay_region(op.region(0), a, lookup); },
+        [&](const std::vector<Tensor>& a) { return replay_region(op.region(1), a, lookup); }, init,
+        "append_backward: a while replayed");
+    return out;
+  }
+  return current_builder().apply(op.def(), in, op.attrs(), nullptr);
+}
+
 // The backward of one region (a cond branch or a while body) at `args`
 // (its arguments' values; none for a branch): re-runs its operations
 // through the current builder, then their VJP rules in reverse from
@@ -88,7 +137,7 @@ std::vector<Tensor> region_backward(const Block& region, const std::vector<Tenso
                                     const std::function<Tensor(Value*)>& outside, const std::string& what) {
   std::unordered_map<const Value*, Tensor> local;
   for (size_t k = 0; k < args.size(); ++k) local[region.argument(k)] = args[k];
-  auto value_of = [&](Value* v) {
+  Lookup value_of = [&](Value* v) {
     auto it = local.find(v);
     return it != local.end() ? it->second : outside(v);
   };
@@ -99,20 +148,19 @@ std::vector<Tensor> region_backward(const Block& region, const std::vector<Tenso
   const Operation* yield = terminator(region);
   std::vector<const Operation*> ops;
   for (const Operation* op = region.front(); op != nullptr && op != yield; op = op->next()) {
-    if (is_control_flow(*op)) {
-      throw Error(ErrorCode::unsupported, "append_backward: a " + op->name() + " inside " + what +
-                                              " is not differentiable yet (program autodiff handles one level "
-                                              "of cond or while)");
-    }
     std::vector<Tensor> in;
     bool any = false;
     for (Value* v : op->operands()) {
       in.push_back(value_of(v));
       any = any || reached.count(v);
     }
-    std::vector<Tensor> out = current_builder().apply(op->def(), in, op->attrs(), nullptr);
-    for (size_t r = 0; r < out.size(); ++r) local[op->result(r)] = out[r];
-    if (any && op->def().differentiable) reached.insert(op->results().begin(), op->results().end());
+    const bool regions = is_control_flow(*op);
+    if (regions) {
+      for (Value* v : captured_values(*op)) any = any || reached.count(v);
+    }
+    std::vector<Tensor> out = replay_op(*op, in, value_of);
+    for (size_t r = 0; r < out.size() && r < op->results().size(); ++r) local[op->result(r)] = out[r];
+    if (any && (op->def().differentiable || regions)) reached.insert(op->results().begin(), op->results().end());
     ops.push_back(op);
   }
   std::unordered_map<const Value*, Tensor> grads;
@@ -144,8 +192,32 @@ std::vector<Tensor> region_backward(const Block& region, const std::vector<Tenso
       any_need = any_need || needs[k];
       in.push_back(value_of(op.operand(k)));
     }
-    if (!has_grad || !any_need) continue;
+    if (!has_grad) continue;
+    if (&op.def() == &cond_op()) {  // Note [VJP of cond], one level down
+      std::vector<Value*> inner;
+      for (Value* v : captured_values(op)) {
+        if (reached.count(v)) inner.push_back(v);
+      }
+      if (inner.empty()) continue;
+      std::vector<Tensor> inner_grads;
+      for (size_t r = 0; r < op.results().size(); ++r) inner_grads.push_back(g[r].defined() ? g[r] : zeros_like(out[r]));
+      auto branch = [&](size_t r) {
+        return [&, r](const std::vector<Tensor>&) {
+          return region_backward(op.region(r), {}, {}, inner, inner_grads, value_of, "a branch of a cond");
+        };
+      };
+      std::vector<Tensor> gi = tracer_now().trace_cond(in[0], branch(0), branch(1),
+                                                      "append_backward: the VJP of a cond inside " + what);
+      for (size_t k = 0; k < inner.size(); ++k) accumulate(inner[k], gi[k]);
+      continue;
+    }
+    if (!any_need) continue;
     const OpDef& def = op.def();
+    if (is_control_flow(op)) {
+      throw Error(ErrorCode::unsupported, "append_backward: a while inside " + what +
+                                              " is not differentiable yet (a loop nested in a branch or a loop; "
+                                              "program autodiff handles loops at the top level of the program)");
+    }
     if (!def.differentiable || !def.vjp) {
       throw Error(ErrorCode::unsupported, "append_backward: " + def.name + " inside " + what + " has no VJP rule");
     }
