@@ -159,6 +159,16 @@ struct CompiledFunction::Impl {
       return refused;
     }
 
+    // append_backward switched the forward whiles it differentiates to save
+    // their iterations (Note [VJP of while]): the training forward does too.
+    for (size_t i = 0; i < forward_ops; ++i) {
+      const Operation& op = p.block().op(i);
+      Operation& twin = f.block().op(i);
+      if (saves_iterations(op) && !saves_iterations(twin)) {
+        twin.mutable_attrs().set("save_iterations", true);
+        for (size_t r = twin.results().size(); r < op.results().size(); ++r) f.add_result(twin, op.result(r)->type());
+      }
+    }
     // Forward results the backward part reads, by (operation, result) position.
     std::unordered_map<const Value*, std::pair<size_t, size_t>> position;
     for (size_t i = 0; i < forward_ops; ++i) {

@@ -24,17 +24,140 @@ std::string value_str(const Value* v) {
   return v->name().empty() ? "a result of " + (v->producer() ? v->producer()->name() : std::string("?")) : "'" + v->name() + "'";
 }
 
+using Lookup = std::function<Tensor(Value*)>;
+
+Tracer& tracer_now() { return dynamic_cast<Tracer&>(current_builder()); }
+
+// A composite op without a VJP rule, differentiated through its decomposition.
+bool decomposed_for_autodiff(const OpDef& def) {
+  return def.kind == OpKind::composite && def.decompose != nullptr && !def.vjp;
+}
+
+std::vector<Tensor> replay_op(const Operation& op, const std::vector<Tensor>& in, const Lookup& lookup,
+                              bool decompose = false);
+
+// Emits the operations of `region` again through the current builder (the
+// tracer, inside the region it is tracing) with its arguments `args` and
+// outer values from `lookup`; returns what its yield yields. With
+// `decompose`, composite ops without a VJP rule are emitted decomposed.
+std::vector<Tensor> replay_region(const Block& region, const std::vector<Tensor>& args, const Lookup& lookup,
+                                  bool decompose = false) {
+  std::unordered_map<const Value*, Tensor> local;
+  for (size_t k = 0; k < args.size(); ++k) local[region.argument(k)] = args[k];
+  Lookup value_of = [&](Value* v) {
+    auto it = local.find(v);
+    return it != local.end() ? it->second : lookup(v);
+  };
+  for (const Operation* op = region.front(); op != nullptr; op = op->next()) {
+    std::vector<Tensor> in;
+    for (Value* v : op->operands()) in.push_back(value_of(v));
+    if (&op->def() == &yield_op()) return in;
+    std::vector<Tensor> out = replay_op(*op, in, value_of, decompose);
+    for (size_t r = 0; r < out.size() && r < op->results().size(); ++r) local[op->result(r)] = out[r];
+  }
+  throw Error(ErrorCode::invalid_argument, "append_backward: a region does not end in a yield");
+}
+
+// One operation emitted again: a plain op through the builder, a cond or a
+// while traced again with its regions replayed.
+std::vector<Tensor> replay_op(const Operation& op, const std::vector<Tensor>& in, const Lookup& lookup,
+                              bool decompose) {
+  if (&op.def() == &cond_op()) {
+    auto branch = [&](size_t r) {
+      return [&, r](const std::vector<Tensor>&) { return replay_region(op.region(r), {}, lookup, decompose); };
+    };
+    return tracer_now().trace_cond(in[0], branch(0), branch(1), "append_backward: a cond replayed");
+  }
+  if (&op.def() == &while_op()) {
+    const size_t n = carried_count(op);
+    std::vector<Tensor> init(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n));
+    std::vector<Tensor> out = tracer_now().trace_while(
+        [&](const std::vector<Tensor>& a) { return replay_region(op.region(0), a, lookup, decompose); },
+        [&](const std::vector<Tensor>& a) { return replay_region(op.region(1), a, lookup, decompose); }, init,
+        "append_backward: a while replayed");
+    return out;
+  }
+  if (decompose && decomposed_for_autodiff(op.def())) {
+    // Composites its decomposition emits are decomposed by the next round.
+    return op.def().decompose(in, op.attrs());
+  }
+  return current_builder().apply(op.def(), in, op.attrs(), nullptr);
+}
+
+// True when a region of `op`, or of control flow nested in it, holds a
+// composite op without a VJP rule.
+bool regions_hold_composites(const Operation& op) {
+  for (size_t r = 0; r < op.num_regions(); ++r) {
+    for (const Operation* inner = op.region(r).front(); inner != nullptr; inner = inner->next()) {
+      if (decomposed_for_autodiff(inner->def())) return true;
+      if (is_control_flow(*inner) && regions_hold_composites(*inner)) return true;
+    }
+  }
+  return false;
+}
+
+// Decomposes the composite ops without a VJP rule inside the regions of
+// top-level control flow: each such cond or while is traced again in place
+// with them decomposed (the decomposition pass works on the top level).
+void decompose_in_regions(Program& program) {
+  for (int round = 0;; ++round) {
+    Operation* target = nullptr;
+    size_t pos = 0;
+    for (const auto& op : program.block().ops()) {
+      if (is_control_flow(*op) && regions_hold_composites(*op)) {
+        target = op.get();
+        break;
+      }
+      ++pos;
+    }
+    if (target == nullptr) return;
+    const std::string where = "append_backward: decomposing inside operation " + std::to_string(pos) + " (" +
+                              target->name() + ")";
+    if (round == 32) {
+      throw Error(ErrorCode::invalid_argument, where + ": composite ops remain after 32 rounds of decomposition");
+    }
+    if (saves_iterations(*target)) {
+      throw Error(ErrorCode::unsupported, where + ": the while already saves its iterations");
+    }
+    TypeInference types = infer_types(program);
+    Tracer tracer(program, default_device(), pos, std::move(types.symbols));
+    BuilderScope scope(tracer);
+    std::unordered_map<const Value*, Tensor> outer;
+    Lookup lookup = [&](Value* v) {
+      auto it = outer.find(v);
+      if (it == outer.end()) {
+        const SymShape& shape = types.at(v);
+        it = outer.emplace(v, tracer.symbolic(v, tracer.symbols().sample(shape, 0), shape)).first;
+      }
+      return it->second;
+    };
+    std::vector<Tensor> in;
+    for (Value* v : target->operands()) in.push_back(lookup(v));
+    std::vector<Tensor> out = replay_op(*target, in, lookup, /*decompose=*/true);
+    OAR_CHECK_ARG(out.size() == target->results().size(), where + ": the traced op has a different result count");
+    if (tracer.specialized()) {
+      throw Error(ErrorCode::unsupported,
+                  where + ": a decomposition there works only for fixed sizes of the dynamic dims");
+    }
+    for (size_t r = 0; r < out.size(); ++r) program.replace_all_uses(target->result(r), tracer.capture(out[r]));
+    program.block().erase(target);
+  }
+}
+
 // Decomposes the composite ops without a VJP rule (they are differentiated
 // through their decomposition, as in eager mode). Values the caller holds
 // are tracked through temporary outputs, since decomposition replaces them.
 void decompose_ops_without_vjp(Program& program, std::vector<Value*>& held, const std::vector<Shape>& input_shapes) {
   bool any = false;
-  for (const auto& op : program.block().ops()) any = any || (op->def().decompose && !op->def().vjp);
+  for (const auto& op : program.block().ops()) {
+    any = any || (op->def().decompose && !op->def().vjp) || (is_control_flow(*op) && regions_hold_composites(*op));
+  }
   if (!any) return;
   size_t first = program.outputs().size();
   for (Value* v : held) program.add_output(v, "__held_" + std::to_string(program.outputs().size()));
   auto pass = make_decomposition_pass([](const OpDef& def) { return def.decompose && !def.vjp; });
   try {
+    decompose_in_regions(program);
     pass->run(program);
   } catch (const Error& e) {
     // A decomposition that depends on a dynamic size needs concrete shapes:
@@ -77,53 +200,6 @@ void decompose_ops_without_vjp(Program& program, std::vector<Value*>& held, cons
 // steps i down. Its results are the gradients of %x0 and of the outside
 // values. The condition region is not differentiated (it yields a bool).
 // Control flow nested in the body is refused, as in a cond's branch.
-
-using Lookup = std::function<Tensor(Value*)>;
-
-Tracer& tracer_now() { return dynamic_cast<Tracer&>(current_builder()); }
-
-std::vector<Tensor> replay_op(const Operation& op, const std::vector<Tensor>& in, const Lookup& lookup);
-
-// Emits the operations of `region` again through the current builder (the
-// tracer, inside the region it is tracing) with its arguments `args` and
-// outer values from `lookup`; returns what its yield yields.
-std::vector<Tensor> replay_region(const Block& region, const std::vector<Tensor>& args, const Lookup& lookup) {
-  std::unordered_map<const Value*, Tensor> local;
-  for (size_t k = 0; k < args.size(); ++k) local[region.argument(k)] = args[k];
-  Lookup value_of = [&](Value* v) {
-    auto it = local.find(v);
-    return it != local.end() ? it->second : lookup(v);
-  };
-  for (const Operation* op = region.front(); op != nullptr; op = op->next()) {
-    std::vector<Tensor> in;
-    for (Value* v : op->operands()) in.push_back(value_of(v));
-    if (&op->def() == &yield_op()) return in;
-    std::vector<Tensor> out = replay_op(*op, in, value_of);
-    for (size_t r = 0; r < out.size() && r < op->results().size(); ++r) local[op->result(r)] = out[r];
-  }
-  throw Error(ErrorCode::invalid_argument, "append_backward: a region does not end in a yield");
-}
-
-// One operation emitted again: a plain op through the builder, a cond or a
-// while traced again with its regions replayed.
-std::vector<Tensor> replay_op(const Operation& op, const std::vector<Tensor>& in, const Lookup& lookup) {
-  if (&op.def() == &cond_op()) {
-    auto branch = [&](size_t r) {
-      return [&, r](const std::vector<Tensor>&) { return replay_region(op.region(r), {}, lookup); };
-    };
-    return tracer_now().trace_cond(in[0], branch(0), branch(1), "append_backward: a cond replayed");
-  }
-  if (&op.def() == &while_op()) {
-    const size_t n = carried_count(op);
-    std::vector<Tensor> init(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n));
-    std::vector<Tensor> out = tracer_now().trace_while(
-        [&](const std::vector<Tensor>& a) { return replay_region(op.region(0), a, lookup); },
-        [&](const std::vector<Tensor>& a) { return replay_region(op.region(1), a, lookup); }, init,
-        "append_backward: a while replayed");
-    return out;
-  }
-  return current_builder().apply(op.def(), in, op.attrs(), nullptr);
-}
 
 // The backward of one region (a cond branch or a while body) at `args`
 // (its arguments' values; none for a branch): re-runs its operations

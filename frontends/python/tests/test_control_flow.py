@@ -209,14 +209,20 @@ def test_gradients_through_a_captured_cond_equal_the_taken_branch():
         np.testing.assert_allclose(x.grad.numpy(), grad)  # d sum(x*x) = 2x; d sum(-x) = -1
 
 
-def test_backward_through_a_captured_while_is_an_error_not_a_wrong_gradient():
-    x = _f32([1.0, 2.0])
-    x.stop_gradient = False
-    f = oar.jit.to_static(lambda x: while_loop(lambda v: v.sum() < 10, lambda v: v * 2, [x])[0].sum())
-    y = f(x)  # the forward runs in grad mode
-    np.testing.assert_allclose(y.numpy(), 12.0)  # [1, 2] -> [2, 4] -> [4, 8]
-    with pytest.raises(RuntimeError, match=r"\(while\) lies between the differentiated values and the targets"):
+def test_gradients_through_a_captured_while_replay_its_iterations():
+    # v doubles until its sum reaches 10, then y = sum(v * w): dy/dx = 2^n w, dy/dw = 2^n x
+    # for n iterations (Note [VJP of while] in core/ir/src/autodiff.cpp).
+    f = oar.jit.to_static(lambda x, w: (while_loop(lambda v: v.sum() < 10, lambda v: v * 2, [x])[0] * w).sum())
+    for values, n in (([1.0, 2.0], 2), ([3.0, 4.0], 1), ([6.0, 5.0], 0), ([0.25, 0.5], 4)):
+        x, w = _f32(values), _f32([0.5, -1.5])
+        x.stop_gradient = False
+        w.stop_gradient = False
+        y = f(x, w)
+        np.testing.assert_allclose(y.numpy(), 2 ** n * (values[0] * 0.5 - values[1] * 1.5), rtol=1e-6)
         y.backward()
+        np.testing.assert_allclose(x.grad.numpy(), [2 ** n * 0.5, -(2 ** n) * 1.5], rtol=1e-6)
+        np.testing.assert_allclose(w.grad.numpy(), [2 ** n * values[0], 2 ** n * values[1]], rtol=1e-6)
+    assert f.trace_count == 1
 
 
 def test_static_nn_names_are_the_control_flow_functions():
