@@ -309,3 +309,40 @@ TEST_CASE("append_backward through a while whose body holds a cond: each iterati
     }
   }
 }
+
+TEST_CASE("print and assert ops run with each run's values, inside a while too (Note [Print and assert ops])") {
+  std::vector<std::string> lines;
+  oar::set_print_hook([&](const std::string& format, std::span<const Tensor> tensors) {
+    std::string line = format + ":";
+    for (const Tensor& t : tensors) {
+      for (float v : t.to_vector<float>()) line += " " + std::to_string(static_cast<int>(v));
+    }
+    lines.push_back(line);
+  });
+  // while (v < n) { print(v); v = v + 1 }; assert(v < 3); y = v * 2
+  ir::Trace t = ir::trace(
+      [](const std::vector<Tensor>& in) {
+        std::vector<Tensor> out = tracer().trace_while(
+            [&](const std::vector<Tensor>& v) { return std::vector<Tensor>{oar::less_than(v[0], in[1])}; },
+            [&](const std::vector<Tensor>& v) {
+              Tensor shown = oar::print_tensors(std::vector<Tensor>{v[0]}, "v {}")[0];
+              return std::vector<Tensor>{oar::add(shown, oar::scalar_like(shown, 1.0))};
+            },
+            {in[0]}, "print loop");
+        Tensor ok = oar::assert_true(oar::less_than(out[0], oar::scalar_like(out[0], 3.0)), {}, "v < 3 at test:1");
+        (void)ok;
+        return std::vector<Tensor>{oar::multiply(out[0], oar::scalar_like(out[0], 2.0))};
+      },
+      {{{}, DType::f32, "v"}, {{}, DType::f32, "n"}});
+  CHECK(contains(ir::to_string(t.program), "print("));
+  ir::Program back = ir::from_json(ir::to_json(t.program), {});
+  ir::Executor ex(back, oar::default_device());
+  auto scalar = [](float v) { return Tensor::from_vector(std::vector<float>{v}, {}); };
+  std::vector<Tensor> out = ex.run(std::vector<Tensor>{scalar(0), scalar(2)});
+  check_close(out[0], std::vector<double>{4.0}, 0);
+  CHECK(lines == std::vector<std::string>{"v {}: 0", "v {}: 1"});
+  std::string message = error_of([&] { ex.run(std::vector<Tensor>{scalar(0), scalar(5)}); });
+  CHECK(contains(message, "assert: v < 3 at test:1"));
+  CHECK(lines.size() == 7);  // printed 0..4 before the assert failed
+  oar::set_print_hook({});
+}

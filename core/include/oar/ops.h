@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -271,6 +273,19 @@ Tensor embedding(const Tensor& ids, const Tensor& weight);
 /// [3] is out of range; expected 0 <= class < 4 (num_classes)".
 Tensor check_index(const Tensor& index, int64_t size, const std::string& op, const std::string& what = "index",
                    const std::string& size_is = "", std::optional<int64_t> ignore_index = std::nullopt);
+/// Writes a print op's line (Note [Print and assert ops] in debug_ops.cpp):
+/// `format` with one "{}" per tensor, braces doubled, as str.format.
+using PrintHook = std::function<void(const std::string& format, std::span<const Tensor> tensors)>;
+/// Replaces the print hook (thread-safe); an empty hook restores the
+/// default, which writes a plain form to stdout.
+void set_print_hook(PrintHook hook);
+/// The op print: `format` (one "{}" per tensor) printed with the tensors'
+/// values when it runs (eagerly now; in a program, at every run); returns
+/// the tensors unchanged.
+std::vector<Tensor> print_tensors(std::span<const Tensor> tensors, const std::string& format);
+/// The op assert: fails with "assert: <message>" and the values of `data`
+/// when the one-element bool `cond` is false; returns cond.
+Tensor assert_true(const Tensor& cond, std::span<const Tensor> data, const std::string& message);
 /// Attention over [batch, seq, heads, head_dim] (Paddle's layout):
 /// softmax(q k^T / sqrt(head_dim), with a causal mask if asked) v.
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
