@@ -315,7 +315,12 @@ class StaticFunction:
         params = {name: store[k] for name, store, k in slots}
         if fixed:
             params.update(fixed)
-        outs = entry(inputs, params)
+        try:
+            outs = entry(inputs, params)
+        except ValueError as e:  # the op assert of a converted `assert` (Note [Print and assert ops])
+            if str(e).startswith("assert: AssertionError"):
+                raise AssertionError(str(e)[len("assert: AssertionError "):]) from None
+            raise
         updates = entry.updates
         if updates:
             current = entry.parameters()

@@ -175,14 +175,24 @@ class _Runtime:
 
     @staticmethod
     def Print(*args, **kwargs):
-        print(*[f"Tensor(shape={list(a.shape)}, dtype={a.dtype}, symbolic)" if _symbolic(a) else a for a in args],
-              **kwargs)
+        """print: with tensors of the trace, the op print, which prints each run's values."""
+        tensors = [a for a in args if _symbolic(a)]
+        if not tensors or set(kwargs) - {"sep", "end"}:
+            print(*args, **kwargs)
+            return
+        sep, end = kwargs.get("sep", " "), kwargs.get("end", "\n")
+        sep = " " if sep is None else sep
+        end = "\n" if end is None else end
+        esc = lambda text: str(text).replace("{", "{{").replace("}", "}}")
+        fmt = esc(sep).join("{}" if _symbolic(a) else esc(a) for a in args) + esc(end)
+        _C.ops.print_tensors(tensors, fmt)
 
     @staticmethod
     def Assert(test, message, where):
-        if _symbolic(test):
-            raise NotImplementedError(f"to_static: an assert on a tensor of the trace at {where} cannot be converted "
-                                      "(the program has no assert op); check it outside to_static")
+        if isinstance(test, Tensor) and _symbolic(test):
+            text = f"AssertionError at {where}" + (f": {message}" if message is not None else "")
+            _C.ops.assert_true(_as_bool_tensor(test), [], text)
+            return
         assert test, message
 
     @staticmethod
@@ -222,6 +232,15 @@ def _truth(value, where):
                              "a condition must be a one-element tensor")
         return bool(value.item())
     return bool(value)
+
+
+def _print_hook(fmt, tensors):
+    """Writes a print op's line as Python's print would (Note [Print and assert ops])."""
+    sys.stdout.write(fmt.format(*[str(t) for t in tensors]))
+    sys.stdout.flush()
+
+
+_C.ops.set_print_hook(_print_hook)
 
 
 def _as_bool_tensor(value):

@@ -185,6 +185,35 @@ void bind_ops(py::module_& parent) {
         py::arg("axis") = -1, py::arg("reduction") = "mean", py::arg("ignore_index") = -100);
   m.def("mse_loss", &oar::mse_loss, py::arg("input"), py::arg("label"), py::arg("reduction") = "mean");
   m.def("dropout", &oar::dropout, py::arg("x"), py::arg("p") = 0.5, py::arg("training") = true);
+  m.def(
+      "print_tensors",
+      [](const std::vector<oar::Tensor>& tensors, const std::string& format) {
+        return oar::print_tensors(tensors, format);
+      },
+      py::arg("tensors"), py::arg("format"), "The op print (Note [Print and assert ops]); returns the tensors.");
+  m.def(
+      "assert_true",
+      [](const oar::Tensor& cond, const std::vector<oar::Tensor>& data, const std::string& message) {
+        return oar::assert_true(cond, data, message);
+      },
+      py::arg("cond"), py::arg("data"), py::arg("message"), "The op assert; returns cond.");
+  m.def(
+      "set_print_hook",
+      [](py::object hook) {
+        if (hook.is_none()) {
+          oar::set_print_hook({});
+          return;
+        }
+        // Held on the heap and never freed: a program may print while the
+        // interpreter shuts down.
+        auto* held = new py::object(std::move(hook));
+        oar::set_print_hook([held](const std::string& format, std::span<const oar::Tensor> tensors) {
+          py::gil_scoped_acquire gil;
+          (*held)(format, std::vector<oar::Tensor>(tensors.begin(), tensors.end()));
+        });
+      },
+      py::arg("hook"),
+      "hook(format, tensors) writes a print op's line (None: the default, plain text to stdout).");
   m.def("embedding", &oar::embedding, py::arg("x"), py::arg("weight"));
   m.def("check_index", &oar::check_index, py::arg("index"), py::arg("size"), py::arg("op"), py::arg("what") = "index",
         py::arg("size_is") = "", py::arg("ignore_index") = py::none());

@@ -232,3 +232,28 @@ def test_static_nn_names_are_the_control_flow_functions():
     x = oar.to_tensor([2.0])
     out = oar.static.nn.cond(x.sum() > 1.0, lambda: x * 10, lambda: x)
     np.testing.assert_allclose(out.numpy(), [20.0])
+
+
+def test_print_and_assert_on_traced_tensors_run_with_each_calls_values(capfd):
+    # Note [Print and assert ops]: print prints each run's values (inside the
+    # loop, every iteration) as eager print does; assert fails the run.
+    def f(x):
+        i = x * 0
+        while i.sum() < x.sum():
+            print("i =", i)
+            i = i + 1
+        assert i.sum() < 4, "too many steps"
+        return i
+
+    g = oar.jit.to_static(f)
+    for n in (2.0, 3.0):
+        x = _f32([n])
+        capfd.readouterr()
+        out = g(x)
+        printed = capfd.readouterr().out
+        eager = [f"i = {oar.to_tensor(np.array([float(k)], np.float32))}\n" for k in range(int(n))]
+        assert printed == "".join(eager)
+        np.testing.assert_allclose(out.numpy(), [n])
+    with pytest.raises(AssertionError, match=r"test_control_flow.py:\d+\): too many steps|too many steps"):
+        g(_f32([5.0]))
+    assert g.trace_count == 1

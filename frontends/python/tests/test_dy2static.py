@@ -338,9 +338,12 @@ def test_errors_name_the_file_line_and_types():
     with pytest.raises(TypeError, match=rf"loop variable 'x' from .*float32 to .*float64.*test_dy2static.py:"
                                         rf"{line_of(carried_dtype, 'while')}"):
         oar.jit.to_static(carried_dtype)(f32(1.0))
-    with pytest.raises(NotImplementedError, match=rf"assert on a tensor of the trace at .*test_dy2static.py:"
-                                                  rf"{line_of(asserts, 'assert x')}"):
-        oar.jit.to_static(asserts)(f32(1.0))
+    # A converted assert on a tensor is an op: it fails when it runs with a
+    # value that fails it, naming the line (f32(1.0) passes it).
+    static_asserts = oar.jit.to_static(asserts)
+    np.testing.assert_allclose(static_asserts(f32(1.0)).numpy(), [1.0])
+    with pytest.raises(AssertionError, match=rf"test_dy2static.py:{line_of(asserts, 'assert x')}: positive"):
+        static_asserts(f32(-1.0))
     with pytest.raises(NotImplementedError, match=rf"the while loop with a return .* at .*test_dy2static.py:"
                                                   rf"{line_of(returns_in_with, 'while')} depends on a tensor"):
         oar.jit.to_static(returns_in_with)(f32(1.0))
