@@ -13,7 +13,9 @@ first (oar/jit_dy2static.py, Paddle's dy2static): if/while/for-range on a
 tensor of the trace become the program's cond and while, and and/or/not
 logical ops, so branches and loops are decided by the values on every run.
 Python conditions stay Python: they are decided once, when traced, as are
-Python numbers. With full_graph=False the code is traced as written.
+Python numbers. With full_graph=False the function is converted the same
+way, and where its trace fails (numpy, float(t), ...) it is split at graph
+breaks into compiled pieces around eager statements (oar/jit_graph_break.py).
 """
 import functools
 import os
@@ -150,6 +152,7 @@ class StaticFunction:
         self._function = function
         self._full_graph = full_graph
         self._converted = None  # the function after the dy2static conversion
+        self._graph_breaks = None  # full_graph=False, once a trace failed: the jit_graph_break.Runner
         self._layer = layer
         self._backend = backend
         # None: OAR_COMPILER / FLAGS_use_cinn decide; True: the compiler plugin (backend="CINN").
@@ -188,19 +191,42 @@ class StaticFunction:
     def __call__(self, *args, **kwargs):
         if not _enabled:
             return self._function(*args, **kwargs)
-        inputs, rebuild, key = _split_arguments(f"to_static({self._name})", args, kwargs)
+        if self._graph_breaks is not None:
+            return self._graph_breaks(args, kwargs)
+        try:
+            inputs, rebuild, key = _split_arguments(f"to_static({self._name})", args, kwargs)
+        except TypeError as e:  # an argument no trace can fix
+            if self._full_graph:
+                raise
+            return self._break(e)(args, kwargs)
         if any(_C.ir.is_symbolic(t) for t in inputs):
             return self._traced_function()(*args, **kwargs)  # called inside another trace: inlined there
         device = inputs[0]._device if inputs else _C.get_device()
-        entry = self._lookup(inputs, rebuild, key, device)
+        try:
+            entry = self._lookup(inputs, rebuild, key, device)
+        except Exception as e:  # noqa: BLE001 - without full_graph, a failed trace splits the function
+            if self._full_graph:
+                raise
+            return self._break(e)(args, kwargs)
         return self._run(entry, inputs)
 
+    def _break(self, error):
+        """Without full_graph: from now on the function runs split at its graph breaks
+        (oar/jit_graph_break.py), found from the trace that failed with `error`."""
+        from .jit_graph_break import Runner
+        self._graph_breaks = Runner(self, error)
+        return self._graph_breaks
+
+    @property
+    def graph_breaks(self):
+        """The graph breaks found so far (full_graph=False), as GraphBreak(filename, line,
+        statement, reason); [] while the function traces whole."""
+        return [] if self._graph_breaks is None else list(self._graph_breaks.breaks)
+
     def _traced_function(self):
-        """What a trace runs: the converted function with full_graph, else the function."""
+        """What a trace runs: the function with its control flow on tensors converted."""
         if self._converted is None:
-            self._converted = self._function
-            if self._full_graph:
-                self._converted = jit_dy2static.convert_entry(self._function)
+            self._converted = jit_dy2static.convert_entry(self._function, warn=self._full_graph)
         return self._converted
 
     def _mode(self):
@@ -399,7 +425,11 @@ def to_static(function=None, input_spec=None, build_strategy=None, backend=None,
 
     `full_graph=True` converts the function's (and its callees') Python
     control flow on tensors into the program's cond and while (see
-    oar/jit_dy2static.py); False traces the code as written."""
+    oar/jit_dy2static.py) and fails where a trace cannot hold the code;
+    False converts the same way but splits the function at graph breaks
+    where its trace fails (oar/jit_graph_break.py): the statements around a
+    break run as compiled programs, the break in Python, so the function
+    always runs, with eager's results. `static_fn.graph_breaks` lists them."""
     del build_strategy, kwargs  # Paddle options with no oar counterpart
     _compiler_of(backend)  # an unknown backend fails here, not at the first call
 

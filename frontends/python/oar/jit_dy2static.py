@@ -329,6 +329,7 @@ def _converted_callable(func):
 # ---- the conversion ----
 
 _cache = {}  # code object -> factory function (or None: not convertible)
+_unavailable = {}  # code object -> why its source could not be read
 
 
 def convert(func, strict=False):
@@ -342,11 +343,13 @@ def convert(func, strict=False):
         _cache[code] = _build_factory(func, strict)
         _report(func, _cache[code])
     factory = _cache[code]
+    if strict and code in _unavailable:  # each time: another function may share the code
+        warnings.warn(f"to_static(full_graph=True): the source of {func.__qualname__} is not available "
+                      f"({_unavailable[code]}), so its Python control flow is not converted: an if or while "
+                      "on a tensor fails when traced", UserWarning, stacklevel=3)
     if factory is None:
         return func
-    cells = [c.cell_contents if _cell_filled(c) else _Undefined(n)
-             for n, c in zip(code.co_freevars, func.__closure__ or ())]
-    converted = factory(_jst, *cells)
+    converted = factory(_jst, *closure_values(func))
     converted.__defaults__ = func.__defaults__
     converted.__kwdefaults__ = func.__kwdefaults__
     functools.update_wrapper(converted, func)
@@ -395,16 +398,22 @@ def _report(func, factory):
               _levels["code_stdout"])
 
 
-def convert_entry(func):
+def convert_entry(func, warn=True):
     """The function to_static traces for `func` (a function or a bound method):
-    converted, warning when its source is not available."""
+    converted, warning (with `warn`) when its source is not available."""
     if getattr(func, _NOT_CONVERTED, False):
         return func
     if isinstance(func, types.MethodType) and isinstance(func.__func__, types.FunctionType):
-        return types.MethodType(convert(func.__func__, strict=True), func.__self__)
+        return types.MethodType(convert(func.__func__, strict=warn), func.__self__)
     if isinstance(func, types.FunctionType):
-        return convert(func, strict=True)
+        return convert(func, strict=warn)
     return func
+
+
+def closure_values(func):
+    """The values of `func`'s closure cells (an _Undefined for an empty one)."""
+    return [c.cell_contents if _cell_filled(c) else _Undefined(n)
+            for n, c in zip(func.__code__.co_freevars, func.__closure__ or ())]
 
 
 def _cell_filled(cell):
@@ -423,10 +432,7 @@ def _build_factory(func, strict):
         filename = inspect.getsourcefile(func) or func.__code__.co_filename
         first_line = func.__code__.co_firstlineno
     except (OSError, TypeError) as e:
-        if strict:
-            warnings.warn(f"to_static(full_graph=True): the source of {func.__qualname__} is not available ({e}), "
-                          "so its Python control flow is not converted: an if or while on a tensor fails when "
-                          "traced", UserWarning, stacklevel=4)
+        _unavailable[func.__code__] = str(e)
         return None
     if func.__name__ == "<lambda>":
         return None  # one expression (its source line may hold more than the lambda)
@@ -440,7 +446,16 @@ def _build_factory(func, strict):
     # would change meaning, so such functions run as written.
     if any(isinstance(n, (ast.Global, ast.Nonlocal, ast.Delete)) for s in fdef.body for n in ast.walk(s)):
         return None
-    _Converter(filename).convert_function(fdef)
+    return compile_function(fdef, filename, first_line, func, convert=True)
+
+
+def compile_function(fdef, filename, first_line, func, convert):
+    """A factory(_jst, *closure cells of `func`) returning the function of
+    `fdef` (an ast.FunctionDef taken from `func`'s source, its lines those
+    of the file), converted when `convert`, seeing `func`'s globals and
+    closure (jit_graph_break compiles the pieces of a function with it)."""
+    if convert:
+        _Converter(filename).convert_function(fdef)
     freevars = list(func.__code__.co_freevars)
     params = ["_jst"] + freevars
     factory = ast.FunctionDef(

@@ -297,10 +297,15 @@ def test_not_to_static_functions_are_called_as_written():
         static(f32(1.0))
 
 
-def test_full_graph_false_traces_as_written():
+def test_full_graph_false_converts_too_and_breaks_only_where_a_trace_fails():
     static = oar.jit.to_static(piecewise, full_graph=False)
-    with pytest.raises(ValueError, match="symbolic tensor of a to_static trace"):
-        static(f32(1.0))
+    for x in (f32(20.0), f32(1.0), f32(-2.0)):
+        same(static, piecewise, x)
+    assert static.graph_breaks == [] and static._cache.trace_count == 1
+    # calls_unconverted reads a traced tensor's values in a not_to_static helper: one break
+    static = oar.jit.to_static(calls_unconverted, full_graph=False)
+    same(static, calls_unconverted, f32(1.0))
+    assert len(static.graph_breaks) == 1
 
 
 def mixed_dtypes(x):
