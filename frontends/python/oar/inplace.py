@@ -223,11 +223,38 @@ def setitem(x, key, value, getitem, positions):
     if isinstance(key, Tensor) and key.dtype == _BOOL and list(key.shape) == list(x.shape):
         _check_broadcast(vals, x.shape)
         new = M.where(key, vals, src)
+    elif _symbolic_key(key):
+        pos = _symbolic_positions(x, key, getitem)
+        _check_broadcast(vals, pos.shape)
+        new = _put(src, _ops.reshape(pos, [-1]), _ops.reshape(_ops.broadcast_to(vals, list(pos.shape)), [-1]))
     else:
         pos = positions(x.shape, key)
         _check_broadcast(vals, pos.shape)
         new = _put(src, pos.reshape(-1), _ops.reshape(_ops.broadcast_to(vals, list(pos.shape)), [-1]))
     write(x, new, "__setitem__")
+
+
+def _symbolic_key(key):
+    keys = key if isinstance(key, tuple) else (key,)
+    return builtins.any(isinstance(k, Tensor) and _C.ir.is_symbolic(k) for k in keys)
+
+
+def _symbolic_positions(x, key, getitem):
+    """The flat positions x[key] selects, as a tensor of the trace, for a key holding tensors of a
+    to_static trace: 0-d integer tensors (each selects one index, so no position repeats),
+    with ints, slices, None and ...."""
+    keys = key if isinstance(key, tuple) else (key,)
+    for k in keys:
+        if isinstance(k, Tensor) and _C.ir.is_symbolic(k) and len(k.shape) != 0:
+            raise IndexError(f"__setitem__: an index array of a to_static trace (shape {list(k.shape)}) is not "
+                             "supported in an assignment: its values, unknown while tracing, may repeat; use "
+                             "paddle.scatter or put_along_axis, or index with 0-d tensors and slices")
+    if builtins.any(d < 0 for d in x.shape):
+        raise IndexError(f"__setitem__: assigning at a tensor index of a to_static trace needs a tensor of "
+                         f"known shape, not {list(x.shape)} (a dim the input_spec leaves None)")
+    n = int(np.prod(x.shape))
+    grid = creation.to_tensor(np.arange(n, dtype=np.int64).reshape(x.shape), place=x._device)
+    return getitem(grid, key)
 
 
 def _check_broadcast(vals, shape):
@@ -243,16 +270,16 @@ def _put(x, pos, vals):
     """x with the flat positions `pos` (numpy int64) set to `vals` (1-D); differentiable in x and vals.
     Where a position repeats, the last value wins (numpy's rule)."""
     n = int(np.prod(x.shape))
-    if pos.size and np.unique(pos).size != pos.size:
+    if isinstance(pos, np.ndarray) and pos.size and np.unique(pos).size != pos.size:
         last = np.full(n, -1, np.int64)
         last[pos] = np.arange(pos.size)
         keep = np.flatnonzero(last[pos] == np.arange(pos.size))
         pos = pos[keep]
         vals = M.gather(vals, creation.to_tensor(keep, place=x._device), 0)
-    idx = creation.to_tensor(pos, place=x._device)
+    idx = pos if isinstance(pos, Tensor) else creation.to_tensor(pos, place=x._device)
     work = convert_dtype("int32") if x.dtype == _BOOL else x.dtype
     i32 = convert_dtype("int32")
-    hit = _ops.scatter_add(_ops.full([n], 0.0, i32, x._device), idx, _ops.full([pos.size], 1.0, i32, x._device), 0)
+    hit = _ops.scatter_add(_ops.full([n], 0.0, i32, x._device), idx, _ops.full([int(np.prod(pos.shape))], 1.0, i32, x._device), 0)
     hit = _ops.greater_than(hit, _ops.scalar_like(hit, 0.0))
     scattered = _ops.scatter_add(_ops.full([n], 0.0, work, x._device), idx, M.cast(vals, work), 0)
     flat = _ops.where(hit, M.cast(scattered, x.dtype), _ops.reshape(x, [-1]))

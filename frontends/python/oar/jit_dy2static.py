@@ -505,6 +505,14 @@ def _assigned(stmts):
             if isinstance(node.ctx, ast.Store) and node.id not in found and _is_state(node.id):
                 found.append(node.id)
 
+        def visit_Subscript(self, node):
+            # y[k] = v rebinds y to the written tensor in a trace (Note [Rebinding] in
+            # src/tensor.cpp), so y is assigned: a loop carries it, a cond merges it
+            if isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) \
+                    and node.value.id not in found and _is_state(node.value.id):
+                found.append(node.value.id)
+            self.generic_visit(node)
+
         def visit_FunctionDef(self, node):
             if not node.name.startswith(_PREFIX) and node.name not in found:
                 found.append(node.name)

@@ -60,10 +60,11 @@ def _getitem(x, key):
             isinstance(key, np.ndarray) and key.dtype == np.bool_):
         return M.masked_select(x, key) if list(key.shape) == list(x.shape) else _gather_positions(x, key)
     items = _normalize_key(key, len(x.shape))
-    n_arrays = builtins.sum(1 for k in items if _is_index_array(k))
+    n_arrays = builtins.sum(1 for k in items if _is_index_array(k) and not _is_int_tensor(k))
     fast = n_arrays <= 1 and builtins.all(
         not isinstance(k, builtins.slice) or k.step is None or k.step > 0 for k in items) and not builtins.any(
-        _is_index_array(k) and np.asarray(k.numpy() if isinstance(k, Tensor) else k).dtype == np.bool_ for k in items)
+        _is_index_array(k) and (k.dtype == _BOOL if isinstance(k, Tensor) else np.asarray(k).dtype == np.bool_)
+        for k in items)
     if not fast:
         return _gather_positions(x, key)
     out, d = x, 0
@@ -81,19 +82,39 @@ def _getitem(x, key):
             if (start, stop, step) != (0, _SLICE_TO_END, 1):
                 out = _ops.slice(out, [d], [start], [stop], [step])
             d += 1
-        elif _is_index_array(k):
-            out = M.gather(out, k, d)
-            d += len(k.shape) if isinstance(k, Tensor) else np.ndim(k)
-        elif isinstance(k, (numbers.Integral, np.integer)) or (isinstance(k, Tensor) and k.size == 1):
+        elif _is_int_tensor(k) and _C.ir.is_symbolic(k):
+            # a 0-d tensor of a trace is an int index (negative from the end) decided on each run
+            out = _ops.squeeze(M.index_select(out, _symbolic_position(k, out.shape[d]), d), [d])
+        elif isinstance(k, (numbers.Integral, np.integer)) or _is_int_tensor(k):
             i = int(k)
             size = out.shape[d]
             if i < -size or i >= size:
                 raise IndexError(f"index {i} is out of bounds for axis {d} with size {size}")
             # A negative index stays negative: the op resolves it (see above).
             out = _ops.squeeze(_ops.slice(out, [d], [i], [_SLICE_TO_END if i == -1 else i + 1]), [d])
+        elif _is_index_array(k):
+            out = M.gather(out, k, d)
+            d += len(k.shape) if isinstance(k, Tensor) else np.ndim(k)
         else:
             raise TypeError(f"unsupported index {k!r}")
     return out
+
+
+def _is_int_tensor(k):
+    """A 0-d tensor index other than bool: it indexes as an int does."""
+    return isinstance(k, Tensor) and len(k.shape) == 0 and k.dtype != _BOOL
+
+
+def _symbolic_position(k, size):
+    """A to_static trace's 0-d integer tensor `k` as a [1] int64 index into a dim of `size`
+    (negative counting from the end, as a Python int index)."""
+    if k.dtype == _BOOL or np.dtype(to_numpy_dtype(k.dtype)).kind not in "iu":
+        raise IndexError(f"__getitem__: a tensor index must be of an integer dtype, not {k.dtype}")
+    i = _ops.reshape(M.cast(k, "int64"), [1])
+    if size < 0:
+        raise IndexError("__getitem__: an index by a tensor of a to_static trace into a dynamic dim (one the "
+                         "input_spec leaves None) is not supported; index along a dim of known size")
+    return M.where(_ops.less_than(i, _ops.scalar_like(i, 0.0)), i + size, i)
 
 
 def _gather_positions(x, key):

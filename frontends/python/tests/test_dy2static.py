@@ -436,3 +436,49 @@ def test_set_code_level_and_verbosity_print_the_conversion(capsys):
     assert "converted code of" in printed and "def branchy" in printed
     with pytest.raises(TypeError, match="set_code_level"):
         oar.jit.set_code_level("high")
+
+
+# ---- indexing with tensors of the trace (a loop counter, a computed position) ----
+
+def fill_columns(x, n):
+    y = oar.zeros_like(x)
+    for i in range(n):  # n a tensor: i is a 0-d tensor of the trace
+        y[:, i] = x[:, i] * 2 + x[i, 0]
+    return y
+
+
+def picks(x, i):
+    return x[i] + x[:, i] + x[-1 - i] + x[i, -1 - i]
+
+
+def test_a_traced_index_reads_and_writes_as_an_int_index():
+    x = oar.to_tensor(np.arange(12, dtype="float32").reshape(3, 4))
+    static = oar.jit.to_static(fill_columns)
+    for n in (0, 2, 3):
+        np.testing.assert_allclose(static(x, i64(n)).numpy(), fill_columns(x, n).numpy())
+    assert static._cache.trace_count == 1
+    square = x[:3, :3]
+    static = oar.jit.to_static(picks)
+    for i in (0, 1, 2, -1):
+        np.testing.assert_allclose(static(square, i64(i)).numpy(), picks(square, i).numpy())
+
+
+def test_a_traced_index_assignment_trains_like_eager():
+    x = oar.to_tensor(np.random.RandomState(0).randn(3, 4).astype("float32"))
+    xs, xe = x.clone(), x.clone()
+    xs.stop_gradient = xe.stop_gradient = False
+    (oar.jit.to_static(fill_columns)(xs, i64(3)) ** 2).sum().backward()
+    (fill_columns(xe, 3) ** 2).sum().backward()
+    np.testing.assert_allclose(xs.grad.numpy(), xe.grad.numpy(), rtol=1e-6)
+
+
+def writes_at(x, idx):
+    y = x * 1
+    y[idx] = 0.0
+    return y
+
+
+def test_a_traced_index_array_in_an_assignment_is_an_error():
+    static = oar.jit.to_static(writes_at)
+    with pytest.raises(IndexError, match="index array of a to_static trace .* may repeat"):
+        static(f32(1.0, 2.0), oar.to_tensor([0, 0]))
