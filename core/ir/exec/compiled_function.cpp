@@ -59,7 +59,8 @@ struct TrainingPair {
   std::string refused;                 // why there is no backward (control flow): raised when it runs
 };
 
-bool decomposed_for_autodiff(const OpDef& def) { return def.decompose && !def.vjp; }
+// (not one that is not differentiable: stop_gradient must reach autodiff, Note [detach in a trace])
+bool decomposed_for_autodiff(const OpDef& def) { return def.decompose && !def.vjp && def.differentiable; }
 
 // The forward as differentiated: specialized to `shapes` (none: kept
 // dynamic), composite ops without VJP rules decomposed.

@@ -35,6 +35,7 @@
 #include "ops/op_util.h"
 
 #include <algorithm>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -84,7 +85,9 @@ struct Executor::Impl {
   DeviceBackend* backend = nullptr;
   std::vector<const KernelEntry*> kernels;  // per block op of `program`; null for view ops
   // Random ops of `program` and their traced offsets (Note [Random ops in programs]).
-  std::vector<std::pair<Operation*, int64_t>> random_ops;
+  std::vector<std::pair<Operation*, int64_t>> random_ops;  // with the offset each drew when traced
+  int64_t random_base = 0;   // the least traced offset
+  uint64_t random_span = 0;  // offsets a run takes from the global generator (Note [Random ops in programs])
   std::unordered_map<const Value*, size_t> input_index;
   ParamMap params;
 
@@ -115,6 +118,7 @@ struct Executor::Impl {
     program = source.clone();
     if (has_data_dependent_shapes(source)) {
       interpreted = true;
+      find_random_ops();
       input_index.clear();
       for (size_t i = 0; i < program.inputs().size(); ++i) input_index[program.inputs()[i]] = i;
       create_streams();
@@ -165,12 +169,7 @@ struct Executor::Impl {
   void compile() {
     decompose_unsupported(program, *backend, forced);
     kernels = resolve_kernels(program, *backend);
-    random_ops.clear();
-    for (const auto& op : program.block().ops()) {
-      if (op->def().random && op->attrs().has("seed") && op->attrs().has("offset")) {
-        random_ops.emplace_back(op.get(), op->attrs().get_int("offset"));
-      }
-    }
+    find_random_ops();
     input_index.clear();
     for (size_t i = 0; i < program.inputs().size(); ++i) input_index[program.inputs()[i]] = i;
   }
@@ -592,16 +591,44 @@ struct Executor::Impl {
 
   // Note [Random ops in programs]
   // A traced random op (uniform, normal, dropout's mask) holds the (seed,
-  // offset) it drew while tracing. Like an eager call, each run draws anew:
-  // the run's (seed, offset) from the global generator replaces the seed and
-  // shifts every traced offset by offset << 32, so ops stay distinct within
-  // a run and runs differ. A caller that recomputes a run (the backward of
-  // CompiledFunction) passes the same state to get the same numbers.
+  // offset) it drew while tracing (the trace gives the generator its
+  // offsets back, so tracing draws nothing). Like eager calls, each run
+  // draws anew: it takes as many offsets from the global generator as the
+  // trace drew (random_span), and op i uses the run's first offset plus its
+  // place among the traced ones, so a run right after paddle.seed(s) draws
+  // the numbers the same calls draw eagerly, and runs differ. Random ops in
+  // regions (a cond's branch, a while's body) are reseeded too; a while
+  // body's op draws the same numbers in every iteration of one run. A
+  // caller that recomputes a run passes the same state to get the same
+  // numbers.
+  void find_random_ops() {
+    random_ops.clear();
+    std::function<void(const Block&)> walk = [&](const Block& block) {
+      for (const auto& op : block.ops()) {
+        if (op->def().random && op->attrs().has("seed") && op->attrs().has("offset")) {
+          random_ops.emplace_back(op.get(), op->attrs().get_int("offset"));
+        }
+        for (size_t r = 0; r < op->num_regions(); ++r) walk(op->region(r));
+      }
+    };
+    walk(program.block());
+    random_base = 0;
+    random_span = 0;
+    if (random_ops.empty()) return;
+    int64_t lo = random_ops.front().second, hi = lo;
+    for (const auto& [op, traced] : random_ops) {
+      lo = std::min(lo, traced);
+      hi = std::max(hi, traced);
+    }
+    random_base = lo;
+    random_span = static_cast<uint64_t>(hi - lo) + 1;
+  }
+
   void reseed(std::pair<uint64_t, uint64_t> state) {
     for (auto& [op, traced] : random_ops) {
       Attrs& attrs = op->mutable_attrs();
       attrs.set("seed", static_cast<int64_t>(state.first));
-      attrs.set("offset", static_cast<int64_t>(static_cast<uint64_t>(traced) + (state.second << 32)));
+      attrs.set("offset", static_cast<int64_t>(state.second + static_cast<uint64_t>(traced - random_base)));
     }
   }
 
@@ -635,8 +662,8 @@ struct Executor::Impl {
   std::vector<Tensor> run(std::span<const Tensor> given, std::optional<std::pair<uint64_t, uint64_t>> random_state) {
     std::vector<Tensor> inputs;
     check_inputs(given, inputs);
+    if (!random_ops.empty()) reseed(random_state ? *random_state : next_random_state(random_span));
     if (interpreted) return run_interpreted(inputs);
-    if (!random_ops.empty()) reseed(random_state ? *random_state : next_random_state());
     std::vector<Shape> input_shapes;
     for (const Tensor& t : inputs) input_shapes.push_back(t.shape());
     if (!planned || input_shapes != planned_shapes) build(input_shapes);

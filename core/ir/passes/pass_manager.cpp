@@ -136,7 +136,9 @@ class GuardedPass final : public Pass {
 // decomposed: its decomposition depends only on ranks and on which dims are
 // 1, and whole it would cut every broadcasting VJP out of its group.
 bool decomposed_for_compiler(const OpDef& def) {
-  static const std::set<std::string> kept = {"full_like", "broadcast_to_like", "shape", "numel", "fusion_group"};
+  // stop_gradient: the training program's autodiff must still see it (Note [detach in a trace])
+  static const std::set<std::string> kept = {"full_like", "broadcast_to_like", "shape", "numel", "fusion_group",
+                                             "stop_gradient"};
   return kept.count(def.name) == 0;
 }
 

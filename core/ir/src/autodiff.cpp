@@ -28,9 +28,10 @@ using Lookup = std::function<Tensor(Value*)>;
 
 Tracer& tracer_now() { return dynamic_cast<Tracer&>(current_builder()); }
 
-// A composite op without a VJP rule, differentiated through its decomposition.
+// A composite op without a VJP rule, differentiated through its decomposition
+// (not one that is not differentiable: stop_gradient stays itself).
 bool decomposed_for_autodiff(const OpDef& def) {
-  return def.kind == OpKind::composite && def.decompose != nullptr && !def.vjp;
+  return def.kind == OpKind::composite && def.decompose != nullptr && !def.vjp && def.differentiable;
 }
 
 std::vector<Tensor> replay_op(const Operation& op, const std::vector<Tensor>& in, const Lookup& lookup,
@@ -147,15 +148,19 @@ void decompose_in_regions(Program& program) {
 // Decomposes the composite ops without a VJP rule (they are differentiated
 // through their decomposition, as in eager mode). Values the caller holds
 // are tracked through temporary outputs, since decomposition replaces them.
+// An op differentiated through its decomposition (stop_gradient, not
+// differentiable, stays: Note [detach in a trace] in core/src/ops/elementwise.cpp).
+bool without_vjp(const OpDef& def) { return def.decompose && !def.vjp && def.differentiable; }
+
 void decompose_ops_without_vjp(Program& program, std::vector<Value*>& held, const std::vector<Shape>& input_shapes) {
   bool any = false;
   for (const auto& op : program.block().ops()) {
-    any = any || (op->def().decompose && !op->def().vjp) || (is_control_flow(*op) && regions_hold_composites(*op));
+    any = any || without_vjp(op->def()) || (is_control_flow(*op) && regions_hold_composites(*op));
   }
   if (!any) return;
   size_t first = program.outputs().size();
   for (Value* v : held) program.add_output(v, "__held_" + std::to_string(program.outputs().size()));
-  auto pass = make_decomposition_pass([](const OpDef& def) { return def.decompose && !def.vjp; });
+  auto pass = make_decomposition_pass(without_vjp);
   try {
     decompose_in_regions(program);
     pass->run(program);

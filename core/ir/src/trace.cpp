@@ -143,11 +143,17 @@ std::vector<Tensor> Tracer::apply(const OpDef& op, std::span<const Tensor> input
     for (const auto& t : inputs) record = record || (t.defined() && t.is_symbolic() && t.requires_grad());
   }
   // The tape cannot see through a region (the cond's results would not
-  // depend on what its branches read): refused rather than a wrong gradient.
-  OAR_CHECK_ARG(!record || regions_.empty(),
-                op.name + ": an input requiring grad reaches an op inside a traced cond or while; oar.grad "
-                          "inside to_static cannot differentiate through control flow (call it eagerly)");
-  if (record && op.decompose && !op.vjp) return op.decompose(inputs, attrs);
+  // depend on what its branches read): the op is not recorded, and a grad
+  // call later in this trace is refused (tape_gap) rather than a wrong
+  // gradient; a to_static function that never calls grad traces on.
+  if (record && !regions_.empty()) {
+    record = false;
+    if (tape_gap_.empty()) {
+      tape_gap_ = op.name + ": an input requiring grad reaches an op inside a traced cond or while; oar.grad "
+                            "inside to_static cannot differentiate through control flow (call it eagerly)";
+    }
+  }
+  if (record && op.decompose && !op.vjp && op.differentiable) return op.decompose(inputs, attrs);
 
   std::vector<Value*> operands;
   std::vector<TensorMeta> example(inputs.size());

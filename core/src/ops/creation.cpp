@@ -81,8 +81,8 @@ Generator& generator() {
 
 }  // namespace
 
-std::pair<uint64_t, uint64_t> next_random_state() {
-  return {generator().seed.load(), generator().offset.fetch_add(1)};
+std::pair<uint64_t, uint64_t> next_random_state(uint64_t count) {
+  return {generator().seed.load(), generator().offset.fetch_add(count)};
 }
 
 namespace {

@@ -131,6 +131,16 @@ Grads cast_vjp(const VjpContext& c) {
 }
 Grads copy_vjp(const VjpContext& c) { return {G(c)}; }
 
+// Note [detach in a trace]
+// Eagerly, Tensor.detach() is a new handle without autograd history; a
+// traced tensor's gradient comes from program autodiff, which sees values,
+// not handles, so detach() of a symbolic tensor records stop_gradient:
+// y = x, not differentiable, so no gradient reaches x through it. It runs
+// as a copy (its decomposition), once autodiff has seen it.
+std::vector<Tensor> stop_gradient_decompose(std::span<const Tensor> in, const Attrs&) {
+  return {apply1(OAR_OP("copy"), in)};
+}
+
 // ---- SPMD rules (spmd.h) ----
 // Note [Elementwise SPMD rules]
 // A broadcasting op can run sharded on any output dim: each input holding
@@ -333,6 +343,9 @@ OAR_REGISTER_OPS(elementwise) {
   add_op({.name = "copy", .meta = meta::same_as_input, .vjp = copy_vjp, .spmd = linear_unary_spmd,
           .domain = TestDomain{-50, 50, NAN, NAN, false, false, true, kAllDTypes},
           .doc = "y = x (makes views contiguous)"});
+  add_op({.name = "stop_gradient", .kind = OpKind::composite, .meta = meta::same_as_input,
+          .decompose = stop_gradient_decompose, .differentiable = false, .dtypes = {.accepts = kAllDTypes},
+          .spmd = linear_unary_spmd, .doc = "y = x with no gradient to x: Tensor.detach() in a trace"});
 }
 
 namespace {

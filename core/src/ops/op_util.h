@@ -67,8 +67,9 @@ struct IndexCheck {
 /// place of `index` so the check stays in the program.
 Tensor check_index_values(const IndexCheck& check, const Tensor& index);
 
-/// Takes the next (seed, offset) of the global random generator (oar::seed).
-std::pair<uint64_t, uint64_t> next_random_state();
+/// Takes the next `count` offsets of the global random generator
+/// (oar::seed): its seed and the first of them.
+std::pair<uint64_t, uint64_t> next_random_state(uint64_t count = 1);
 
 /// Registers an op definition (shorthand used inside OAR_REGISTER_OPS).
 inline const OpDef& add_op(OpDef def) { return OpRegistry::instance().add(std::move(def)); }

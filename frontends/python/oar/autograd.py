@@ -69,6 +69,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         grad_outputs = [grad_outputs]
     else:
         grad_outputs = list(grad_outputs)
+    gap = _C.ir.tape_gap() if any(_C.ir.is_symbolic(t) for t in outputs) else ""
+    if gap:
+        raise ValueError(gap)
     grads = _C.grad(outputs, inputs, grad_outputs, create_graph, retain_graph, allow_unused)
     return grads
 

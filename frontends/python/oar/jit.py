@@ -265,6 +265,11 @@ class StaticFunction:
         return {name: store[key] for name, store, key in self._state_slots()}
 
     def _lookup(self, inputs, rebuild, key, device):
+        # Inputs that require grad require it inside the trace too, so oar.grad of them works there
+        # (a PINN's derivatives); a trace serves calls with the same ones.
+        grad_mask = tuple(not t.stop_gradient for t in inputs)
+        if any(grad_mask):
+            key = tuple(key) + (("requires_grad", grad_mask),)
         arguments, mode = self._argument_id(key), self._mode()
         entry = self._cache.lookup(arguments, mode, device, inputs)
         if entry is not None:
@@ -272,9 +277,9 @@ class StaticFunction:
         if self._input_spec is None:
             self._input_spec = [InputSpec.from_tensor(t) for t in inputs]
         specs = _C.ir.TraceCache.specs_for([s._to_ir() for s in self._input_spec], inputs, f"to_static({self._name})")
-        return self._compile(specs, [list(t.shape) for t in inputs], rebuild, arguments, mode, device)
+        return self._compile(specs, [list(t.shape) for t in inputs], rebuild, arguments, mode, device, grad_mask)
 
-    def _trace(self, specs, examples, rebuild, device):
+    def _trace(self, specs, examples, rebuild, device, grad_mask=()):
         """Traces the function for `specs` (_C.ir.InputSpec): (_C.ir.Trace,
         updated buffer names, output structure)."""
         slots = self._state_slots()
@@ -282,6 +287,9 @@ class StaticFunction:
 
         def traced(symbolic_inputs):
             saved = [(name, store, key, store[key], Tensor(store[key])) for name, store, key in slots]
+            for t, requires in zip(symbolic_inputs, grad_mask):
+                if requires:
+                    t.stop_gradient = False
             args, kwargs = rebuild(symbolic_inputs)
             try:
                 out = self._traced_function()(*args, **kwargs)
@@ -309,15 +317,21 @@ class StaticFunction:
             return outs + [t for _, t in updated]
 
         params = {name: Tensor(store[key]) for name, store, key in slots}
-        trace = _C.ir.trace(traced, specs, params, device, examples)
+        # The trace's random ops draw their offsets, and the generator gets them back: each run
+        # takes them anew (Note [Random ops in programs]), so tracing draws nothing.
+        random_state = _C.random_state()
+        try:
+            trace = _C.ir.trace(traced, specs, params, device, examples)
+        finally:
+            _C.set_random_state(*random_state)
         if result["updates"]:
             trace.program._outputs_to_updates(result["updates"])
         _C.ir.default_pipeline(trace.program, device, compiler=self._compiler)
         return trace, result["updates"], result["structure"]
 
-    def _compile(self, specs, examples, rebuild, arguments, mode, device):
+    def _compile(self, specs, examples, rebuild, arguments, mode, device, grad_mask=()):
         """Traces, then caches the trace in C++ (which compiles it)."""
-        trace, updates, structure = self._trace(specs, examples, rebuild, device)
+        trace, updates, structure = self._trace(specs, examples, rebuild, device, grad_mask)
         entry = self._cache.insert(arguments, mode, device, trace.specs, trace.program, updates, structure,
                                    compiler=self._compiler)
         slots = {name: (store, k) for name, store, k in self._state_slots()}

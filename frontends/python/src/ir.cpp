@@ -409,6 +409,14 @@ void bind_ir(py::module_& parent) {
       "Reads path.json and path.safetensors: (Program, parameters).");
 
   m.def(
+      "tape_gap",
+      []() -> std::string {
+        auto* tracer = dynamic_cast<ir::Tracer*>(&oar::current_builder());
+        return tracer ? tracer->tape_gap() : std::string();
+      },
+      "While tracing: why the trace's autograd tape has a gap (oar.grad is refused), else ''.");
+
+  m.def(
       "is_symbolic", [](const oar::Tensor& t) { return t.is_symbolic(); }, py::arg("tensor"),
       "True for a tensor of a trace in progress (a dtype and shape, no values).");
 

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "binding.h"
+#include "oar/builder.h"
 
 namespace oar_py {
 
@@ -214,7 +215,13 @@ void bind_tensor(py::module_& m) {
              x.backward(seed, retain_graph, create_graph);
            },
            py::arg("grad_tensor") = py::none(), py::arg("retain_graph") = false, py::arg("create_graph") = false)
-      .def("detach", &oar::Tensor::detach)
+      // A traced tensor records stop_gradient (Note [detach in a trace] in core/src/ops/elementwise.cpp).
+      .def("detach", [](const oar::Tensor& x) {
+        // A trace records it for every tensor: a captured parameter is not symbolic.
+        if (!x.is_symbolic() && &oar::current_builder() == &oar::EagerBuilder::instance()) return x.detach();
+        std::array<oar::Tensor, 1> in{x};
+        return oar::apply1(oar::OpRegistry::instance().get("stop_gradient"), in).detach();
+      })
       .def("_register_hook", [](oar::Tensor& x, py::function fn) {
         auto holder = PyCallable(std::move(fn)).fn_ptr();
         x.register_hook([holder](const oar::Tensor& g) -> oar::Tensor {

@@ -352,6 +352,23 @@ def test_dropout_is_traced_in_the_layer_mode(device):
     assert net.forward.trace_count == 2
 
 
+def test_random_ops_in_a_program_draw_what_eager_draws_after_a_seed(device):
+    # Note [Random ops in programs]: tracing draws nothing, and a run takes as many offsets
+    # from the generator as the eager calls would, so seeded runs are eager's numbers.
+    def noisy(x):
+        return nn.functional.dropout(x, 0.5) + oar.rand([16]) + oar.randn([16])
+    x = oar.ones([16])
+    oar.seed(11)
+    want = [noisy(x).numpy() for _ in range(3)] + [oar.rand([16]).numpy()]
+    static = oar.jit.to_static(noisy)
+    oar.seed(11)
+    got = [static(x).numpy() for _ in range(3)] + [oar.rand([16]).numpy()]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    assert static.trace_count == 1
+    assert not np.allclose(got[0], got[1])  # each run draws anew
+
+
 def test_batch_norm_running_statistics_update_like_eager(device):
     static_net = nn.Sequential(nn.Conv2D(2, 3, 1), nn.BatchNorm2D(3))
     eager_net = nn.Sequential(nn.Conv2D(2, 3, 1), nn.BatchNorm2D(3))

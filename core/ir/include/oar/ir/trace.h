@@ -105,6 +105,12 @@ class Tracer final : public Builder {
   std::vector<Tensor> trace_while(const RegionFunction& cond_fn, const RegionFunction& body_fn,
                                   const std::vector<Tensor>& init, const std::string& where);
 
+  /// Non-empty once an input requiring grad reached an op inside a traced
+  /// cond or while: the autograd tape of the trace (oar::grad inside
+  /// to_static) has a gap there, so a grad call during this trace is refused
+  /// with this reason (program autodiff, which sees regions, is unaffected).
+  const std::string& tape_gap() const { return tape_gap_; }
+
  private:
   // Adds an operation where tracing is: the innermost region being traced,
   // else the top-level block at cursor_.
@@ -114,6 +120,7 @@ class Tracer final : public Builder {
   std::vector<Tensor> trace_region(Block& region, const RegionFunction& fn, const std::vector<Tensor>& args);
 
   std::vector<Block*> regions_;  // not owned: the regions being traced, innermost last
+  std::string tape_gap_;          // see tape_gap()
   Program& program_;
   Device device_;
   size_t cursor_;
