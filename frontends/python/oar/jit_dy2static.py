@@ -106,18 +106,44 @@ class _Runtime:
         drop = [isinstance(v, _Undefined) and n not in both for v, n in zip(init, names)]
 
         tensor_names = []
+        # Lists the branches append to (outs.append(y)): each branch's new elements become results
+        # of the cond, merged, and the list is extended by them after it.
+        containers = _containers(names, init, true_fn, false_fn)
+        appended = []
 
-        def run(fn):
+        def collect(side):
+            tails = {}
+            for k, (name, c, size, ids) in enumerate(containers):
+                grown = type(c) is list and len(c) >= size and _members(c)[:size] == ids
+                if not grown:
+                    raise NotImplementedError(
+                        f"to_static: the if at {where} changes the {type(c).__name__} {name!r} other than by "
+                        "appending to it in a branch on a tensor; only appends are captured")
+                if len(c) > size:
+                    tails[_PREFIX + f"list{k}"] = list(c[size:])
+                    del c[size:]  # the other branch starts from the same list
+            if side == 1 and {n: len(t) for n, t in tails.items()} != {n: len(t) for n, t in appended[0].items()}:
+                counts = [{containers[int(n[len(_PREFIX) + 4:])][0]: len(t) for n, t in a.items()}
+                          for a in (appended[0], tails)]
+                raise ValueError(f"to_static: the branches of the if at {where} append different numbers of "
+                                 f"values to lists: {counts[0]} (true branch) and {counts[1]} (false branch)")
+            appended.append(tails)
+            return tails
+
+        def run(fn, side):
             def branch():
                 out = {n: None if d else v for v, n, d in zip(fn(*init), names, drop)}
+                out.update(collect(side))
                 if not tensor_names:  # which variable each flattened value is, for errors
                     tensor_names.extend(n for n, v in out.items() if isinstance(v, (Tensor, bool, int, float)))
                 return out
             return branch
         try:
-            out = _captured_cond(pred, run(true_fn), run(false_fn), f" (at {where})")
+            out = _captured_cond(pred, run(true_fn, 0), run(false_fn, 1), f" (at {where})")
         except (ValueError, TypeError) as e:
             raise type(e)(_name_values(str(e), tensor_names)) from None
+        for n in appended[0] if appended else ():
+            containers[int(n[len(_PREFIX) + 4:])][1].extend(out[n])
         return tuple(_Undefined(n) if d else out[n] for n, d in zip(names, drop))
 
     @staticmethod
@@ -250,6 +276,26 @@ def _as_bool_tensor(value):
     return to_tensor(bool(value))
 
 
+def _members(c):
+    return [id(e) for e in (c if type(c) is list else c.values())]
+
+
+def _containers(names, values, *fns):
+    """(name, object, length, member ids) of the lists and dicts among `values` and the
+    closures of `fns` (a branch or body reads those it appends to through its closure)."""
+    seen = list(zip(names, values))
+    for fn in fns:
+        code = getattr(fn, "__code__", None)
+        if code is not None:
+            seen += [(n, c.cell_contents) for n, c in zip(code.co_freevars, fn.__closure__ or ()) if _cell_filled(c)]
+    out, ids = [], set()
+    for n, v in seen:
+        if type(v) in (list, dict) and id(v) not in ids:
+            ids.add(id(v))
+            out.append((n, v, len(v), _members(v)))
+    return out
+
+
 def _captured_loop(first, cond_fn, body_fn, values, names, where):
     """A while over the tensors and numbers among `values`; other values
     (undefined names, Python objects) stay fixed."""
@@ -266,8 +312,19 @@ def _captured_loop(first, cond_fn, body_fn, values, names, where):
     def cond(*args):
         return _as_bool_tensor(cond_fn(*full(args)))
 
+    # Lists and dicts stay fixed, so one the body changes (outs.append(y)) would hold the body's
+    # tensors after the loop: refused by name (tensor arrays are not supported yet).
+    containers = _containers(names, values, body_fn)
+
     def body(*args):
         out = body_fn(*full(args))
+        for name, now, size, ids in containers:
+            if len(now) != size or _members(now) != ids:
+                raise NotImplementedError(
+                    f"to_static: the loop{where} changes the {type(now).__name__} {name!r} (an append "
+                    "or an assignment in a loop on a tensor); collecting values in a list inside a captured "
+                    "loop (a tensor array) is not supported yet: write into a preallocated tensor "
+                    "(y[i] = v) or use to_static(full_graph=False), which runs this loop eagerly")
         for k, (before, after) in enumerate(zip(values, out)):
             if k not in carried and not isinstance(before, _Undefined) and after is not before:
                 raise TypeError(f"to_static: the loop{where} changes variable {names[k]!r}, a "

@@ -482,3 +482,121 @@ def test_a_traced_index_array_in_an_assignment_is_an_error():
     static = oar.jit.to_static(writes_at)
     with pytest.raises(IndexError, match="index array of a to_static trace .* may repeat"):
         static(f32(1.0, 2.0), oar.to_tensor([0, 0]))
+
+
+# ---- autograd inside a trace: detach, oar.grad of the inputs ----
+
+class Detaching(oar.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.w = self.create_parameter([3])
+        self.w.set_value(oar.to_tensor(np.array([1.0, 2.0, 3.0], "float32")))
+
+    def forward(self, x):
+        return (self.w * self.w.detach() * x * x.detach()).sum()
+
+
+def test_detach_in_a_trace_stops_the_gradient_and_follows_parameter_updates():
+    net, eager = oar.jit.to_static(Detaching()), Detaching()
+    opts = [oar.optimizer.SGD(0.1, parameters=m.parameters()) for m in (net, eager)]
+    for step in range(3):
+        for model, opt in zip((net, eager), opts):
+            x = f32(1.0, 2.0, 3.0)
+            x.stop_gradient = False
+            loss = model(x)
+            loss.backward()
+            model._grads = (x.grad.numpy(), model.w.grad.numpy(), float(loss))
+            opt.step()
+            opt.clear_grad()
+        for a, b in zip(net._grads, eager._grads):
+            np.testing.assert_allclose(a, b, rtol=1e-6)
+    # the gradient of w is w.detach() * x * x: w, not 2 w (detach stopped it)
+    np.testing.assert_allclose(eager.w.numpy(), net.w.numpy(), rtol=1e-6)
+    assert "stop_gradient" in net.forward.program
+
+
+def derivative_loss(x):
+    y = (x ** 3).sum()
+    (dx,) = oar.grad(y, x, create_graph=True)
+    return (dx * dx).sum()
+
+
+def test_grad_with_create_graph_of_an_input_inside_a_trace():
+    static = oar.jit.to_static(derivative_loss)
+    for values in ((1.0, 2.0), (-1.0, 0.5)):
+        xs, xe = f32(*values), f32(*values)
+        xs.stop_gradient = xe.stop_gradient = False
+        got, want = static(xs), derivative_loss(xe)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+        got.backward()
+        want.backward()
+        np.testing.assert_allclose(xs.grad.numpy(), xe.grad.numpy(), rtol=1e-6)  # 36 x^3
+    assert static._cache.trace_count == 1
+    with pytest.raises(ValueError, match="does not require grad"):  # as eagerly
+        static(f32(1.0, 2.0))
+
+
+def grad_through_a_branch(x):
+    if x.sum() > 0:
+        y = x * 2
+    else:
+        y = x * 3
+    (g,) = oar.grad(y.sum(), x)
+    return g
+
+
+def test_grad_through_a_traced_branch_is_refused_not_wrong():
+    x = f32(1.0, 2.0)
+    x.stop_gradient = False
+    with pytest.raises(ValueError, match="inside a traced cond or while"):
+        oar.jit.to_static(grad_through_a_branch)(x)
+    # a function without grad still traces and trains through the branch
+    static = oar.jit.to_static(piecewise)
+    out = static(x)
+    out.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1.0, 1.0])
+
+
+# ---- lists appended in a captured if / loop ----
+
+def appends_in_branches(x):
+    outs = [x]
+    if x.sum() > 0:
+        outs.append(x * 2)
+    else:
+        outs.append(x * 3)
+    return oar.concat(outs)
+
+
+def appends_in_one_branch(x):
+    outs = [x]
+    if x.sum() > 0:
+        outs.append(x * 2)
+    return oar.concat(outs)
+
+
+def appends_in_a_loop(x, n):
+    outs = []
+    for i in range(n):
+        x = x * 2
+        outs.append(x)
+    return oar.stack(outs)
+
+
+def test_lists_appended_in_both_branches_merge():
+    static = oar.jit.to_static(appends_in_branches)
+    for v in (1.0, -1.0):
+        same(static, appends_in_branches, f32(v, v))
+    assert static._cache.trace_count == 1
+    with pytest.raises(ValueError, match=r"append different numbers of values to lists: \{'outs': 1\} "
+                                         r"\(true branch\) and \{\} \(false branch\)"):
+        oar.jit.to_static(appends_in_one_branch)(f32(1.0))
+
+
+def test_a_list_appended_in_a_tensor_loop_is_refused_by_name_and_breaks_without_full_graph():
+    with pytest.raises(NotImplementedError, match=f"loop \\(at .*:{line_of(appends_in_a_loop, 'for i in')}\\) "
+                                                  "changes the list 'outs'"):
+        oar.jit.to_static(appends_in_a_loop)(f32(1.0), i64(3))
+    static = oar.jit.to_static(appends_in_a_loop, full_graph=False)
+    np.testing.assert_allclose(static(f32(1.0), i64(3)).numpy(), [[2.0], [4.0], [8.0]])
+    assert [b.line for b in static.graph_breaks] == [line_of(appends_in_a_loop, "for i in")]
