@@ -59,6 +59,9 @@ struct TrainingPair {
   std::string refused;                 // why there is no backward (control flow): raised when it runs
 };
 
+// Floating and complex values carry gradients (complex parameters: an FNO's spectral weights).
+bool is_differentiable_dtype(DType d) { return is_floating(d) || is_complex(d); }
+
 // (not one that is not differentiable: stop_gradient must reach autodiff, Note [detach in a trace])
 bool decomposed_for_autodiff(const OpDef& def) { return def.decompose && !def.vjp && def.differentiable; }
 
@@ -66,7 +69,9 @@ bool decomposed_for_autodiff(const OpDef& def) { return def.decompose && !def.vj
 // dynamic), composite ops without VJP rules decomposed.
 Program differentiable_forward(const Program& source, const std::vector<Shape>& shapes) {
   Program p = source.clone();
-  if (!shapes.empty()) specialize_types(p, shapes);
+  // A while that saves its iterations (a tensor array, Note [Tensor arrays] in dy2static) has
+  // shapes no input shapes fix: the program stays generic (and is interpreted).
+  if (!shapes.empty() && !has_data_dependent_shapes(p)) specialize_types(p, shapes);
   make_decomposition_pass(decomposed_for_autodiff)->run(p);
   return p;
 }
@@ -91,7 +96,7 @@ struct CompiledFunction::Impl {
   std::vector<size_t> differentiable_outputs() const {
     std::vector<size_t> out;
     for (size_t i = 0; i < program.outputs().size(); ++i) {
-      if (is_floating(program.outputs()[i].value->type().dtype)) out.push_back(i);
+      if (is_differentiable_dtype(program.outputs()[i].value->type().dtype)) out.push_back(i);
     }
     return out;
   }
@@ -106,6 +111,7 @@ struct CompiledFunction::Impl {
     if (generic != pairs.end()) return generic->second;
     bool dynamic = false;
     for (const Value* v : program.inputs()) dynamic = dynamic || !v->type().is_static();
+    dynamic = dynamic || has_data_dependent_shapes(program);
     if (dynamic && !not_generic.count(key)) {
       try {
         auto pair = make_pair(input_mask, param_mask, {});
@@ -249,13 +255,13 @@ std::vector<Tensor> CompiledFunction::operator()(std::span<const Tensor> inputs,
   std::vector<Tensor> diff_inputs;  // the tape node's inputs
   bool recording = grad_enabled();
   for (const Tensor& t : inputs) {
-    bool rg = recording && t.requires_grad() && is_floating(t.dtype());
+    bool rg = recording && t.requires_grad() && is_differentiable_dtype(t.dtype());
     input_mask.push_back(rg);
     if (rg) diff_inputs.push_back(t);
   }
   for (const Value* p : im.program.parameters()) {
     auto it = params.find(p->name());
-    bool rg = recording && it != params.end() && it->second.requires_grad() && is_floating(it->second.dtype());
+    bool rg = recording && it != params.end() && it->second.requires_grad() && is_differentiable_dtype(it->second.dtype());
     param_mask.push_back(rg);
     if (rg) diff_inputs.push_back(it->second);
   }

@@ -3,6 +3,7 @@
 #include "oar/ir/autodiff.h"
 
 #include <functional>
+#include <optional>
 #include <unordered_set>
 
 #include "oar/autograd.h"
@@ -353,6 +354,12 @@ std::vector<Value*> append_backward(Program& program, const std::vector<Value*>&
   // Symbolic shapes of every value (Note [Symbolic dims]); the examples the
   // VJP rules see are the given input shapes' or sample A of the symbols.
   TypeInference types = infer_types(program);
+  // A seed has its target's shape: the same symbols (a dynamic output's gradient input would
+  // otherwise get dims of its own, and a VJP mixing the two would not see they are equal).
+  for (size_t i = 0; i < seeds.size() && i < tgt.size(); ++i) {
+    if (!seeds[i]) continue;
+    if (types.at(seeds[i]).size() == types.at(tgt[i]).size()) types.shapes[seeds[i]] = types.at(tgt[i]);
+  }
   std::unordered_map<const Value*, Shape> example;
   if (!inputs.empty()) example = infer_shapes(program, inputs);
 
@@ -436,6 +443,7 @@ std::vector<Value*> append_backward(Program& program, const std::vector<Value*>&
         }
       }
       std::vector<Tensor> stacks;
+      std::optional<int64_t> iterations;  // one count for every stack of the loop
       for (size_t k = 0; k < n; ++k) {
         Value* sv = op.result(n + k);
         auto found = symbols.find(sv);
@@ -445,10 +453,10 @@ std::vector<Value*> append_backward(Program& program, const std::vector<Value*>&
         }
         Tensor carried = sym(op.result(k));
         SymShape shape = tracer.symbolic_shape(tracer.value_of(carried));
-        const int64_t iterations = tracer.symbols().fresh();
-        shape.insert(shape.begin(), iterations);
+        if (!iterations) iterations = tracer.symbols().fresh();
+        shape.insert(shape.begin(), *iterations);
         Shape ex = carried.shape();
-        ex.insert(ex.begin(), tracer.symbols().sample({iterations}, 0)[0]);
+        ex.insert(ex.begin(), tracer.symbols().sample({*iterations}, 0)[0]);
         Tensor t = tracer.symbolic(sv, ex, shape);
         symbols.emplace(sv, t);
         stacks.push_back(t);
@@ -541,7 +549,11 @@ std::vector<Value*> append_backward(Program& program, const std::vector<Value*>&
       const SymShape& got = tracer.symbolic_shape(gv);
       for (size_t d = 0; d < want.size() && got.size() == want.size(); ++d) {
         const int64_t w = tracer.symbols().resolve(want[d]);
-        if (w < 0 && tracer.symbols().resolve(got[d]) != w) example_bound = true;
+        // In a program with data-dependent shapes (a tensor array) no shapes can specialize
+        // it, and a gradient dim that is another symbol was computed when it runs (a pad or a
+        // slice from the end along the dim): only a static dim is the example's.
+        const int64_t gd = tracer.symbols().resolve(got[d]);
+        if (w < 0 && gd != w && (gd >= 0 || !data_dependent)) example_bound = true;
       }
     }
     for (size_t k = 0; k < op.operands().size() && k < input_grads.size(); ++k) {

@@ -207,8 +207,18 @@ TypeInference infer_types(const Program& program) {
     }
     std::vector<SymMeta> out;
     if (is_control_flow(op)) {
-      // Note [Control-flow ops]: the declared types, each dynamic dim its own symbol.
-      for (const Value* r : op.results()) result.shapes[r] = result.symbols.fresh_shape(r->type());
+      // Note [Control-flow ops]: the declared types, each dynamic dim its own symbol; a while's
+      // stacks (save_iterations) have one count of iterations and their values' dims.
+      const size_t n = saves_iterations(op) ? carried_count(op) : op.results().size();
+      for (size_t r = 0; r < n; ++r) result.shapes[op.result(r)] = result.symbols.fresh_shape(op.result(r)->type());
+      if (n < op.results().size()) {
+        const int64_t iterations = result.symbols.fresh();
+        for (size_t k = 0; k + n < op.results().size() && k < n; ++k) {
+          SymShape shape = result.shapes[op.result(k)];
+          shape.insert(shape.begin(), iterations);
+          result.shapes[op.result(n + k)] = std::move(shape);
+        }
+      }
       continue;
     }
     try {

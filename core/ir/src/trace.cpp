@@ -8,6 +8,7 @@
 #include "oar/dist_tensor.h"
 #include "oar/error.h"
 #include "oar/ir/compiled_function.h"
+#include "oar/ir/control_flow.h"
 #include "oar/ir/pass.h"
 #include "oar/ir/shape_inference.h"
 #include "oar/ir/verifier.h"
@@ -124,6 +125,29 @@ Value* Tracer::capture(const Tensor& t) {
   return v;
 }
 
+// Note [Folding while tracing]
+// An op whose inputs are all small constants of the trace (no symbolic
+// tensor, no parameter or buffer, nothing requiring grad) runs eagerly
+// while tracing, and its result is a constant too: so the shape of a
+// tensor without dynamic dims (paddle.shape(x), a constant) can be indexed
+// and read by Python (x.reshape([paddle.shape(x)[0], -1])), as eagerly.
+// Random and host ops (print, assert) and control flow are recorded as
+// always; so is an op on a large constant (the constant folding pass
+// handles those without values growing the trace).
+bool Tracer::foldable(const OpDef& op, std::span<const Tensor> inputs) const {
+  constexpr int64_t kMaxFolded = 1024;  // elements, all inputs together
+  if (op.random || op.host || op.num_outputs != 1 || is_control_flow(op)) return false;
+  if (inputs.empty()) return false;  // creation ops stay ops (a program keeps its scalars as full())
+  int64_t total = 0;
+  for (const Tensor& t : inputs) {
+    if (!t.defined() || t.is_symbolic() || t.requires_grad() || t.device() != inputs[0].device()) return false;
+    if (param_names_.count(t.impl_ptr().get())) return false;
+    total += shape_numel(t.shape());
+    if (total > kMaxFolded) return false;
+  }
+  return true;
+}
+
 std::vector<Tensor> Tracer::apply(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
                                   const Device* /*device: programs run on the executor's device*/) {
   if (op.num_inputs >= 0 && inputs.size() != static_cast<size_t>(op.num_inputs)) {
@@ -133,6 +157,10 @@ std::vector<Tensor> Tracer::apply(const OpDef& op, std::span<const Tensor> input
   // Distributed tensors (H1): the dispatch runs the op on their local
   // pieces through this tracer (Note [Distributed dispatch]).
   if (dist::any_dist(inputs)) return dist::dispatch(op, inputs, attrs, nullptr);
+  if (foldable(op, inputs)) {
+    BuilderScope eager(EagerBuilder::instance());
+    return EagerBuilder::instance().apply(op, inputs, attrs, nullptr);
+  }
   // Autograd inside a trace (oar::grad of a symbolic input, as a PINN
   // loss does) records the operations, and like eager mode differentiates a
   // composite op without a VJP rule through its decomposition. Captured

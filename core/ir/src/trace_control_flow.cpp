@@ -77,11 +77,26 @@ std::vector<Tensor> Tracer::trace_cond(const Tensor& pred, const RegionFunction&
 
 std::vector<Tensor> Tracer::trace_while(const RegionFunction& cond_fn,
                                         const RegionFunction& body_fn,
-                                        const std::vector<Tensor>& init, const std::string& where) {
+                                        const std::vector<Tensor>& init, const std::string& where,
+                                        bool save_iterations) {
   OAR_CHECK_ARG(!init.empty(), where + ": a loop needs at least one loop variable");
   std::vector<Value*> carried;
   for (const Tensor& t : init) carried.push_back(capture(t));
+  const bool top_level = regions_.empty();
   Operation* op = emit(while_op(), carried, {}, {});
+  try {
+    return trace_while_regions(op, carried, cond_fn, body_fn, init, where, save_iterations);
+  } catch (...) {
+    op->block()->erase(op);  // its regions (and what they hold) go with it; nothing outside uses it yet
+    if (top_level) --cursor_;
+    throw;
+  }
+}
+
+std::vector<Tensor> Tracer::trace_while_regions(Operation* op, const std::vector<Value*>& carried,
+                                                const RegionFunction& cond_fn, const RegionFunction& body_fn,
+                                                const std::vector<Tensor>& init, const std::string& where,
+                                                bool save_iterations) {
   auto arguments = [&](Block& region) {
     std::vector<Tensor> args;
     for (Value* v : carried)
@@ -109,6 +124,20 @@ std::vector<Tensor> Tracer::trace_while(const RegionFunction& cond_fn,
     Value* v = carried[k];
     results.push_back(
         symbolic(program_.add_result(*op, v->type()), example_shape(v), symbolic_shape(v)));
+  }
+  if (save_iterations) {  // as append_backward adds them (Note [VJP of while])
+    op->mutable_attrs().set("save_iterations", true);
+    const int64_t iterations = symbols_.fresh();  // one count for every stack of the loop
+    for (size_t k = 0; k < init.size(); ++k) {
+      Value* v = carried[k];
+      TensorType type = v->type();
+      type.dims.insert(type.dims.begin(), kDynamic);
+      SymShape shape = symbolic_shape(v);
+      shape.insert(shape.begin(), iterations);
+      Shape example = example_shape(v);
+      example.insert(example.begin(), symbols_.sample({iterations}, 0)[0]);
+      results.push_back(symbolic(program_.add_result(*op, type), example, shape));
+    }
   }
   return results;
 }

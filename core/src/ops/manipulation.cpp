@@ -259,6 +259,14 @@ Grads slice_vjp(const VjpContext& c) {
   Tensor g = c.grads[0];
   for (size_t d = rank; d-- > 0;) {
     if (!sliced(d)) continue;
+    if (steps[d] == 1 && starts[d] >= 0 && ends[d] == kSliceToEnd) {
+      // [start:] with step 1: zeros before, whatever the dim's size (a dynamic or
+      // data-dependent dim, as a tensor array's stack has: Note [Tensor arrays] in dy2static)
+      std::vector<int64_t> pads(2 * rank, 0);
+      pads[2 * d] = starts[d];
+      g = pad(g, pads);
+      continue;
+    }
     // x as the forward sliced it along the dims before d, whole from d on.
     std::vector<int64_t> part_starts(rank, 0), part_ends(rank, kSliceToEnd), part_steps(rank, 1);
     bool any = false;
@@ -344,7 +352,10 @@ Grads concat_vjp(const VjpContext& c) {
   int64_t offset = 0;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     int64_t n = c.inputs[i].shape()[static_cast<size_t>(axis)];
-    out.push_back(c.needs[i] ? slice(c.grads[0], {axis}, {offset}, {offset + n}) : Tensor());
+    // The last part runs to the end: so it holds for every size of a dynamic last operand
+    // (a tensor array's stack, Note [Tensor arrays] in dy2static).
+    const int64_t end = i + 1 == c.inputs.size() ? kSliceToEnd : offset + n;
+    out.push_back(c.needs[i] ? slice(c.grads[0], {axis}, {offset}, {end}) : Tensor());
     offset += n;
   }
   return out;

@@ -169,8 +169,10 @@ def _captured_cond(pred, true_fn, false_fn, where):
     return _unflatten(specs[0], specs[1], results)
 
 
-def _captured_while(cond, body, loop_vars, where):
-    """while_loop inside a trace: loop_vars are tensors (numbers become tensors)."""
+def _captured_while(cond, body, loop_vars, where, save_iterations=False):
+    """while_loop inside a trace: loop_vars are tensors (numbers become tensors). With
+    save_iterations, the results are followed by each carried value's stack of the values
+    entering each iteration."""
     init = [v if isinstance(v, Tensor) else _number_tensor(v) if isinstance(v, _NUMBER) else v for v in loop_vars]
     for k, v in enumerate(init):
         if not isinstance(v, Tensor):
@@ -195,7 +197,7 @@ def _captured_while(cond, body, loop_vars, where):
         _check_carried(init, out, where)
         return out
 
-    return _C.ir.trace_while(condition, step, init, "oar.static.nn.while_loop" + where)
+    return _C.ir.trace_while(condition, step, init, "oar.static.nn.while_loop" + where, save_iterations)
 
 
 def _check_carried(before, after, where):

@@ -153,6 +153,8 @@ class StaticFunction:
         self._full_graph = full_graph
         self._converted = None  # the function after the dy2static conversion
         self._graph_breaks = None  # full_graph=False, once a trace failed: the jit_graph_break.Runner
+        self._output_specs = {}  # trace id -> how its outputs nest (dicts, None, ...), jit_graph_break._flatten
+        self._last_output_spec = None
         self._layer = layer
         self._backend = backend
         # None: OAR_COMPILER / FLAGS_use_cinn decide; True: the compiler plugin (backend="CINN").
@@ -309,11 +311,18 @@ class StaticFunction:
             result["updates"] = [name for name, _ in updated]
             if isinstance(out, Tensor):
                 result["structure"], outs = "tensor", [out]
-            elif isinstance(out, (list, tuple)):
+            elif isinstance(out, (list, tuple)) and all(isinstance(t, Tensor) for t in out):
                 result["structure"], outs = type(out).__name__, list(out)
             else:
-                raise TypeError(f"to_static({self._name}): the function returned a {type(out).__name__}; "
-                                "expected a Tensor or a list/tuple of Tensors")
+                # dicts, nesting, None and numbers among the tensors: the program returns the
+                # tensors, and the call rebuilds the rest (the values of this trace)
+                from .jit_graph_break import _flatten
+                outs = []
+                result["spec"], _ = _flatten(_sorted_dicts(out), outs)
+                result["structure"] = "nested"
+                if not outs:
+                    raise TypeError(f"to_static({self._name}): the function returned a {type(out).__name__} "
+                                    "holding no Tensor; a program returns at least one Tensor")
             return outs + [t for _, t in updated]
 
         params = {name: Tensor(store[key]) for name, store, key in slots}
@@ -327,6 +336,7 @@ class StaticFunction:
         if result["updates"]:
             trace.program._outputs_to_updates(result["updates"])
         _C.ir.default_pipeline(trace.program, device, compiler=self._compiler)
+        self._last_output_spec = result.get("spec")
         return trace, result["updates"], result["structure"]
 
     def _compile(self, specs, examples, rebuild, arguments, mode, device, grad_mask=()):
@@ -334,6 +344,8 @@ class StaticFunction:
         trace, updates, structure = self._trace(specs, examples, rebuild, device, grad_mask)
         entry = self._cache.insert(arguments, mode, device, trace.specs, trace.program, updates, structure,
                                    compiler=self._compiler)
+        if structure == "nested":
+            self._output_specs[entry.id] = self._last_output_spec
         slots = {name: (store, k) for name, store, k in self._state_slots()}
         captured = {n: t for n, t in trace.parameters.items() if n not in slots}
         # Where each program parameter lives: read on every call (optimizer
@@ -344,6 +356,7 @@ class StaticFunction:
         held = self._cache.entries()
         ids, held_arguments = {e.id for e in held}, {e.arguments for e in held}
         self._bindings = {i: b for i, b in self._bindings.items() if i in ids}
+        self._output_specs = {i: o for i, o in self._output_specs.items() if i in ids}
         self._argument_ids = {k: a for k, a in self._argument_ids.items() if a in held_arguments}
         return entry
 
@@ -369,6 +382,9 @@ class StaticFunction:
         structure = entry.structure
         if structure == "tensor":
             return outs[0]
+        if structure == "nested":
+            from .jit_graph_break import _unflatten
+            return _unflatten(self._output_specs[entry.id], iter(outs))
         return tuple(outs) if structure == "tuple" else outs
 
     # ---- inspection ----
@@ -420,6 +436,20 @@ def _compiler_of(backend):
     if isinstance(backend, str) and backend.upper() == "CINN":
         return True
     raise ValueError(f"to_static: backend must be None or 'CINN' (the compiler plugin), got {backend!r}")
+
+
+def _sorted_dicts(value):
+    """`value` with its dicts' items in sorted key order (paddle.utils.flatten's order, which a
+    saved program's outputs follow)."""
+    if type(value) is dict:
+        try:
+            keys = sorted(value)
+        except TypeError:
+            keys = list(value)
+        return {k: _sorted_dicts(value[k]) for k in keys}
+    if type(value) in (list, tuple):
+        return type(value)(_sorted_dicts(v) for v in value)
+    return value
 
 
 def to_static(function=None, input_spec=None, build_strategy=None, backend=None, full_graph=True, **kwargs):
@@ -494,8 +524,17 @@ def save(layer, path, input_spec=None, **configs):
     if specs is None:
         raise ValueError(f"jit.save: {sf._name} has not been called and no input_spec was given, so the input "
                          "shapes are unknown; pass input_spec=[oar.static.InputSpec([None, ...], 'float32')]")
-    with no_grad():
-        trace, _, _ = sf._trace([s._to_ir() for s in specs], [], _positional, _C.get_device())
+    ir_specs = [s._to_ir() for s in specs]
+    try:
+        with no_grad():
+            trace, _, _ = sf._trace(ir_specs, [], _positional, _C.get_device())
+    except ValueError as e:
+        if "does not require grad" not in str(e):
+            raise
+        # oar.grad inside forward (a PINN's derivatives): traced again with the inputs the specs
+        # leave stop_gradient=False requiring grad, as a call with such tensors is
+        mask = tuple(not getattr(s, "stop_gradient", True) for s in specs)
+        trace, _, _ = sf._trace(ir_specs, [], _positional, _C.get_device(), mask)
     if trace.specialized:
         warnings.warn(f"jit.save: {sf._name} computes a shape from its inputs' shapes, so the saved program "
                       f"only accepts {[list(s.shape) for s in trace.specs]}", UserWarning, stacklevel=2)

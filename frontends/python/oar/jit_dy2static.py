@@ -296,11 +296,52 @@ def _containers(names, values, *fns):
     return out
 
 
+class TensorArray:
+    """The tensors a captured loop appended to a list (outs.append(y) in a while on a tensor):
+    one stacked tensor whose leading dim, known when the program runs, counts the appends.
+    It stands in the list for all of them; oar.stack and oar.concat of the list take it
+    apart (Note [Tensor arrays])."""
+
+    def __init__(self, stacked, name, where):
+        self.stacked, self.name, self.where = stacked, name, where
+
+    def __repr__(self):
+        return (f"TensorArray({self.name!r} collected by the loop at {self.where}: tensors of shape "
+                f"{list(self.stacked.shape)[1:]}, {self.stacked.dtype}, as many as the loop's iterations)")
+
+    def __getattr__(self, attr):
+        raise TypeError(f"to_static: {self!r} is not a Tensor: the number of tensors a captured loop appends "
+                        "is known only when the program runs; use oar.stack or oar.concat of the list")
+
+
+class _Appended(Exception):
+    """The body of a captured loop appended to lists (first trace): retried with tensor arrays."""
+
+    def __init__(self, found):
+        super().__init__("a captured loop appended to lists")
+        self.found = found
+
+
+# Note [Tensor arrays]
+# A list appended to in a captured loop holds, after the loop, as many
+# tensors as the loop ran iterations, unknown while tracing. The loop is
+# traced twice: the first trace finds the appends (and is dropped), the
+# second carries one extra value per append, whose next value is the
+# appended tensor (starting from zeros), in a while that saves its
+# iterations: the stack of the values entering each iteration, with the
+# final value after it, less the zeros at its head, is every appended
+# tensor, in order. The list keeps its elements from before the loop and
+# gets one TensorArray for the rest; oar.stack and oar.concat expand it.
+# The while saves every carried value's iterations (as its VJP does), so
+# the program keeps them all while it runs.
+
 def _captured_loop(first, cond_fn, body_fn, values, names, where):
     """A while over the tensors and numbers among `values`; other values
-    (undefined names, Python objects) stay fixed."""
+    (undefined names, Python objects) stay fixed; lists the body appends to
+    collect tensor arrays (Note [Tensor arrays])."""
     from .control_flow import _captured_while
     carried = [k for k, v in enumerate(values) if isinstance(v, (Tensor, bool, int, float))]
+    at = where
     where = f" (at {where})"
 
     def full(args):
@@ -310,33 +351,64 @@ def _captured_loop(first, cond_fn, body_fn, values, names, where):
         return out
 
     def cond(*args):
-        return _as_bool_tensor(cond_fn(*full(args)))
+        return _as_bool_tensor(cond_fn(*full(args[:len(carried)])))  # slots and counter after them
 
-    # Lists and dicts stay fixed, so one the body changes (outs.append(y)) would hold the body's
-    # tensors after the loop: refused by name (tensor arrays are not supported yet).
     containers = _containers(names, values, body_fn)
+    collected = []  # from the first trace: (container index, number of appends per iteration)
+
+    def appends():
+        """(container index, the tensors appended this run) per container the body appended to;
+        the containers get their elements back."""
+        found = []
+        for c, (name, now, size, ids) in enumerate(containers):
+            if len(now) == size and _members(now) == ids:
+                continue
+            if type(now) is not list or len(now) < size or _members(now)[:size] != ids:
+                raise NotImplementedError(
+                    f"to_static: the loop{where} changes the {type(now).__name__} {name!r} other than by "
+                    "appending to it (in a loop on a tensor only appends to a list are captured)")
+            new = now[size:]
+            del now[size:]
+            for e in new:
+                if not isinstance(e, Tensor):
+                    raise NotImplementedError(f"to_static: the loop{where} appends a {type(e).__name__} to the "
+                                              f"list {name!r}; a list collected in a captured loop holds tensors")
+            if len(new) > 1:
+                raise NotImplementedError(f"to_static: the loop{where} appends {len(new)} values per iteration "
+                                          f"to the list {name!r}; a captured loop collects one per list")
+            found.append((c, new))
+        return found
 
     def body(*args):
-        out = body_fn(*full(args))
-        for name, now, size, ids in containers:
-            if len(now) != size or _members(now) != ids:
-                raise NotImplementedError(
-                    f"to_static: the loop{where} changes the {type(now).__name__} {name!r} (an append "
-                    "or an assignment in a loop on a tensor); collecting values in a list inside a captured "
-                    "loop (a tensor array) is not supported yet: write into a preallocated tensor "
-                    "(y[i] = v) or use to_static(full_graph=False), which runs this loop eagerly")
+        out = body_fn(*full(args[:len(carried)]))
+        found = appends()
+        if not collected and found:
+            raise _Appended(found)
+        if [(c, len(n)) for c, n in found] != collected:
+            raise RuntimeError(f"to_static: the loop{where} appended differently when traced again")
         for k, (before, after) in enumerate(zip(values, out)):
             if k not in carried and not isinstance(before, _Undefined) and after is not before:
                 raise TypeError(f"to_static: the loop{where} changes variable {names[k]!r}, a "
                                 f"{type(before).__name__}; a captured loop carries only tensors and numbers")
-        return [out[k] for k in carried]
+        counter = [args[-1] + 1] if collected else []  # iterations run (Note [Tensor arrays])
+        return [out[k] for k in carried] + [e for _, new in found for e in new] + counter
 
     del first
+    init = [values[k] for k in carried]
+    slots = []
     try:
-        result = _captured_while(cond, body, [values[k] for k in carried], where)
+        try:
+            result = _captured_while(cond, body, init, where)
+        except _Appended as a:
+            from .creation import zeros
+            collected[:] = [(c, len(n)) for c, n in a.found]
+            slots = [(c, zeros(list(e.shape), e.dtype)) for c, new in a.found for e in new]
+            counter = zeros([], "int64")
+            result = _captured_while(cond, body, init + [z for _, z in slots] + [counter], where,
+                                     save_iterations=True)
     except (TypeError, ValueError) as e:
         import re
-        message = re.sub(r"loop variable (\d+)", lambda m: f"loop variable {names[carried[int(m.group(1))]]!r}",
+        message = re.sub(r"loop variable (\d+)", lambda m: f"loop variable {_loop_name(names, carried, int(m.group(1)))!r}",
                          str(e))
         raise type(e)(message) from None
     out = list(values)
@@ -345,7 +417,52 @@ def _captured_loop(first, cond_fn, body_fn, values, names, where):
     for k, v in enumerate(values):
         if isinstance(v, _Undefined):
             out[k] = _Undefined(names[k])
+    if slots:
+        _ops = _C.ops
+        n = len(carried) + len(slots) + 1
+        count, counts = result[n - 1], result[2 * n - 1]  # T, and [0, 1, .., T-1]
+        one = _ops.scalar_like(count, 1.0)
+        last = _ops.equal(counts, count - one)
+        # entry t of the stack entered iteration t: [zeros, e1, .., e(T-1)]; e(t+1) is at t + 1,
+        # and the last, e(T), is the final value (gather and where: any T, differentiable)
+        index = _ops.where(last, counts, counts + one)
+        for j, (c, _) in enumerate(slots):
+            final, stack = result[len(carried) + j], result[n + len(carried) + j]
+            rank = len(final.shape)
+            mask = _ops.unsqueeze(last, list(range(1, rank + 1))) if rank else last
+            every = _ops.where(mask, _ops.unsqueeze(final, [0]), _ops.gather(stack, index, 0))
+            name, target = containers[c][0], containers[c][1]
+            target.append(TensorArray(every, name, at))
     return tuple(out)
+
+
+def _loop_name(names, carried, k):
+    return names[carried[k]] if k < len(carried) else f"collected list value {k - len(carried)}"
+
+
+def _expand_tensor_arrays(xs, axis, stacking):
+    """The tensors of a list holding TensorArrays, for oar.stack (each element gets the new
+    dim `axis`) or oar.concat (joined along `axis`): parts to concatenate along axis."""
+    _ops = _C.ops
+    parts = []
+    for x in xs:
+        if isinstance(x, TensorArray):
+            s = x.stacked
+            rank = len(s.shape)
+            a = axis % (rank if stacking else rank - 1)
+            perm = list(range(1, a + 1)) + [0] + list(range(a + 1, rank))
+            moved = _ops.transpose(s, perm)  # [n, *e] -> the n elements side by side at axis
+            if stacking:
+                parts.append(moved)
+            elif list(s.shape)[1 + a] == 1:  # joined along axis: elements 1 long there (tokens [B, 1])
+                parts.append(_ops.squeeze(moved, [a + 1]))
+            else:
+                raise NotImplementedError(
+                    f"to_static: oar.concat along axis {axis} of {x!r} is supported for tensors 1 long along "
+                    "the axis (their stack is their concat); oar.stack the list, then reshape")
+        else:
+            parts.append(_ops.unsqueeze(x, [axis % (len(x.shape) + 1)]) if stacking else x)
+    return parts
 
 
 # ---- which calls are converted ----
@@ -485,8 +602,8 @@ def _build_factory(func, strict):
     if func.__code__.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
         return None  # a yield or await cannot move into a branch function
     try:
-        source = textwrap.dedent(inspect.getsource(func))
-        filename = inspect.getsourcefile(func) or func.__code__.co_filename
+        source = textwrap.dedent(inspect.getsource(func.__code__))  # its own, not a __wrapped__ one's
+        filename = inspect.getsourcefile(func.__code__) or func.__code__.co_filename
         first_line = func.__code__.co_firstlineno
     except (OSError, TypeError) as e:
         _unavailable[func.__code__] = str(e)

@@ -378,8 +378,8 @@ class Runner:
         if func.__name__ == "<lambda>":
             return "it is a lambda (one expression, no statements to split)"
         try:
-            source = textwrap.dedent(inspect.getsource(func))
-            self.filename = inspect.getsourcefile(func) or func.__code__.co_filename
+            source = textwrap.dedent(inspect.getsource(func.__code__))  # its own, not a __wrapped__ one's
+            self.filename = inspect.getsourcefile(func.__code__) or func.__code__.co_filename
         except (OSError, TypeError) as e:
             return f"its source is not available ({e})"
         tree = ast.parse(source)

@@ -109,6 +109,40 @@ def _combine(reduce, a, b, mask):
     return M.where(mask, (M.maximum if reduce == "amax" else M.minimum)(a, b), a)
 
 
+def _scatter_traced(op, x, pos, values, reduce, include_self=True):
+    """_scatter_flat for traced positions `pos` (a tensor): sums and means only, or 'assign'
+    where no position repeats, which a trace cannot know (Note [Index tensors of a trace])."""
+    if reduce not in ("add", "sum", "mean", "assign"):
+        raise NotImplementedError(
+            f"{op}: reduce={reduce!r} with an index tensor of a to_static trace is not supported: its values, "
+            "unknown while tracing, may repeat; use reduce='add', 'mean' or 'assign', or index with known values")
+    shape = list(x.shape)
+    n = int(np.prod(shape))
+    dev = x._device
+    idx = M.reshape(pos, [-1])
+    vals = M.reshape(M.cast(values, x.dtype), [-1])
+    flat = M.reshape(x, [-1])
+    i32 = convert_dtype("int32")
+    count = _ops.scatter_add(_ops.full([n], 0.0, i32, dev), idx, _ops.full([int(np.prod(pos.shape))], 1.0, i32, dev), 0)
+    hit = M.greater_than(count, 0)
+    work = i32 if x.dtype == _BOOL else x.dtype
+    total = M.cast(_ops.scatter_add(_ops.full([n], 0.0, work, dev), idx, M.cast(vals, work), 0), x.dtype)
+    if reduce == "assign":
+        # One write per position, checked when the program runs (which write wins where an index
+        # repeats is what eager mode knows and a trace does not): an error then, never a sum.
+        once = M.all(M.less_equal(count, _ops.scalar_like(count, 1.0)))
+        _ops.assert_true(once, [], f"ValueError {op}: an index tensor of a to_static trace repeats a position, "
+                                   "so which value is written there is undefined in the program; use reduce='add' "
+                                   "or distinct indices")
+        return M.reshape(M.where(hit, total, flat), shape)
+    base = flat if include_self else M.where(hit, _ops.zeros_like(flat), flat)
+    out = M.add(base, total) if x.dtype != _BOOL else M.logical_or(base, total)
+    if reduce == "mean":
+        c = M.add(M.cast(count, x.dtype), 1.0 if include_self else 0.0)
+        out = M.divide(out, M.where(hit, c, _ops.ones_like(c)))
+    return M.reshape(out, shape)
+
+
 # ---- along an axis ----
 
 def _along_axis_positions(op, arr_shape, idx, axis):
@@ -127,9 +161,48 @@ def _broadcast_index(arr, idx, axis, broadcast):
     return np.broadcast_to(idx, np.broadcast_shapes(idx.shape, tuple(target)))
 
 
+# Note [Index tensors of a trace]
+# The ops here find flat positions with numpy from the index values. In a
+# to_static trace an index tensor has no values yet, so where the index is a
+# tensor of the trace its positions are computed with ops instead: the
+# index along the axis (negative ones counted from the end, each checked to
+# lie in range when the program runs, by check_index) times the axis's
+# stride, plus the constant positions of the other coordinates.
+
+def _traced(t):
+    return isinstance(t, Tensor) and _C.ir.is_symbolic(t)
+
+
+def _traced_positions(op, arr, idx, axis):
+    """Flat positions in arr of idx (a traced integer tensor of arr's rank) along axis, as a tensor."""
+    shape = list(arr.shape)
+    if builtins.any(d < 0 for d in shape) or builtins.any(d < 0 for d in idx.shape):
+        raise ValueError(f"{op}: an index tensor of a to_static trace needs tensors of known shape, not "
+                         f"{shape} and {list(idx.shape)} (a dim the input_spec leaves None)")
+    n = shape[axis]
+    idx = M.cast(idx, "int64")
+    idx = M.where(M.less_than(idx, _ops.scalar_like(idx, 0.0)), idx + n, idx)
+    idx = _ops.check_index(idx, n, op, "index", f"the size of axis {axis} of {shape}")
+    coords = list(np.indices(list(idx.shape)))
+    coords[axis] = np.zeros(list(idx.shape), np.int64)
+    base = np.ravel_multi_index(coords, shape).astype(np.int64) if idx.size else np.zeros(list(idx.shape), np.int64)
+    stride = int(np.prod(shape[axis + 1:]))
+    return idx * stride + to_tensor(base, place=arr._device)
+
+
 def take_along_axis(arr, indices, axis, broadcast=True):
     """arr's values at indices along axis (numpy's take_along_axis; indices broadcast over the other axes)."""
     axis = _axis(axis, len(arr.shape))
+    if _traced(indices):  # Note [Index tensors of a trace]
+        if len(indices.shape) != len(arr.shape):
+            raise ValueError(f"take_along_axis: indices have rank {len(indices.shape)} but arr has rank "
+                             f"{len(arr.shape)}; they must be equal")
+        if broadcast:
+            target = list(arr.shape)
+            target[axis] = indices.shape[axis]
+            indices = M.broadcast_to(indices, list(np.broadcast_shapes(tuple(indices.shape), tuple(target))))
+        pos = _traced_positions("take_along_axis", arr, indices, axis)
+        return M.reshape(_ops.gather(M.reshape(arr, [-1]), M.reshape(pos, [-1]), 0), list(pos.shape))
     idx = _np(indices).astype(np.int64)
     if idx.ndim != len(arr.shape):
         raise ValueError(f"take_along_axis: indices have rank {idx.ndim} but arr has rank {len(arr.shape)}; "
@@ -148,6 +221,19 @@ def put_along_axis(arr, indices, values, axis, reduce="assign", include_self=Tru
     """arr with values written at indices along axis, combined by reduce
     ('assign', 'add', 'mul'/'multiply', 'mean', 'amin', 'amax')."""
     axis = _axis(axis, len(arr.shape))
+    if _traced(indices):  # Note [Index tensors of a trace]
+        if len(indices.shape) != len(arr.shape):
+            raise ValueError(f"put_along_axis: indices have rank {len(indices.shape)} but arr has rank "
+                             f"{len(arr.shape)}")
+        values = _t(values, arr)
+        if broadcast:
+            target = list(arr.shape)
+            target[axis] = indices.shape[axis]
+            target = list(np.broadcast_shapes(tuple(indices.shape), tuple(values.shape), tuple(target)))
+            indices = M.broadcast_to(indices, target)
+        pos = _traced_positions("put_along_axis", arr, indices, axis)
+        return _scatter_traced("put_along_axis", arr, pos, M.broadcast_to(values, list(pos.shape)), reduce,
+                               include_self)
     idx = _np(indices).astype(np.int64)
     if idx.ndim != len(arr.shape):
         raise ValueError(f"put_along_axis: indices have rank {idx.ndim} but arr has rank {len(arr.shape)}")
@@ -203,6 +289,14 @@ def index_fill(x, index, axis, value, name=None):
 
 def index_add(x, index, axis, value, name=None):
     axis = _axis(axis, len(x.shape))
+    if _traced(index):  # Note [Index tensors of a trace]: rows along axis, each a whole slice
+        value = _t(value, x)
+        rows = M.reshape(index, [-1])
+        shape = list(x.shape)
+        vshape = shape[:axis] + [rows.shape[0]] + shape[axis + 1:]
+        idx = M.broadcast_to(M.reshape(rows, [1] * axis + [-1] + [1] * (len(shape) - axis - 1)), vshape)
+        pos = _traced_positions("index_add", x, idx, axis)
+        return _scatter_traced("index_add", x, pos, M.broadcast_to(value, vshape), "add")
     rows = _check_range("index_add", "index", _np(index).astype(np.int64).reshape(-1), x.shape[axis],
                         f"the size of axis {axis} of x {list(x.shape)}", allow_negative=True)
     pos = _row_positions(x.shape, rows, axis)
@@ -321,8 +415,46 @@ def _sort_key(a, descending):
     return -a if descending else a
 
 
+_MAX_TRACED_SORT = 256  # a traced sort is n unrolled selections: up to this many entries along the axis
+
+
+def _select_traced(x, k, axis, largest):
+    """(values, indices) of the k largest (smallest) entries of a traced x along axis, in order,
+    ties by position: k rounds of argmax (argmin) that mask out what they took (no sort op yet;
+    the values' gradient flows through the gathers)."""
+    n = x.shape[axis]
+    fill = float("-inf") if largest else float("inf")
+    if not x.dtype.is_floating_point:
+        info = np.iinfo(to_numpy_dtype(x.dtype)) if x.dtype != _BOOL else None
+        fill = float(info.min if largest else info.max) if info is not None else (0.0 if largest else 1.0)
+    where = [1] * len(x.shape)
+    where[axis] = n
+    positions = to_tensor(np.arange(n, dtype=np.int64).reshape(where), place=x._device)
+    work, values, indices = x.detach(), [], []
+    for _ in range(k):
+        i = (M.argmax if largest else M.argmin)(work, axis=axis, keepdim=True)
+        indices.append(i)
+        values.append(take_along_axis(x, i, axis))
+        work = M.where(M.equal(positions, i), _ops.full([], fill, x.dtype, x._device), work)
+    if not values:
+        shape = list(x.shape)
+        shape[axis] = 0
+        return _ops.full(shape, 0.0, x.dtype, x._device), _ops.full(shape, 0.0, int64, x._device)
+    return M.concat(values, axis), M.concat(indices, axis)
+
+
+def _check_traced_sort(op, x, axis):
+    if x.shape[axis] < 0 or x.shape[axis] > _MAX_TRACED_SORT:
+        raise NotImplementedError(f"{op}: sorting a tensor of a to_static trace along an axis of size "
+                                  f"{x.shape[axis]} is not supported (no sort op yet; up to {_MAX_TRACED_SORT} "
+                                  "entries are selected one by one)")
+
+
 def argsort(x, axis=-1, descending=False, stable=False, name=None):
     axis = _axis(axis, len(x.shape))
+    if _traced(x) and len(x.shape):  # Note [Index tensors of a trace]
+        _check_traced_sort("argsort", x, axis)
+        return _select_traced(x, x.shape[axis], axis, descending)[1]
     a = x.numpy()
     if a.ndim == 0:
         return to_tensor(np.zeros((), np.int64), place=x._device)
@@ -333,6 +465,10 @@ def argsort(x, axis=-1, descending=False, stable=False, name=None):
 def sort(x, axis=-1, descending=False, stable=False, name=None):
     if len(x.shape) == 0:
         return x
+    if _traced(x):
+        axis = _axis(axis, len(x.shape))
+        _check_traced_sort("sort", x, axis)
+        return _select_traced(x, x.shape[axis], axis, descending)[0]
     return take_along_axis(x, argsort(x, axis, descending), axis)
 
 
@@ -347,6 +483,11 @@ def topk(x, k, axis=None, largest=True, sorted=True, name=None, *, out=None):  #
     axis = _axis(axis, len(x.shape))
     if not 0 <= k <= (x.shape[axis] if x.shape else 1):
         raise ValueError(f"topk: k = {k} is out of range for axis {axis} of size {x.shape[axis] if x.shape else 1}")
+    if _traced(x) and len(x.shape):  # Note [Index tensors of a trace]
+        if k > _MAX_TRACED_SORT:
+            raise NotImplementedError(f"topk: k = {k} on a tensor of a to_static trace is not supported (no sort "
+                                      f"op yet; up to {_MAX_TRACED_SORT} entries are selected one by one)")
+        return _select_traced(x, k, axis, largest)
     a = np.moveaxis(x.numpy(), axis, -1)
     order = np.argsort(_sort_key(a, largest), axis=-1, kind="stable")[..., :k]
     idx = to_tensor(np.moveaxis(order, -1, axis).astype(np.int64), place=x._device)

@@ -571,11 +571,20 @@ def flatten(x, start_axis=0, stop_axis=-1, name=None):
 def concat(x, axis=0, name=None):
     if isinstance(axis, Tensor):
         axis = axis.item()
-    return _ops.concat(list(x), int(axis))
+    x = list(x)
+    if not builtins.all(isinstance(t, Tensor) for t in x):
+        from . import jit_dy2static  # a list collected in a captured loop: Note [Tensor arrays]
+        if builtins.any(isinstance(t, jit_dy2static.TensorArray) for t in x):
+            x = jit_dy2static._expand_tensor_arrays(x, int(axis), stacking=False)
+    return _ops.concat(x, int(axis))
 
 
 def stack(x, axis=0, name=None):
     x = list(x)
+    if not builtins.all(isinstance(t, Tensor) for t in x):
+        from . import jit_dy2static  # a list collected in a captured loop: Note [Tensor arrays]
+        if builtins.any(isinstance(t, jit_dy2static.TensorArray) for t in x):
+            return _ops.concat(jit_dy2static._expand_tensor_arrays(x, int(axis), stacking=True), int(axis))
     nd = len(x[0].shape) + 1
     axis = int(axis) % nd
     shape = list(x[0].shape)
@@ -700,18 +709,9 @@ def index_add(x, index, axis, value, name=None):
 
 
 def take_along_axis(arr, indices, axis, broadcast=True):
-    """Host-computed positions, gathered on the device (differentiable in arr)."""
-    axis = int(axis) % len(arr.shape)
-    idx = indices.numpy() if isinstance(indices, Tensor) else np.asarray(indices)
-    shape = arr.shape
-    _check_index_values("take_along_axis", "index", idx, shape[axis],
-                        f"the size of axis {axis} of arr {list(shape)}")
-    grid = np.indices(idx.shape)
-    coords = [grid[d] for d in range(len(shape))]
-    coords[axis] = idx
-    flat = np.ravel_multi_index(coords, shape).reshape(-1)
-    out = _ops.gather(_ops.reshape(arr, [-1]), to_tensor(flat, place=arr._device), 0)
-    return _ops.reshape(out, list(idx.shape))
+    """paddle.take_along_axis (one implementation: oar/manip_extra.py)."""
+    from .manip_extra import take_along_axis as impl
+    return impl(arr, indices, axis, broadcast)
 
 
 def nonzero(x, as_tuple=False):
@@ -788,6 +788,10 @@ def numel(x, name=None):
 
 
 def shape(input):  # noqa: A002
+    # In a trace, the shape of a tensor without dynamic dims is a constant: Python can read it
+    # (expand([paddle.shape(x)[0], -1]) as eagerly); a dynamic dim's size is known when it runs.
+    if _C.ir.is_symbolic(input) and not builtins.any(_C.ir.dynamic_dims(input)):
+        return to_tensor(np.array(list(input.shape), dtype=np.int64), place=input._device)
     return _ops.shape(input)
 
 

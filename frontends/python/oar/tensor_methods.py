@@ -93,6 +93,14 @@ def _getitem(x, key):
             # A negative index stays negative: the op resolves it (see above).
             out = _ops.squeeze(_ops.slice(out, [d], [i], [_SLICE_TO_END if i == -1 else i + 1]), [d])
         elif _is_index_array(k):
+            if not isinstance(k, Tensor):  # a list or array: negative indices count from the end
+                k = np.asarray(k)
+                size = out.shape[d]
+                if k.dtype.kind in "iu" and size >= 0:
+                    if k.size and (k.min() < -size or k.max() >= size):
+                        raise IndexError(f"index {int(k.min() if k.min() < -size else k.max())} is out of bounds "
+                                         f"for axis {d} with size {size}")
+                    k = np.where(k < 0, k + size, k)
             out = M.gather(out, k, d)
             d += len(k.shape) if isinstance(k, Tensor) else np.ndim(k)
         else:

@@ -246,12 +246,14 @@ void bind_ir(py::module_& parent) {
   m.def(
       "trace_while",
       [](const py::function& cond_fn, const py::function& body_fn, const std::vector<oar::Tensor>& init,
-         const std::string& where) {
-        return current_tracer(where).trace_while(region_function(cond_fn), region_function(body_fn), init, where);
+         const std::string& where, bool save_iterations) {
+        return current_tracer(where).trace_while(region_function(cond_fn), region_function(body_fn), init, where,
+                                                 save_iterations);
       },
-      py::arg("cond_fn"), py::arg("body_fn"), py::arg("init"), py::arg("where"),
+      py::arg("cond_fn"), py::arg("body_fn"), py::arg("init"), py::arg("where"), py::arg("save_iterations") = false,
       "Inside a trace: appends a while carrying init, its regions cond_fn(vars) -> [bool] and body_fn(vars) -> "
-      "next vars traced; returns its results.");
+      "next vars traced; returns its results (then, with save_iterations, the stack of each carried value's "
+      "values entering each iteration).");
 
   m.def(
       "default_pipeline",
@@ -407,6 +409,19 @@ void bind_ir(py::module_& parent) {
       },
       py::arg("path"), py::arg("device") = py::none(),
       "Reads path.json and path.safetensors: (Program, parameters).");
+
+  m.def(
+      "dynamic_dims",
+      [](const oar::Tensor& t) {
+        std::vector<bool> out(t.shape().size(), false);
+        auto* tracer = dynamic_cast<ir::Tracer*>(&oar::current_builder());
+        if (!tracer || !t.is_symbolic()) return out;
+        const ir::SymShape& shape = tracer->symbolic_shape(tracer->value_of(t));
+        for (size_t d = 0; d < shape.size() && d < out.size(); ++d) out[d] = tracer->symbols().resolve(shape[d]) < 0;
+        return out;
+      },
+      py::arg("tensor"), "While tracing: per dim of a symbolic tensor, whether it is dynamic (its size known when "
+                         "the program runs).");
 
   m.def(
       "tape_gap",

@@ -593,10 +593,73 @@ def test_lists_appended_in_both_branches_merge():
         oar.jit.to_static(appends_in_one_branch)(f32(1.0))
 
 
-def test_a_list_appended_in_a_tensor_loop_is_refused_by_name_and_breaks_without_full_graph():
-    with pytest.raises(NotImplementedError, match=f"loop \\(at .*:{line_of(appends_in_a_loop, 'for i in')}\\) "
-                                                  "changes the list 'outs'"):
-        oar.jit.to_static(appends_in_a_loop)(f32(1.0), i64(3))
-    static = oar.jit.to_static(appends_in_a_loop, full_graph=False)
-    np.testing.assert_allclose(static(f32(1.0), i64(3)).numpy(), [[2.0], [4.0], [8.0]])
-    assert [b.line for b in static.graph_breaks] == [line_of(appends_in_a_loop, "for i in")]
+def collects_tokens(h, w):
+    tokens = [oar.zeros([1, 1], "int64")]
+    tok = oar.argmax(h @ w, axis=-1, keepdim=True)
+    step = 0
+    while tok[0, 0] != 3 and step < 6:  # greedy decoding until an end token
+        h = oar.tanh(h @ w[:, :4] + 0.1)
+        tok = oar.argmax(h @ w, axis=-1, keepdim=True)
+        tokens.append(tok)
+        step += 1
+    return oar.concat(tokens, axis=1)
+
+
+def two_appends(x, n):
+    a, b = [], []
+    for i in range(n):
+        x = x * 2
+        a.append(x)
+        a.append(x + 1)
+    return oar.stack(a)
+
+
+def appends_a_number(x, n):
+    sizes = []
+    for i in range(n):
+        x = x * 2
+        sizes.append(3)
+    return x
+
+
+def test_a_list_appended_in_a_tensor_loop_is_a_tensor_array():
+    static = oar.jit.to_static(appends_in_a_loop)
+    for n in (1, 2, 5):
+        np.testing.assert_allclose(static(f32(1.0, -2.0), i64(n)).numpy(),
+                                   appends_in_a_loop(f32(1.0, -2.0), n).numpy())
+    assert static._cache.trace_count == 1
+    assert static(f32(1.0, -2.0), i64(0)).shape == [0, 2]  # no iteration: no tensors
+    rng = np.random.RandomState(0)
+    h = oar.to_tensor(rng.randn(1, 4).astype("float32"))
+    for seed in range(4):
+        w = oar.to_tensor(np.random.RandomState(seed).randn(4, 5).astype("float32"))
+        np.testing.assert_array_equal(oar.jit.to_static(collects_tokens)(h, w).numpy(),
+                                      collects_tokens(h, w).numpy())
+
+
+def test_a_tensor_array_trains_like_the_eager_list():
+    def tanh_chain(x, n):
+        outs = [x]
+        for i in range(n):
+            x = oar.tanh(x * 2 + 1)
+            outs.append(x)
+        return oar.stack(outs, axis=1)
+    static = oar.jit.to_static(tanh_chain)
+    for n in (0, 1, 4):
+        xs, xe = f32(0.1, -0.3), f32(0.1, -0.3)
+        xs.stop_gradient = xe.stop_gradient = False
+        got, want = static(xs, i64(n)), tanh_chain(xe, n)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+        (got ** 2).sum().backward()
+        (want ** 2).sum().backward()
+        np.testing.assert_allclose(xs.grad.numpy(), xe.grad.numpy(), rtol=1e-5)
+
+
+def test_what_a_tensor_array_does_not_hold_is_refused_by_name():
+    with pytest.raises(NotImplementedError, match="appends 2 values per iteration to the list 'a'"):
+        oar.jit.to_static(two_appends)(f32(1.0), i64(2))
+    with pytest.raises(NotImplementedError, match="appends a int to the list 'sizes'"):
+        oar.jit.to_static(appends_a_number)(f32(1.0), i64(2))
+    static = oar.jit.to_static(two_appends, full_graph=False)  # the loop runs eagerly
+    np.testing.assert_allclose(static(f32(1.0), i64(2)).numpy(), two_appends(f32(1.0), 2).numpy())
+    assert len(static.graph_breaks) == 1

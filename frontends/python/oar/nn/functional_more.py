@@ -11,7 +11,7 @@ import numpy as np
 from .. import _C
 from .. import math as M
 from ..creation import to_tensor
-from ..framework import Tensor, convert_dtype
+from ..framework import Tensor, convert_dtype, to_numpy_dtype
 
 _ops = _C.ops
 
@@ -337,7 +337,7 @@ def affine_grid(theta, out_shape, align_corners=True, name=None):
                          f"got theta {list(theta.shape)} and out_shape {out_shape}")
     if theta.shape[0] != out_shape[0]:
         raise ValueError(f"affine_grid: theta has batch {theta.shape[0]} but out_shape has {out_shape[0]}")
-    np_dtype = np.dtype(theta.numpy().dtype)
+    np_dtype = np.dtype(to_numpy_dtype(theta.dtype))
     axes = [_grid_axis(s, align_corners, np_dtype) for s in out_shape[2:]]  # (D,) H, W
     mesh = np.meshgrid(*axes, indexing="ij")
     coords = [mesh[-1], mesh[-2]] + ([mesh[0]] if nd == 3 else [])  # x (W), y (H), z (D)
@@ -388,24 +388,30 @@ def grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=Tr
     iy = _source_coord(grid[:, :, :, 1], h, padding_mode, align_corners)
     flat = M.reshape(x, [n, c, h * w])
 
-    def tap(xi, yi, weight):
-        valid = (xi >= 0) & (xi < w) & (yi >= 0) & (yi < h)
-        index = (np.clip(yi, 0, h - 1) * w + np.clip(xi, 0, w - 1)).reshape(n, 1, ho * wo)
-        vals = M.take_along_axis(flat, np.broadcast_to(index, (n, c, ho * wo)).copy(), 2)
-        keep = to_tensor(valid.astype(np.float32)).astype(x.dtype)
+    def tap(xi, yi, weight):  # integer tensors [n, ho, wo]: ops, so a to_static trace holds them too
+        valid = M.logical_and(M.logical_and(M.greater_equal(xi, 0), M.less_than(xi, w)),
+                              M.logical_and(M.greater_equal(yi, 0), M.less_than(yi, h)))
+        index = M.add(M.multiply(M.clip(yi, 0, h - 1), w), M.clip(xi, 0, w - 1))
+        index = M.broadcast_to(M.reshape(index, [n, 1, ho * wo]), [n, c, ho * wo])
+        vals = M.take_along_axis(flat, index, 2)
+        keep = M.cast(valid, x.dtype)
         return M.multiply(vals, M.reshape(M.multiply(weight, keep), [n, 1, ho * wo]))
 
+    i64 = "int64"
     if mode == "nearest":
-        xi, yi = np.rint(ix.numpy()).astype(np.int64), np.rint(iy.numpy()).astype(np.int64)
+        if _C.ir.is_symbolic(ix):
+            xi, yi = M.cast(M.round(ix), i64), M.cast(M.round(iy), i64)
+        else:  # numpy's round half to even
+            xi, yi = (to_tensor(np.rint(t.numpy()).astype(np.int64)) for t in (ix, iy))
         out = tap(xi, yi, M.full_like(ix, 1.0))
     else:
-        x0, y0 = np.floor(ix.numpy()), np.floor(iy.numpy())
-        wx1 = M.subtract(ix, to_tensor(x0).astype(x.dtype))
-        wy1 = M.subtract(iy, to_tensor(y0).astype(x.dtype))
+        x0, y0 = M.floor(ix).detach(), M.floor(iy).detach()
+        wx1, wy1 = M.subtract(ix, x0), M.subtract(iy, y0)
         wx0, wy0 = M.subtract(1.0, wx1), M.subtract(1.0, wy1)
-        x0, y0 = x0.astype(np.int64), y0.astype(np.int64)
-        out = M.add(M.add(tap(x0, y0, M.multiply(wx0, wy0)), tap(x0 + 1, y0, M.multiply(wx1, wy0))),
-                    M.add(tap(x0, y0 + 1, M.multiply(wx0, wy1)), tap(x0 + 1, y0 + 1, M.multiply(wx1, wy1))))
+        x0, y0 = M.cast(x0, i64), M.cast(y0, i64)
+        x1, y1 = M.add(x0, 1), M.add(y0, 1)
+        out = M.add(M.add(tap(x0, y0, M.multiply(wx0, wy0)), tap(x1, y0, M.multiply(wx1, wy0))),
+                    M.add(tap(x0, y1, M.multiply(wx0, wy1)), tap(x1, y1, M.multiply(wx1, wy1))))
     return M.reshape(out, [n, c, ho, wo])
 
 

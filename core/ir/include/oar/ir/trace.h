@@ -102,8 +102,13 @@ class Tracer final : public Builder {
   /// Appends a while carrying `init`: `cond_fn` (one one-element bool) and
   /// `body_fn` (the next carried values) traced on the region arguments.
   /// A body changing a carried dtype or shape is an error naming `where`.
+  /// With `save_iterations` the while also returns, per carried value, the
+  /// stack of its values entering each iteration (a dynamic leading dim):
+  /// the results, then the stacks (a list collected in a loop, in dy2static).
+  /// A region function that throws leaves no while behind.
   std::vector<Tensor> trace_while(const RegionFunction& cond_fn, const RegionFunction& body_fn,
-                                  const std::vector<Tensor>& init, const std::string& where);
+                                  const std::vector<Tensor>& init, const std::string& where,
+                                  bool save_iterations = false);
 
   /// Non-empty once an input requiring grad reached an op inside a traced
   /// cond or while: the autograd tape of the trace (oar::grad inside
@@ -112,10 +117,16 @@ class Tracer final : public Builder {
   const std::string& tape_gap() const { return tape_gap_; }
 
  private:
+  // An op on small constants only, run eagerly (Note [Folding while tracing]).
+  bool foldable(const OpDef& op, std::span<const Tensor> inputs) const;
   // Adds an operation where tracing is: the innermost region being traced,
   // else the top-level block at cursor_.
   Operation* emit(const OpDef& op, std::vector<Value*> operands, const Attrs& attrs,
                   const std::vector<TensorType>& types);
+  std::vector<Tensor> trace_while_regions(Operation* op, const std::vector<Value*>& carried,
+                                          const RegionFunction& cond_fn, const RegionFunction& body_fn,
+                                          const std::vector<Tensor>& init, const std::string& where,
+                                          bool save_iterations);
   // Traces fn(args) into `region` and ends it with a yield of the results.
   std::vector<Tensor> trace_region(Block& region, const RegionFunction& fn, const std::vector<Tensor>& args);
 
