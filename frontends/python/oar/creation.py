@@ -190,9 +190,12 @@ def linspace(start, stop, num, dtype=None, name=None, *, out=None, device=None, 
 
 def eye(num_rows, num_columns=None, dtype=None, name=None):
     num_columns = num_rows if num_columns is None else num_columns
+    dtype = convert_dtype(dtype) or default_float_dtype()
+    if int(num_rows) * int(num_columns) <= 1024:  # a small constant, known in a trace too (a mask to index with)
+        return to_tensor(np.eye(int(num_rows), int(num_columns), dtype=to_numpy_dtype(dtype)))
     rows = _ops.reshape(_ops.arange(0.0, float(num_rows), 1.0, int64), [-1, 1])
     cols = _ops.arange(0.0, float(num_columns), 1.0, int64)
-    return _ops.cast(_ops.equal(rows, cols), convert_dtype(dtype) or default_float_dtype())
+    return _ops.cast(_ops.equal(rows, cols), dtype)
 
 
 def rand(shape, dtype=None, name=None):

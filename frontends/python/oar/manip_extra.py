@@ -112,16 +112,16 @@ def _combine(reduce, a, b, mask):
 def _scatter_traced(op, x, pos, values, reduce, include_self=True):
     """_scatter_flat for traced positions `pos` (a tensor): sums and means only, or 'assign'
     where no position repeats, which a trace cannot know (Note [Index tensors of a trace])."""
-    if reduce not in ("add", "sum", "mean", "assign"):
-        raise NotImplementedError(
-            f"{op}: reduce={reduce!r} with an index tensor of a to_static trace is not supported: its values, "
-            "unknown while tracing, may repeat; use reduce='add', 'mean' or 'assign', or index with known values")
+    if reduce not in ("add", "sum", "mean", "assign", "amax", "amin", "mul", "multiply"):
+        raise ValueError(f"{op}: reduce must be one of 'assign', 'add', 'mean', 'mul', 'amax', 'amin', got {reduce!r}")
     shape = list(x.shape)
     n = int(np.prod(shape))
     dev = x._device
     idx = M.reshape(pos, [-1])
     vals = M.reshape(M.cast(values, x.dtype), [-1])
     flat = M.reshape(x, [-1])
+    if reduce in ("amax", "amin", "mul", "multiply"):
+        return M.reshape(_reduce_traced(op, flat, idx, vals, reduce, include_self), shape)
     i32 = convert_dtype("int32")
     count = _ops.scatter_add(_ops.full([n], 0.0, i32, dev), idx, _ops.full([int(np.prod(pos.shape))], 1.0, i32, dev), 0)
     hit = M.greater_than(count, 0)
@@ -141,6 +141,40 @@ def _scatter_traced(op, x, pos, values, reduce, include_self=True):
         c = M.add(M.cast(count, x.dtype), 1.0 if include_self else 0.0)
         out = M.divide(out, M.where(hit, c, _ops.ones_like(c)))
     return M.reshape(out, shape)
+
+
+_MAX_DENSE_SCATTER = 1 << 20  # writes x positions compared at once by a traced max/min/product scatter
+
+
+def _reduce_traced(op, flat, idx, vals, reduce, include_self):
+    """flat with vals combined into positions idx by max, min or product, for traced positions:
+    every write against every position (a [writes, positions] mask), so repeats combine as eagerly."""
+    m, n = int(np.prod(idx.shape)), int(np.prod(flat.shape))
+    if m * n > _MAX_DENSE_SCATTER:
+        raise NotImplementedError(f"{op}: reduce={reduce!r} at {m} traced positions into {n} is too large to trace "
+                                  f"(at most {_MAX_DENSE_SCATTER} write-position pairs; no scatter-max op yet)")
+    every = to_tensor(np.arange(n, dtype=np.int64).reshape(1, n), place=flat._device)
+    writes = M.equal(M.reshape(idx, [m, 1]), every)  # [m, n]
+    hit = M.any(writes, axis=0)
+    if reduce in ("mul", "multiply"):
+        neutral = 1.0
+    elif flat.dtype.is_floating_point:
+        neutral = float("-inf") if reduce == "amax" else float("inf")
+    else:
+        info = np.iinfo(to_numpy_dtype(flat.dtype))
+        neutral = float(info.min if reduce == "amax" else info.max)
+    candidates = M.where(writes, M.broadcast_to(M.reshape(vals, [m, 1]), [m, n]),
+                         _ops.full([], neutral, flat.dtype, flat._device))
+    if reduce == "amax":
+        combined = M.max(candidates, axis=0)
+        combined = M.maximum(combined, flat) if include_self else combined
+    elif reduce == "amin":
+        combined = M.min(candidates, axis=0)
+        combined = M.minimum(combined, flat) if include_self else combined
+    else:
+        combined = M.prod(candidates, axis=0)
+        combined = M.multiply(combined, flat) if include_self else combined
+    return M.where(hit, combined, flat)
 
 
 # ---- along an axis ----
@@ -272,6 +306,14 @@ def scatter(x, index, updates, overwrite=True, name=None):
     """x with its rows at index replaced by updates (overwrite: the last of
     repeated indices wins) or, without overwrite, zeroed and then summed with
     every update given for them (Paddle)."""
+    if _traced(index):  # Note [Index tensors of a trace]: whole rows along axis 0
+        rows = M.reshape(index, [-1])
+        shape = list(x.shape)
+        vshape = [rows.shape[0]] + shape[1:]
+        idx = M.broadcast_to(M.reshape(rows, [-1] + [1] * (len(shape) - 1)), vshape)
+        pos = _traced_positions("scatter", x, idx, 0)
+        return _scatter_traced("scatter", x, pos, M.broadcast_to(_t(updates, x), vshape),
+                               "assign" if overwrite else "add", include_self=False)
     rows = _np(index).astype(np.int64).reshape(-1)
     rows = _check_range("scatter", "index", rows, x.shape[0], f"the size of axis 0 of x {list(x.shape)}")
     pos = _row_positions(x.shape, rows)

@@ -224,3 +224,23 @@ def test_a_negative_index_in_a_list_index_counts_from_the_end():
     np.testing.assert_array_equal(x[[-1, 0]].numpy(), [[3.0, 4, 5], [0, 1, 2]])
     with pytest.raises(IndexError, match="index -4 is out of bounds for axis 1 with size 3"):
         x[:, [-4]]
+
+
+def reductions(x, i, rows):
+    biggest = oar.put_along_axis(x, i, oar.full([3, 2], 4.5), 1, reduce="amax")
+    smallest = oar.put_along_axis(x, i, oar.full([3, 2], 2.0), 1, reduce="amin", include_self=False)
+    product = oar.put_along_axis(x, i, oar.full([3, 2], 2.0), 1, reduce="mul")
+    replaced = oar.scatter(x, rows, oar.ones([2, 5]) * 7.0)
+    summed = oar.scatter(x, rows, oar.ones([2, 5]), overwrite=False)
+    return biggest, smallest, product, replaced, summed
+
+
+def test_max_min_product_and_scatter_at_traced_indices_match_eager_repeats_included():
+    check_same(reductions, t(X), t([[0, 0], [2, -1], [1, 1]], "int64"), t([2, 0], "int64"))
+
+
+def test_a_small_eye_is_a_mask_known_while_tracing():
+    def off_diagonal(x):
+        mask = oar.eye(3, dtype="bool")
+        return x[~mask].reshape([3, -1])
+    check_same(off_diagonal, t(np.arange(9.0).reshape(3, 3)))
