@@ -244,3 +244,25 @@ def test_a_small_eye_is_a_mask_known_while_tracing():
         mask = oar.eye(3, dtype="bool")
         return x[~mask].reshape([3, -1])
     check_same(off_diagonal, t(np.arange(9.0).reshape(3, 3)))
+
+
+def test_ctc_loss_of_traced_labels_and_lengths_matches_eager():
+    def loss(logits, labels, in_len, lab_len):
+        return nn.functional.ctc_loss(logits, labels, in_len, lab_len, blank=0, reduction="mean")
+    rng = np.random.RandomState(5)
+    logits = rng.randn(6, 2, 4).astype("float32")
+    labels = t([[1, 2, 2], [3, 1, 0]], "int64")
+    in_len, lab_len = t([6, 5], "int64"), t([3, 2], "int64")
+    xs, xe = oar.to_tensor(logits), oar.to_tensor(logits)
+    xs.stop_gradient = xe.stop_gradient = False
+    static = oar.jit.to_static(loss)
+    got, want = static(xs, labels, in_len, lab_len), loss(xe, labels, in_len, lab_len)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5)
+    got.backward()
+    want.backward()
+    np.testing.assert_allclose(xs.grad.numpy(), xe.grad.numpy(), rtol=1e-4, atol=1e-6)
+    # other labels and lengths, the same trace
+    labels2, lab_len2 = t([[2, 2, 1], [1, 0, 0]], "int64"), t([2, 1], "int64")
+    np.testing.assert_allclose(static(xe, labels2, in_len, lab_len2).numpy(),
+                               loss(xe, labels2, in_len, lab_len2).numpy(), rtol=1e-5)
+    assert static.trace_count == 1

@@ -15,7 +15,6 @@ _SYMBOLIC_READ = "reads the values of a symbolic tensor while tracing"
 
 EXPECTED_FAIL = {
     # -- ops that read index or value tensors with numpy while tracing
-    ("crnn_ctc", "full_graph"): "ctc_loss " + _SYMBOLIC_READ + " (labels and lengths via numpy)",
     ("moe_sparse_dispatch", "full_graph"): "nonzero has a data-dependent shape " + _SYMBOLIC_READ,
     # -- control flow the programs cannot hold yet
     ("transformer_greedy_decode", "full_graph"): "a while whose body grows a carried tensor (ys = concat([ys, t]))",

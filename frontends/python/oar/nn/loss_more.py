@@ -312,6 +312,10 @@ def hsigmoid_loss(input, label, num_classes, weight, bias=None, path_table=None,
 _LOG_ZERO = -1e30
 
 
+def _as_tensor(values):
+    return values if isinstance(values, Tensor) else to_tensor(np.asarray(values, dtype=np.int64))
+
+
 def _logsumexp3(a, b, c):
     m = M.maximum(a, M.maximum(b, c)).detach()
     return M.add(m, M.log(M.add(M.add(M.exp(M.subtract(a, m)), M.exp(M.subtract(b, m))), M.exp(M.subtract(c, m)))))
@@ -334,44 +338,52 @@ def ctc_loss(log_probs, labels, input_lengths, label_lengths, blank=0, reduction
         raise ValueError(f"ctc_loss: log_probs must be [T, N, C] and labels [N, S], "
                          f"got {list(log_probs.shape)} and {list(labels.shape)}")
     t_max, n, c = log_probs.shape
-    lab = labels.numpy().astype(np.int64)
-    in_len = np.asarray(input_lengths.numpy()).astype(np.int64).reshape(-1)
-    lab_len = np.asarray(label_lengths.numpy()).astype(np.int64).reshape(-1)
     if not 0 <= blank < c:
         raise ValueError(f"ctc_loss: blank must be in [0, {c}), got {blank}")
-    if len(in_len) != n or len(lab_len) != n:
+    lab = M.cast(labels, "int64")
+    in_len = M.reshape(M.cast(_as_tensor(input_lengths), "int64"), [-1])
+    lab_len = M.reshape(M.cast(_as_tensor(label_lengths), "int64"), [-1])
+    if in_len.shape[0] != n or lab_len.shape[0] != n:
         raise ValueError(f"ctc_loss: input_lengths and label_lengths must have {n} entries")
-    if in_len.max(initial=0) > t_max or in_len.min(initial=1) < 1 or lab_len.max(initial=0) > lab.shape[1]:
-        raise ValueError(f"ctc_loss: input_lengths must be in [1, {t_max}] and label_lengths at most {lab.shape[1]}")
+    if not any(_C.ir.is_symbolic(v) for v in (lab, in_len, lab_len)):  # checked when known (not in a trace)
+        il, ll = in_len.numpy(), lab_len.numpy()
+        if il.max(initial=0) > t_max or il.min(initial=1) < 1 or ll.max(initial=0) > lab.shape[1]:
+            raise ValueError(f"ctc_loss: input_lengths must be in [1, {t_max}] and label_lengths at most "
+                             f"{lab.shape[1]}")
+    # The labels with a blank around each (2 S + 1 states), and where a state may skip the one
+    # before it (a label after a blank after another label): ops, so traced labels work too.
     s_ext = 2 * lab.shape[1] + 1
-    ext = np.full((n, s_ext), blank, dtype=np.int64)
-    ext[:, 1::2] = lab
-    skip = np.zeros((n, s_ext), dtype=bool)
-    skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
+    blanks = M.full_like(lab, blank)
+    ext = M.concat([M.reshape(M.stack([blanks, lab], axis=2), [n, s_ext - 1]), M.full_like(lab[:, :1], blank)], 1)
+    skip = M.logical_and(M.not_equal(ext[:, 2:], blank), M.not_equal(ext[:, 2:], ext[:, :-2]))
+    skip_t = M.concat([M.full_like(ext[:, :2], 0).astype("bool"), skip], 1)
     logp = _ops.log_softmax(log_probs, -1)
-    skip_t = to_tensor(skip)
-    log_zero = M.full_like(M.cast(to_tensor(ext), logp.dtype), _LOG_ZERO)
+    log_zero = M.full_like(M.cast(ext, logp.dtype), _LOG_ZERO)
     first = np.full((n, s_ext), False)
     first[:, :2] = True
     emit0 = M.take_along_axis(logp[0], ext, 1)
     alpha = M.where(to_tensor(first), emit0, log_zero)
+    running = M.unsqueeze(in_len, [1])
     for t in range(1, t_max):
         prev2 = M.where(skip_t, _shift_right(alpha, 2), log_zero)
         step = M.add(_logsumexp3(alpha, _shift_right(alpha, 1), prev2), M.take_along_axis(logp[t], ext, 1))
-        alpha = M.where(to_tensor(np.broadcast_to((t < in_len)[:, None], (n, s_ext)).copy()), step, alpha)
-    end = np.stack([2 * lab_len, np.maximum(2 * lab_len - 1, 0)], axis=1)
+        alpha = M.where(M.greater_than(running, t), step, alpha)
+    twice = M.multiply(lab_len, 2)
+    end = M.stack([twice, M.maximum(M.subtract(twice, 1), _ops.zeros_like(twice))], axis=1)
     last = M.take_along_axis(alpha, end, 1)
-    last = M.add(last, to_tensor(np.where(lab_len[:, None] > 0, [[0.0, 0.0]], [[0.0, _LOG_ZERO]])).astype(logp.dtype))
+    empty = M.unsqueeze(M.equal(lab_len, 0), [1])  # no label: only the final blank counts
+    second = to_tensor(np.array([[False, True]]))
+    last = M.where(M.logical_and(empty, second), M.full_like(last, _LOG_ZERO), last)
     loss = M.neg(M.logsumexp(last, axis=1))
     # A label with no alignment (the input is too short) costs 0 with a zero
     # gradient, as in Paddle's warpctc (zero_infinity or not).
     impossible = M.greater_than(loss, -_LOG_ZERO / 2)
     loss = M.where(impossible, _ops.zeros_like(loss), loss)
     if norm_by_times:  # as in warpctc, only the gradient is divided by the input lengths
-        scaled = M.divide(loss, to_tensor(in_len.astype(np.float64)).astype(loss.dtype))
+        scaled = M.divide(loss, M.cast(in_len, loss.dtype))
         loss = M.add(scaled, M.subtract(loss, scaled).detach())
     if reduction == "mean":
-        return M.mean(M.divide(loss, to_tensor(np.maximum(lab_len, 1).astype(np.float64)).astype(loss.dtype)))
+        return M.mean(M.divide(loss, M.cast(M.maximum(lab_len, _ops.ones_like(lab_len)), loss.dtype)))
     return _reduce(loss, reduction, "ctc_loss")
 
 
