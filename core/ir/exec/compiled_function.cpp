@@ -249,7 +249,8 @@ const ParamMap& CompiledFunction::parameters() const {
   return impl_->last_params ? *impl_->last_params : impl_->forward.parameters();
 }
 
-std::vector<Tensor> CompiledFunction::operator()(std::span<const Tensor> inputs, const ParamMap& params) {
+std::vector<Tensor> CompiledFunction::operator()(std::span<const Tensor> inputs, const ParamMap& params,
+                                                 bool strict_backward) {
   Impl& im = *impl_;
   std::vector<bool> input_mask, param_mask;
   std::vector<Tensor> diff_inputs;  // the tape node's inputs
@@ -282,6 +283,7 @@ std::vector<Tensor> CompiledFunction::operator()(std::span<const Tensor> inputs,
     pair = im.pair_for(input_mask, param_mask, input_shapes);
     im.last_params = &pair->forward->parameters();
   }
+  if (strict_backward && !pair->refused.empty()) throw Error(ErrorCode::unsupported, "to_static: " + pair->refused);
   std::vector<Tensor> results = pair->forward->run_with(inputs, params);
   std::vector<Tensor> outputs(results.begin(), results.begin() + static_cast<std::ptrdiff_t>(pair->num_outputs));
   std::vector<Tensor> saved(results.begin() + static_cast<std::ptrdiff_t>(pair->num_outputs), results.end());

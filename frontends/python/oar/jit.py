@@ -210,7 +210,12 @@ class StaticFunction:
             if self._full_graph:
                 raise
             return self._break(e)(args, kwargs)
-        return self._run(entry, inputs)
+        if self._full_graph:
+            return self._run(entry, inputs)
+        try:  # a program whose backward autodiff refuses (a loop in a loop) breaks before it runs
+            return self._run(entry, inputs, strict_backward=True)
+        except _C.UnsupportedError as e:
+            return self._break(e)(args, kwargs)
 
     def _break(self, error):
         """Without full_graph: from now on the function runs split at its graph breaks
@@ -363,13 +368,13 @@ class StaticFunction:
     def _parameters_of(self, program, captured, named):
         return {n: named[n] if n in named else captured[n] for n in program.parameter_names}
 
-    def _run(self, entry, inputs):
+    def _run(self, entry, inputs, strict_backward=False):
         slots, fixed = self._bindings[entry.id]
         params = {name: store[k] for name, store, k in slots}
         if fixed:
             params.update(fixed)
         try:
-            outs = entry(inputs, params)
+            outs = entry(inputs, params, strict_backward)
         except ValueError as e:  # the op assert of a converted `assert` (Note [Print and assert ops])
             if str(e).startswith("assert: AssertionError"):
                 raise AssertionError(str(e)[len("assert: AssertionError "):]) from None

@@ -257,7 +257,10 @@ class _Piece:
             raise _TraceFailed(e, self._failed_statement(e)) from None
         if sf._cache.trace_count != count:
             out_specs[entry.id] = pending.pop()
-        outs = sf._run(entry, tensors)
+        try:
+            outs = sf._run(entry, tensors, strict_backward=True)
+        except _C.UnsupportedError as e:  # its backward is refused: this piece runs eagerly
+            raise _TraceFailed(e, None) from None
         out_spec = out_specs[entry.id]
         value = _unflatten(out_spec, iter(outs[1:]))  # outs[0] is the placeholder
         if self.tail:

@@ -335,11 +335,12 @@ void bind_ir(py::module_& parent) {
       .def_property_readonly("structure", [](const PyCachedTrace& t) { return t.entry->structure; })
       .def(
           "__call__",
-          [](const PyCachedTrace& t, const std::vector<oar::Tensor>& inputs, const ir::ParamMap& params) {
+          [](const PyCachedTrace& t, const std::vector<oar::Tensor>& inputs, const ir::ParamMap& params,
+             bool strict_backward) {
             py::gil_scoped_release release;
-            return (*t.entry->function)(inputs, params);
+            return (*t.entry->function)(inputs, params, strict_backward);
           },
-          py::arg("inputs"), py::arg("parameters"))
+          py::arg("inputs"), py::arg("parameters"), py::arg("strict_backward") = false)
       .def("parameters", [](const PyCachedTrace& t) { return t.entry->function->parameters(); });
 
   py::class_<ir::TraceCache>(m, "TraceCache",

@@ -268,3 +268,37 @@ def test_set_verbosity_logs_each_break(capsys, caplog):
     where = f"{inspect.getsourcefile(logged)}:{line_of(logged, 'y.numpy() ** 2')}"
     assert any("graph break" in r.getMessage() and where in r.getMessage() for r in caplog.records)
     assert where in capsys.readouterr().out
+
+
+# ---- a program whose backward program autodiff refuses ----
+
+def nested_loops(x):
+    total = x * 0
+    i = oar.zeros([], "int64")
+    while i < 2:
+        y = x
+        while y.sum() < 10:  # a while in a while: no program backward yet
+            y = y * 2
+        total = total + y
+        i = i + 1
+    return total
+
+
+def test_a_refused_backward_breaks_before_the_program_runs():
+    x, xe = t(1.0, 2.0), t(1.0, 2.0)
+    x.stop_gradient = xe.stop_gradient = False
+    strict = oar.jit.to_static(nested_loops, full_graph=True)
+    out = strict(x)
+    with pytest.raises(Exception, match="while inside the body of a while"):
+        out.sum().backward()
+    x.clear_gradient()
+    static = oar.jit.to_static(nested_loops, full_graph=False)
+    got, want = static(x), nested_loops(xe)
+    close(got, want)
+    got.sum().backward()
+    want.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xe.grad.numpy())
+    (b,) = static.graph_breaks
+    assert "while inside the body of a while" in b.reason
+    with oar.no_grad():  # without gradients the program runs
+        close(oar.jit.to_static(nested_loops, full_graph=False)(t(1.0, 2.0)), nested_loops(t(1.0, 2.0)))

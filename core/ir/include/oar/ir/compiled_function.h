@@ -38,7 +38,12 @@ class CompiledFunction {
 
   /// Outputs of the program on `inputs` with `params` bound by name
   /// (parameters the program does not use are ignored).
-  std::vector<Tensor> operator()(std::span<const Tensor> inputs, const ParamMap& params);
+  /// With `strict_backward`, a call that would need a backward the program
+  /// cannot have (program autodiff refused it) throws before running, rather
+  /// than when the backward runs (to_static(full_graph=False) then runs the
+  /// function eagerly).
+  std::vector<Tensor> operator()(std::span<const Tensor> inputs, const ParamMap& params,
+                                 bool strict_backward = false);
 
   /// The inference forward executor.
   const Executor& forward() const;
