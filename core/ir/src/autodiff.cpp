@@ -36,7 +36,7 @@ bool decomposed_for_autodiff(const OpDef& def) {
 }
 
 std::vector<Tensor> replay_op(const Operation& op, const std::vector<Tensor>& in, const Lookup& lookup,
-                              bool decompose = false);
+                              bool decompose = false, bool save_iterations = false);
 
 // Emits the operations of `region` again through the current builder (the
 // tracer, inside the region it is tracing) with its arguments `args` and
@@ -61,9 +61,10 @@ std::vector<Tensor> replay_region(const Block& region, const std::vector<Tensor>
 }
 
 // One operation emitted again: a plain op through the builder, a cond or a
-// while traced again with its regions replayed.
+// while traced again with its regions replayed (a while with
+// `save_iterations` also returns its stacks: Note [VJP of while]).
 std::vector<Tensor> replay_op(const Operation& op, const std::vector<Tensor>& in, const Lookup& lookup,
-                              bool decompose) {
+                              bool decompose, bool save_iterations) {
   if (&op.def() == &cond_op()) {
     auto branch = [&](size_t r) {
       return [&, r](const std::vector<Tensor>&) { return replay_region(op.region(r), {}, lookup, decompose); };
@@ -76,7 +77,7 @@ std::vector<Tensor> replay_op(const Operation& op, const std::vector<Tensor>& in
     std::vector<Tensor> out = tracer_now().trace_while(
         [&](const std::vector<Tensor>& a) { return replay_region(op.region(0), a, lookup, decompose); },
         [&](const std::vector<Tensor>& a) { return replay_region(op.region(1), a, lookup, decompose); }, init,
-        "append_backward: a while replayed");
+        "append_backward: a while replayed", save_iterations);
     return out;
   }
   if (decompose && decomposed_for_autodiff(op.def())) {
@@ -189,7 +190,9 @@ void decompose_ops_without_vjp(Program& program, std::vector<Value*>& held, cons
 // needs one (zeros where that branch does not use it). Control flow nested
 // in a region is re-run by tracing it again (replay_op); a nested cond is
 // differentiated the same way, one level down; a while nested in a region
-// is refused when a gradient flows through it.
+// is replayed saving its iterations and differentiated as below, from
+// those stacks (recomputed in each run of the enclosing backward, so the
+// stacks of an inner loop never outlive one outer iteration).
 //
 // Note [VJP of while]
 // The forward %r... = while(%x0...) {C} {B} is switched to save its
@@ -205,7 +208,75 @@ void decompose_ops_without_vjp(Program& program, std::vector<Value*>& held, cons
 // itself has one (a second derivative differentiates through it) and
 // steps i down. Its results are the gradients of %x0 and of the outside
 // values. The condition region is not differentiated (it yields a bool).
-// Control flow nested in the body is refused, as in a cond's branch.
+// Control flow nested in the body is differentiated one level down (a
+// nested while from the stacks of its replay, as in a cond's branch).
+
+std::vector<Tensor> region_backward(const Block& region, const std::vector<Tensor>& args,
+                                    const std::vector<bool>& arg_wanted, const std::vector<Value*>& wanted,
+                                    const std::vector<Tensor>& result_grads,
+                                    const std::function<Tensor(Value*)>& outside, const std::string& what);
+
+// The backward loop of the while `op` (Note [VJP of while]) from `stacks`
+// (the values carried into each run of its body, one stack per carried
+// value), `results` (what the while gave), and the gradients reaching its
+// results and its stacks (undefined: none). `wanted` are the values from
+// outside its regions that need a gradient, `outside` gives their values.
+// Returns the gradient of each carried operand (undefined for one that is
+// not floating), then of each wanted value.
+std::vector<Tensor> while_backward(const Operation& op, const std::vector<Tensor>& stacks,
+                                   const std::vector<Tensor>& results, const std::vector<Tensor>& result_grads,
+                                   const std::vector<Tensor>& stack_grads, const std::vector<Value*>& wanted,
+                                   const Lookup& outside, const std::string& where) {
+  const size_t n = carried_count(op);
+  OAR_CHECK_ARG(stacks.size() == n && results.size() == n, where + ": expected " + std::to_string(n) +
+                                                               " stacks and results, got " +
+                                                               std::to_string(stacks.size()) + " and " +
+                                                               std::to_string(results.size()));
+  std::vector<size_t> floating;  // carried values that carry a gradient
+  for (size_t k = 0; k < n; ++k) {
+    if (is_floating(op.operand(k)->type().dtype)) floating.push_back(k);
+  }
+  std::vector<bool> arg_wanted(n, false);
+  for (size_t k : floating) arg_wanted[k] = true;
+  // Carried: the counter, the gradients of the floating carried values,
+  // the accumulators of the outside values.
+  Tensor count = reshape(slice(shape_of(stacks[0]), {0}, {0}, {1}), {});
+  std::vector<Tensor> init{subtract(count, scalar_like(count, 1))};
+  for (size_t k : floating) {
+    init.push_back(k < result_grads.size() && result_grads[k].defined() ? result_grads[k] : zeros_like(results[k]));
+  }
+  for (Value* v : wanted) init.push_back(zeros_like(outside(v)));
+  auto going = [&](const std::vector<Tensor>& args) -> std::vector<Tensor> {
+    return {greater_equal(args[0], scalar_like(args[0], 0))};
+  };
+  auto step = [&](const std::vector<Tensor>& args) -> std::vector<Tensor> {
+    Tensor index = reshape(args[0], {1});
+    std::vector<Tensor> xs;
+    for (size_t k = 0; k < n; ++k) xs.push_back(squeeze(gather(stacks[k], index, 0), {0}));
+    std::vector<Tensor> body_grads(n);
+    for (size_t f = 0; f < floating.size(); ++f) body_grads[floating[f]] = args[1 + f];
+    std::vector<Tensor> g = region_backward(op.region(1), xs, arg_wanted, wanted, body_grads, outside,
+                                            "the body of a while");
+    std::vector<Tensor> next{subtract(args[0], scalar_like(args[0], 1))};
+    for (size_t f = 0; f < floating.size(); ++f) {
+      const size_t k = floating[f];
+      Tensor gx = g[f].defined() ? g[f] : zeros_like(xs[k]);
+      if (k < stack_grads.size() && stack_grads[k].defined()) {
+        gx = add(gx, squeeze(gather(stack_grads[k], index, 0), {0}));
+      }
+      next.push_back(gx);
+    }
+    for (size_t j = 0; j < wanted.size(); ++j) {
+      next.push_back(add(args[1 + floating.size() + j], g[floating.size() + j]));
+    }
+    return next;
+  };
+  std::vector<Tensor> out = tracer_now().trace_while(going, step, init, where);
+  std::vector<Tensor> grads(n);
+  for (size_t f = 0; f < floating.size(); ++f) grads[floating[f]] = out[1 + f];
+  for (size_t j = 0; j < wanted.size(); ++j) grads.push_back(out[1 + floating.size() + j]);
+  return grads;
+}
 
 // The backward of one region (a cond branch or a while body) at `args`
 // (its arguments' values; none for a branch): re-runs its operations
@@ -229,6 +300,7 @@ std::vector<Tensor> region_backward(const Block& region, const std::vector<Tenso
   }
   const Operation* yield = terminator(region);
   std::vector<const Operation*> ops;
+  std::unordered_map<const Operation*, std::vector<Tensor>> stacks_of;  // of the whiles replayed saving them
   for (const Operation* op = region.front(); op != nullptr && op != yield; op = op->next()) {
     std::vector<Tensor> in;
     bool any = false;
@@ -240,8 +312,19 @@ std::vector<Tensor> region_backward(const Block& region, const std::vector<Tenso
     if (regions) {
       for (Value* v : captured_values(*op)) any = any || reached.count(v);
     }
-    std::vector<Tensor> out = replay_op(*op, in, value_of);
+    // A while a gradient may flow through is replayed saving its iterations:
+    // its backward (below) runs from these stacks, within this iteration or branch.
+    const bool is_while = &op->def() == &while_op();
+    const bool save = is_while && (any || saves_iterations(*op));
+    std::vector<Tensor> out = replay_op(*op, in, value_of, false, save);
     for (size_t r = 0; r < out.size() && r < op->results().size(); ++r) local[op->result(r)] = out[r];
+    if (is_while && any) {
+      const size_t n = carried_count(*op);
+      OAR_CHECK_ARG(out.size() == 2 * n, "append_backward: a while replayed inside " + what + " gave " +
+                                             std::to_string(out.size()) + " values for " + std::to_string(n) +
+                                             " carried values and their stacks");
+      stacks_of[op].assign(out.begin() + static_cast<std::ptrdiff_t>(n), out.end());
+    }
     if (any && (op->def().differentiable || regions)) reached.insert(op->results().begin(), op->results().end());
     ops.push_back(op);
   }
@@ -293,12 +376,31 @@ std::vector<Tensor> region_backward(const Block& region, const std::vector<Tenso
       for (size_t k = 0; k < inner.size(); ++k) accumulate(inner[k], gi[k]);
       continue;
     }
+    if (&op.def() == &while_op()) {  // Note [VJP of while], one level down
+      std::vector<Value*> inner;
+      for (Value* v : captured_values(op)) {
+        if (reached.count(v)) inner.push_back(v);
+      }
+      if (inner.empty() && !any_need) continue;
+      auto st = stacks_of.find(&op);
+      OAR_CHECK_ARG(st != stacks_of.end(), "append_backward: a while inside " + what + " was not replayed with its stacks");
+      const size_t n = carried_count(op);
+      std::vector<Tensor> results(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n));
+      std::vector<Tensor> result_grads(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(n));
+      std::vector<Tensor> stack_grads(g.begin() + static_cast<std::ptrdiff_t>(n), g.end());
+      std::vector<Tensor> gw = while_backward(op, st->second, results, result_grads, stack_grads, inner, value_of,
+                                              "append_backward: the VJP of a while inside " + what);
+      for (size_t k = 0; k < n; ++k) {
+        if (needs[k] && gw[k].defined()) accumulate(op.operand(k), gw[k]);
+      }
+      for (size_t j = 0; j < inner.size(); ++j) accumulate(inner[j], gw[n + j]);
+      continue;
+    }
     if (!any_need) continue;
     const OpDef& def = op.def();
     if (is_control_flow(op)) {
-      throw Error(ErrorCode::unsupported, "append_backward: a while inside " + what +
-                                              " is not differentiable yet (a loop nested in a branch or a loop; "
-                                              "program autodiff handles loops at the top level of the program)");
+      throw Error(ErrorCode::internal, "append_backward: operation " + def.name + " inside " + what +
+                                           " is control flow without a VJP");
     }
     if (!def.differentiable || !def.vjp) {
       throw Error(ErrorCode::unsupported, "append_backward: " + def.name + " inside " + what + " has no VJP rule");
@@ -465,52 +567,19 @@ std::vector<Value*> append_backward(Program& program, const std::vector<Value*>&
       for (Value* v : captured_values(op)) {
         if (from_wrt.count(v)) wanted.push_back(v);
       }
-      std::vector<size_t> floating;  // carried values that carry a gradient
+      std::vector<Tensor> results, result_grads, stack_grads;
       for (size_t k = 0; k < n; ++k) {
-        if (is_floating(op.operand(k)->type().dtype)) floating.push_back(k);
-      }
-      std::vector<bool> arg_wanted(n, false);
-      for (size_t k : floating) arg_wanted[k] = true;
-      // Carried: the counter, the gradients of the floating carried values,
-      // the accumulators of the outside values.
-      Tensor count = reshape(slice(shape_of(stacks[0]), {0}, {0}, {1}), {});
-      std::vector<Tensor> init{subtract(count, scalar_like(count, 1))};
-      for (size_t k : floating) {
+        results.push_back(sym(op.result(k)));
         auto g = grads.find(op.result(k));
-        init.push_back(g != grads.end() ? g->second : zeros_like(sym(op.result(k))));
+        result_grads.push_back(g != grads.end() ? g->second : Tensor());
+        auto sg = grads.find(op.result(n + k));
+        stack_grads.push_back(sg != grads.end() ? sg->second : Tensor());
       }
-      for (Value* v : wanted) init.push_back(zeros_like(sym(v)));
-      std::vector<Tensor> stack_grads(n);
+      std::vector<Tensor> g = while_backward(op, stacks, results, result_grads, stack_grads, wanted, sym, where);
       for (size_t k = 0; k < n; ++k) {
-        auto g = grads.find(op.result(n + k));
-        if (g != grads.end()) stack_grads[k] = g->second;
+        if (g[k].defined() && from_wrt.count(op.operand(k))) accumulate(op.operand(k), g[k]);
       }
-      auto going = [&](const std::vector<Tensor>& args) -> std::vector<Tensor> {
-        return {greater_equal(args[0], scalar_like(args[0], 0))};
-      };
-      auto step = [&](const std::vector<Tensor>& args) -> std::vector<Tensor> {
-        Tensor index = reshape(args[0], {1});
-        std::vector<Tensor> xs;
-        for (size_t k = 0; k < n; ++k) xs.push_back(squeeze(gather(stacks[k], index, 0), {0}));
-        std::vector<Tensor> result_grads(n);
-        for (size_t f = 0; f < floating.size(); ++f) result_grads[floating[f]] = args[1 + f];
-        std::vector<Tensor> g = region_backward(op.region(1), xs, arg_wanted, wanted, result_grads, sym,
-                                                "the body of a while");
-        std::vector<Tensor> next{subtract(args[0], scalar_like(args[0], 1))};
-        for (size_t f = 0; f < floating.size(); ++f) {
-          const size_t k = floating[f];
-          Tensor gx = g[f].defined() ? g[f] : zeros_like(xs[k]);
-          if (stack_grads[k].defined()) gx = add(gx, squeeze(gather(stack_grads[k], index, 0), {0}));
-          next.push_back(gx);
-        }
-        for (size_t j = 0; j < wanted.size(); ++j) next.push_back(add(args[1 + floating.size() + j], g[floating.size() + j]));
-        return next;
-      };
-      std::vector<Tensor> out = tracer.trace_while(going, step, init, where);
-      for (size_t f = 0; f < floating.size(); ++f) {
-        if (from_wrt.count(op.operand(floating[f]))) accumulate(op.operand(floating[f]), out[1 + f]);
-      }
-      for (size_t j = 0; j < wanted.size(); ++j) accumulate(wanted[j], out[1 + floating.size() + j]);
+      for (size_t j = 0; j < wanted.size(); ++j) accumulate(wanted[j], g[n + j]);
       continue;
     }
     if (is_control_flow(op)) {

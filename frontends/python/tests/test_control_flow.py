@@ -225,6 +225,48 @@ def test_gradients_through_a_captured_while_replay_its_iterations():
     assert f.trace_count == 1
 
 
+def test_gradients_through_a_while_nested_in_a_while_equal_finite_differences():
+    # The outer loop runs n times (a data-dependent count); each time the inner loop applies
+    # v <- sin(v * w) + v until its counter reaches k. The VJP replays the inner loop from the
+    # outer one's saved iterations (Note [VJP of while] in core/ir/src/autodiff.cpp).
+    def f(x, w, n, k):
+        def outer_body(i, v):
+            _, v = while_loop(lambda j, u: j < k, lambda j, u: (j + 1, oar.sin(u * w) + u),
+                              [oar.zeros([], "int64"), v])
+            return i + 1, v * 0.5
+        _, v = while_loop(lambda i, v: i < n, outer_body, [oar.zeros([], "int64"), x])
+        return (v * v).sum()
+
+    def numpy_f(x, w, n, k):
+        v = x.copy()
+        for _ in range(n):
+            for _ in range(k):
+                v = np.sin(v * w) + v
+            v = v * 0.5
+        return float((v * v).sum())
+
+    static_f = oar.jit.to_static(f)
+    rng = np.random.default_rng(7)
+    x0, w0 = rng.uniform(-1, 1, 3), rng.uniform(-1, 1, 3)
+    for n, k in ((2, 3), (3, 1), (0, 2)):
+        x, w = oar.to_tensor(x0, stop_gradient=False), oar.to_tensor(w0, stop_gradient=False)
+        nt, kt = oar.to_tensor(n, dtype="int64"), oar.to_tensor(k, dtype="int64")
+        y = static_f(x, w, nt, kt)
+        np.testing.assert_allclose(y.numpy(), numpy_f(x0, w0, n, k), rtol=1e-12)
+        y.backward()
+        for param, grad in ((x0, x.grad), (w0, w.grad)):
+            fd = np.zeros(3)
+            for i in range(3):
+                hi, lo = param.copy(), param.copy()
+                hi[i] += 1e-6
+                lo[i] -= 1e-6
+                args = (hi, w0) if param is x0 else (x0, hi)
+                largs = (lo, w0) if param is x0 else (x0, lo)
+                fd[i] = (numpy_f(*args, n, k) - numpy_f(*largs, n, k)) / 2e-6
+            np.testing.assert_allclose(grad.numpy(), fd, rtol=1e-6, atol=1e-9)
+    assert static_f.trace_count == 1
+
+
 def test_static_nn_names_are_the_control_flow_functions():
     import oar.control_flow as cf
     assert oar.static.nn.cond is cf.cond
