@@ -278,6 +278,45 @@ def test_beam_search_shapes_and_sorted_scores():
     assert (np.diff(lp, axis=1) <= 0).all()
 
 
+def test_gather_tree_traced_equals_eager():
+    ids = np.array([[[2, 2], [6, 1]], [[3, 9], [6, 1]], [[0, 1], [9, 0]]])
+    parents = np.array([[[0, 0], [1, 1]], [[1, 0], [1, 0]], [[0, 0], [0, 1]]])
+    traced = oar.jit.to_static(F.gather_tree, full_graph=True)
+    assert traced(T(ids), T(parents)).numpy().tolist() == [[[2, 2], [1, 6]], [[3, 3], [6, 1]], [[0, 1], [9, 0]]]
+    rng = np.random.default_rng(5)
+    ids, parents = rng.integers(0, 9, (4, 3, 2)), rng.integers(0, 2, (4, 3, 2))
+    np.testing.assert_array_equal(traced(T(ids), T(parents)).numpy(), F.gather_tree(T(ids), T(parents)).numpy())
+
+
+def test_dynamic_decode_under_to_static_is_one_program_for_every_length():
+    # One program decodes sequences that end at different steps (the loop runs until every beam
+    # has finished, a data-dependent count): its outputs equal eager decoding for each input.
+    rng = np.random.default_rng(3)
+    vocab, hidden = 5, 4
+    emb, out_w = rng.standard_normal((vocab, hidden)), rng.standard_normal((hidden, vocab)) * 2
+    a, b = rng.standard_normal((hidden, hidden)), rng.standard_normal((hidden, hidden))
+    for beam_size in (1, 3):
+        decoder = nn.BeamSearchDecoder(_TanhCell(a, b), start_token=0, end_token=1, beam_size=beam_size,
+                                       embedding_fn=lambda ids: F.embedding(ids, T(emb)),
+                                       output_fn=lambda h: oar.matmul(h, T(out_w)))
+
+        def decode(h0):
+            out, states, lengths = nn.dynamic_decode(decoder, inits=h0, max_step_num=6, return_length=True)
+            return out, states.log_probs, lengths
+
+        traced = oar.jit.to_static(decode, full_graph=True)
+        seen = set()
+        for seed in range(6):
+            h0 = T(np.random.default_rng(seed).standard_normal((2, hidden)) * 2)
+            want, got = decode(h0), traced(h0)
+            for e, g in zip(want, got):
+                assert e.shape == g.shape
+                np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-12)
+            seen.add(want[0].shape[1])
+        assert len(seen) > 1, f"the inputs should end at different steps, all took {seen}"
+        assert traced.trace_count == 1 and "while(" in traced.program
+
+
 def test_grid_sample_identity_hand_values_and_gradient():
     x = RNG.standard_normal((1, 2, 3, 4)).astype("float64")
     eye = np.array([[[1, 0, 0], [0, 1, 0]]], "float64")

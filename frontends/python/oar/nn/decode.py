@@ -6,8 +6,10 @@ import collections
 import numpy as np
 
 from .. import math as M
+from .. import _C
 from ..creation import full, to_tensor
 from ..framework import Tensor
+from ..manip_extra import topk
 from .functional import log_softmax
 from .functional_more import gather_tree
 
@@ -85,32 +87,34 @@ class BeamSearchDecoder:
         return inputs, StateWrapper(states, log_probs, finished, lengths), finished
 
     def _gather(self, x, beam_indices):
-        """x [B, beam, ...] re-ordered along beam by beam_indices [B, beam] (numpy)."""
-        index = beam_indices.reshape(beam_indices.shape + (1,) * (len(x.shape) - 2))
-        index = np.broadcast_to(index, beam_indices.shape + tuple(x.shape[2:])).copy()
+        """x [B, beam, ...] re-ordered along beam by beam_indices [B, beam] (an int64 tensor)."""
+        rank = len(x.shape)
+        index = M.reshape(beam_indices, list(beam_indices.shape) + [1] * (rank - 2))
+        index = M.broadcast_to(index, list(x.shape[:2]) + list(x.shape[2:]))
         return M.take_along_axis(x, index, 1)
 
     def _beam_search_step(self, time, logits, next_cell_states, beam_state):
+        # Tensor ops only (no values read), so that the same step runs eagerly and in a
+        # captured loop of to_static (dynamic_decode's Note [Decoding in a trace]).
         vocab = logits.shape[-1]
         step_lp = log_softmax(logits, -1)
-        finished = beam_state.finished.numpy()
         only_end = np.full((vocab,), -_INF, dtype=np.float32)
         only_end[self.end_token] = 0.0
-        mask = to_tensor(np.broadcast_to(finished[:, :, None], step_lp.shape).copy())
-        step_lp = M.where(mask, to_tensor(only_end).astype(step_lp.dtype), step_lp)
+        finished = beam_state.finished
+        step_lp = M.where(M.unsqueeze(finished, [-1]), to_tensor(only_end).astype(step_lp.dtype), step_lp)
         log_probs = M.add(step_lp, M.unsqueeze(beam_state.log_probs, [-1]))
         scores = M.reshape(log_probs, [-1, self.beam_size * vocab])
-        order = np.argsort(-scores.numpy(), axis=1, kind="stable")[:, :self.beam_size]
-        top_scores = M.take_along_axis(scores, order, 1)
-        beam_indices, token_indices = order // vocab, order % vocab
+        # the beam_size best (beam, token) extensions, ties to the lower position
+        top_scores, order = topk(scores, self.beam_size, axis=1)
+        beam_indices = M.floor_divide(order, M.full_like(order, vocab))
+        token_indices = M.remainder(order, M.full_like(order, vocab))
         next_cell_states = _map(lambda s: self._gather(s, beam_indices), next_cell_states)
-        next_finished = np.take_along_axis(finished, beam_indices, 1)
-        next_lengths = np.take_along_axis(beam_state.lengths.numpy(), beam_indices, 1) + (~next_finished)
-        next_finished = next_finished | (token_indices == self.end_token)
-        output = OutputWrapper(top_scores, to_tensor(token_indices.astype(np.int64)),
-                               to_tensor(beam_indices.astype(np.int64)))
-        state = StateWrapper(next_cell_states, top_scores, to_tensor(next_finished),
-                             to_tensor(next_lengths.astype(np.int64)))
+        next_finished = M.cast(M.take_along_axis(M.cast(finished, "int64"), beam_indices, 1), "bool")
+        next_lengths = M.add(M.take_along_axis(beam_state.lengths, beam_indices, 1),
+                             M.cast(M.logical_not(next_finished), "int64"))
+        next_finished = M.logical_or(next_finished, M.equal(token_indices, M.full_like(token_indices, self.end_token)))
+        output = OutputWrapper(top_scores, token_indices, beam_indices)
+        state = StateWrapper(next_cell_states, top_scores, next_finished, next_lengths)
         return output, state
 
     def step(self, time, inputs, states, **kwargs):
@@ -151,18 +155,15 @@ def dynamic_decode(decoder, inits=None, max_step_num=None, output_time_major=Fal
         raise ValueError(f"dynamic_decode: max_step_num must be non-negative, got {max_step_num}")
     inputs, states, finished = decoder.initialize(inits)
     lengths = M.cast(M.full_like(M.cast(finished, "int64"), 0), "int64")
+    if any(_C.ir.is_symbolic(t) for t in _leaves([inputs, states, finished])):
+        outputs, states, lengths = _decode_captured(decoder, inputs, states, finished, lengths, max_step_num,
+                                                    impute_finished, kwargs)
+        return _decoded(decoder, outputs, states, lengths, output_time_major, return_length)
     steps = []
     step = 0
     while not bool(M.all(finished).item()):
-        out, next_states, next_inputs, next_finished = decoder.step(step, inputs, states, **kwargs)
-        if getattr(decoder, "tracks_own_finished", False):
-            next_lengths = getattr(next_states, "lengths", lengths)
-        else:
-            next_finished = M.logical_or(next_finished, finished)
-            next_lengths = M.add(lengths, M.cast(M.logical_not(finished), "int64"))
-            if impute_finished:
-                next_states = _map2(lambda new, old: M.where(_expand_like(finished, new), old, new),
-                                    next_states, states)
+        out, next_states, next_inputs, next_finished, next_lengths = _step(
+            decoder, step, inputs, states, finished, lengths, impute_finished, kwargs)
         steps.append(out)
         inputs, states, finished, lengths = next_inputs, next_states, next_finished, next_lengths
         step += 1
@@ -172,6 +173,85 @@ def dynamic_decode(decoder, inits=None, max_step_num=None, output_time_major=Fal
         raise ValueError("dynamic_decode: every sequence was finished before the first step")
     outputs = type(steps[0])(*[M.stack([s[i] for s in steps], axis=0) for i in range(len(steps[0]))]) \
         if isinstance(steps[0], tuple) else M.stack(steps, axis=0)
+    return _decoded(decoder, outputs, states, lengths, output_time_major, return_length)
+
+
+def _step(decoder, step, inputs, states, finished, lengths, impute_finished, kwargs):
+    """One decoding step: (outputs, states, inputs, finished, lengths) after it."""
+    out, next_states, next_inputs, next_finished = decoder.step(step, inputs, states, **kwargs)
+    if getattr(decoder, "tracks_own_finished", False):
+        next_lengths = getattr(next_states, "lengths", lengths)
+    else:
+        next_finished = M.logical_or(next_finished, finished)
+        next_lengths = M.add(lengths, M.cast(M.logical_not(finished), "int64"))
+        if impute_finished:
+            next_states = _map2(lambda new, old: M.where(_expand_like(finished, new), old, new),
+                                next_states, states)
+    return out, next_states, next_inputs, next_finished, next_lengths
+
+
+# Note [Decoding in a trace]
+# Under to_static the decoding loop is a captured while (no value is read
+# while tracing). The first step runs before it (eager mode raises when
+# every sequence has finished before it; the trace cannot know), then the
+# while runs the next steps while a sequence is unfinished and no more
+# than max_step_num + 1 steps ran, as eagerly. Each step's outputs are a
+# carried value of a while that saves its iterations: the stack of what
+# entered each iteration holds the outputs of steps 0 .. T-2, the final
+# value those of step T-1, so their concatenation is every step's
+# outputs, for a T known only when the program runs.
+def _decode_captured(decoder, inputs, states, finished, lengths, max_step_num, impute_finished, kwargs):
+    from ..control_flow import _captured_while
+    out, states, inputs, finished, lengths = _step(decoder, 0, inputs, states, finished, lengths,
+                                                   impute_finished, kwargs)
+    structure = [out, inputs, states]
+    flat = [list(_leaves(x)) for x in structure]
+    sizes = [len(f) for f in flat]
+    step = full([], 1, dtype="int64")  # steps run
+
+    def unflatten(values):
+        parts, at = [], 0
+        for x, n in zip(structure, sizes):
+            parts.append(_rebuild(x, iter(values[at:at + n])))
+            at += n
+        return parts
+
+    def cond(step, finished, lengths, *rest):
+        going = M.logical_not(M.all(finished))
+        if max_step_num is not None:
+            going = M.logical_and(going, M.less_equal(step, M.full_like(step, max_step_num)))
+        return going
+
+    def body(step, finished, lengths, *rest):
+        _, inputs, states = unflatten(list(rest))
+        out, states, inputs, finished, lengths = _step(decoder, step, inputs, states, finished, lengths,
+                                                       impute_finished, kwargs)
+        return [M.add(step, M.full_like(step, 1)), finished, lengths] + \
+            list(_leaves(out)) + list(_leaves(inputs)) + list(_leaves(states))
+
+    init = [step, finished, lengths] + flat[0] + flat[1] + flat[2]
+    result = _captured_while(cond, body, init, " (at nn.dynamic_decode)", save_iterations=True)
+    n = len(init)
+    final, stacks = result[:n], result[n:]
+    outs = [M.concat([stacks[3 + k], M.unsqueeze(final[3 + k], [0])], axis=0) for k in range(sizes[0])]
+    _, _, states = unflatten(final[3:])
+    return _rebuild(out, iter(outs)), states, final[2]
+
+
+def _rebuild(like, values):
+    """`like` (a tensor or a nested list / tuple / dict of them) with its tensors taken from `values`."""
+    if isinstance(like, Tensor):
+        return next(values)
+    if isinstance(like, tuple) and hasattr(like, "_fields"):
+        return type(like)(*[_rebuild(v, values) for v in like])
+    if isinstance(like, (list, tuple)):
+        return type(like)(_rebuild(v, values) for v in like)
+    if isinstance(like, dict):
+        return {k: _rebuild(v, values) for k, v in like.items()}
+    return like
+
+
+def _decoded(decoder, outputs, states, lengths, output_time_major, return_length):
     if hasattr(decoder, "finalize"):
         outputs, states = decoder.finalize(outputs, states, lengths)
     if not output_time_major:

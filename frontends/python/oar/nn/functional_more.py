@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import _C
 from .. import math as M
-from ..creation import to_tensor
+from ..creation import ones_like, to_tensor, zeros_like
 from ..framework import Tensor, convert_dtype, to_numpy_dtype
 
 _ops = _C.ops
@@ -466,6 +466,8 @@ def gather_tree(ids, parents):
     if list(ids.shape) != list(parents.shape) or len(ids.shape) != 3:
         raise ValueError(f"gather_tree: ids and parents must both be [T, B, beam], "
                          f"got {list(ids.shape)} and {list(parents.shape)}")
+    if _C.ir.is_symbolic(ids) or _C.ir.is_symbolic(parents):
+        return _gather_tree_traced(ids, parents)
     i, par = ids.numpy(), parents.numpy()
     t_len, batch, beam = i.shape
     if par.size and (par.min() < 0 or par.max() >= beam):
@@ -477,6 +479,29 @@ def gather_tree(ids, parents):
         out[t] = i[t][rows, pick]
         pick = par[t][rows, pick]
     return to_tensor(out)
+
+
+def _gather_tree_traced(ids, parents):
+    """gather_tree inside to_static (T may be known only when the program runs): a captured
+    while from t = T-1 down to 0 carrying the picked beams and writing row t of the result."""
+    from ..control_flow import _captured_while
+    _, batch, beam = ids.shape
+    pick = to_tensor(np.tile(np.arange(beam, dtype=np.int64), (batch, 1)))
+    t_len = M.reshape(M.slice(M.shape(ids), [0], [0], [1]), [])
+    t0 = M.subtract(M.cast(t_len, "int64"), ones_like(M.cast(t_len, "int64")))
+
+    def row(x, t):
+        return M.squeeze(M.gather(x, M.reshape(t, [1]), 0), [0])
+
+    def cond(t, pick, out):
+        return M.greater_equal(t, zeros_like(t))
+
+    def body(t, pick, out):
+        token = M.take_along_axis(row(ids, t), pick, 1)  # parents out of range: an error when it runs
+        out = M.scatter(out, M.reshape(t, [1]), M.unsqueeze(token, [0]), overwrite=True)
+        return [M.subtract(t, ones_like(t)), M.take_along_axis(row(parents, t), pick, 1), out]
+
+    return _captured_while(cond, body, [t0, pick, zeros_like(ids)], " (at nn.functional.gather_tree)")[2]
 
 
 __all__ = ["celu", "selu", "glu", "hardshrink", "hardtanh", "log_sigmoid", "maxout", "prelu", "rrelu",
