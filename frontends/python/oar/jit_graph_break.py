@@ -9,6 +9,9 @@ between them. The split is found while running: the first piece is the
 whole body; when its trace fails at statement k, it becomes the statements
 before k (a program), statement k (eager, a graph break) and the statements
 after k (a program, traced when reached), and the call goes on from there.
+A program whose trace succeeds but whose backward is refused (an op with no
+VJP for these inputs, found before the program runs) names no statement: it
+is halved until the refused statement stands alone, and that one breaks.
 Eager mode is the reference, so a statement that fails even eagerly raises
 the error eager mode raises, and a break never changes a result.
 
@@ -260,7 +263,7 @@ class _Piece:
         try:
             outs = sf._run(entry, tensors, strict_backward=True)
         except _C.UnsupportedError as e:  # its backward is refused: this piece runs eagerly
-            raise _TraceFailed(e, None) from None
+            raise _TraceFailed(e, None, refused=True) from None
         out_spec = out_specs[entry.id]
         value = _unflatten(out_spec, iter(outs[1:]))  # outs[0] is the placeholder
         if self.tail:
@@ -338,9 +341,12 @@ def _copy(node):
 
 
 class _TraceFailed(Exception):
-    def __init__(self, error, statement):
+    """statement: where the trace failed, or None; refused: the program built but its backward is
+    refused (the failing op is found by splitting the piece, see Runner._split)."""
+
+    def __init__(self, error, statement, refused=False):
         super().__init__(str(error))
-        self.error, self.statement = error, statement
+        self.error, self.statement, self.refused = error, statement, refused
 
 
 # ---- the function ----
@@ -427,7 +433,16 @@ class Runner:
         """Replaces program piece k, whose trace failed, by programs around an eager statement."""
         piece = self.pieces[k]
         at = failed.statement
-        if at is None:  # not at one of its statements (its outputs, the program's build): all of it is eager
+        if failed.refused and piece.stop - piece.start > 1:
+            # Its backward is refused, at no statement the error can name: halve the piece (its
+            # programs are built and run again) until the refused statement is a piece alone.
+            mid = (piece.start + piece.stop) // 2
+            self.pieces[k:k + 1] = self._programs(piece.start, mid) + self._programs(mid, piece.stop)
+            return
+        if failed.refused:
+            new = [_Piece(self, piece.start, piece.stop, static=False)]
+            self._record(piece.stmts[0], _first_line(failed.error))
+        elif at is None:  # not at one of its statements (its outputs, the program's build): all of it is eager
             new = [_Piece(self, piece.start, piece.stop, static=False)]
             self._record(piece.stmts[0], f"its program could not be built: {_first_line(failed.error)}",
                          f"statements {piece.start}..{piece.stop - 1}")
