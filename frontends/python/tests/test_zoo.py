@@ -18,8 +18,6 @@ EXPECTED_FAIL = {
     ("moe_sparse_dispatch", "full_graph"): "nonzero has a data-dependent shape " + _SYMBOLIC_READ,
     # -- control flow the programs cannot hold yet
     ("transformer_greedy_decode", "full_graph"): "a while whose body grows a carried tensor (ys = concat([ys, t]))",
-    ("seq2seq_beam_search", "full_graph"): "nn.dynamic_decode loops on bool(all(finished).item()) in Python",
-    ("neural_ode_adaptive", "full_graph"): "backward: program autodiff of a while nested in a while",
     # -- Python that cannot be one program (the graph-break run handles them)
     ("numpy_in_forward", "full_graph"): "x.numpy() in forward reads a symbolic tensor",
     ("float_of_tensor", "full_graph"): "float(t) in forward reads a symbolic tensor",
