@@ -206,6 +206,9 @@ struct OpDef {
   SpmdFn spmd = nullptr;             ///< null: a composite op decomposes, others run replicated (spmd.h)
   LocalizeFn localize = nullptr;     ///< null: the local kernel takes the global attributes (spmd.h)
   HostFn host = nullptr;             ///< non-null: the core computes it (no device kernel)
+  bool data_dependent_shape = false; ///< a host op whose outputs' first dim depends on input values
+                                     ///< (nonzero): meta gives the largest size, a trace a fresh symbol,
+                                     ///< and programs holding it are interpreted
   std::optional<TestDomain> domain = std::nullopt;  ///< where conformance cases are drawn from
   std::string doc = {};              ///< one line, for the op table of docs/kernels.md
   int id = -1;                       ///< index in the registry, set on registration

@@ -286,6 +286,9 @@ std::vector<Tensor> print_tensors(std::span<const Tensor> tensors, const std::st
 /// The op assert: fails with "assert: <message>" and the values of `data`
 /// when the one-element bool `cond` is false; returns cond.
 Tensor assert_true(const Tensor& cond, std::span<const Tensor> data, const std::string& message);
+/// The positions of x's nonzero elements, row-major: int64 [count, rank]
+/// (Note [nonzero] in core/src/ops/index_values.cpp).
+Tensor nonzero(const Tensor& x);
 /// Attention over [batch, seq, heads, head_dim] (Paddle's layout):
 /// softmax(q k^T / sqrt(head_dim), with a causal mask if asked) v.
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,

@@ -40,7 +40,7 @@ bool saves_iterations(const Operation& op) {
 namespace {
 bool block_has_data_dependent_shapes(const Block& block) {
   for (const auto& op : block.ops()) {
-    if (saves_iterations(*op)) return true;
+    if (saves_iterations(*op) || op->def().data_dependent_shape) return true;
     for (size_t r = 0; r < op->num_regions(); ++r) {
       if (block_has_data_dependent_shapes(op->region(r))) return true;
     }

@@ -174,6 +174,8 @@ std::vector<SymMeta> SymbolTable::infer(const OpDef& op, std::span<const SymMeta
       }
       SymMeta m{out_a[r].dtype, {}};
       for (size_t d = 0; d < out_a[r].shape.size(); ++d) m.shape.push_back(symbol_for(out_a[r].shape[d], out_b[r].shape[d]));
+      // The values decide this size (Note [nonzero] in core/src/ops/index_values.cpp).
+      if (op.data_dependent_shape && !m.shape.empty()) m.shape[0] = fresh();
       out.push_back(std::move(m));
     }
     return out;

@@ -90,9 +90,56 @@ Tensor check_distributed_index(const IndexCheck& check, const Tensor& index) {
   return index;
 }
 
+// Note [nonzero]
+// nonzero(x) is [count, rank] int64, the positions of x's nonzero elements
+// in row-major order: its first dim depends on x's values. It is a host op,
+// computed on the host from x's values when it runs; its meta rule gives
+// the largest count, x's numel, and run_host_op takes any size in that dim
+// (data_dependent_shape). A trace makes that dim a fresh symbol (the shape
+// inference, Note [Dynamic dims]), and a program holding it is interpreted
+// op by op, each
+// op's shapes those of the values that run reached (the executor's
+// interpreted mode), so the ops after it (index_select, a Linear, index_add)
+// work on however many positions there are, none included.
+std::vector<TensorMeta> nonzero_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs&) {
+  if (is_complex(in[0].dtype)) {
+    throw Error(ErrorCode::invalid_argument, op.name + ": x has dtype " + std::string(dtype_name(in[0].dtype)) +
+                                                 " but a real or bool dtype is required");
+  }
+  int64_t numel = 1;
+  for (int64_t d : in[0].shape) numel *= d;  // infer_meta has checked the sizes
+  return {TensorMeta{DType::i64, Shape{numel, static_cast<int64_t>(in[0].shape.size())}}};
+}
+
+std::vector<Tensor> nonzero_host(std::span<const Tensor> in, const Attrs&) {
+  NoGrad no_grad;
+  const Tensor& x = in[0];
+  const Shape& shape = x.shape();
+  const std::vector<double> values = x.dtype() == DType::f64 ? x.to_vector<double>() : cast(x, DType::f64).to_vector<double>();
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  std::vector<int64_t> out;
+  std::vector<int64_t> at(shape.size(), 0);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i] != 0) out.insert(out.end(), at.begin(), at.end());
+    for (size_t d = shape.size(); d-- > 0;) {  // the next position, row-major
+      if (++at[d] < shape[d]) break;
+      at[d] = 0;
+    }
+  }
+  const int64_t count = rank == 0 ? (values.size() == 1 && values[0] != 0 ? 1 : 0)
+                                  : static_cast<int64_t>(out.size()) / rank;
+  return {Tensor::from_vector(out, Shape{count, rank}, x.device())};
+}
+
 }  // namespace
 
 OAR_REGISTER_OPS(index_values) {
+  add_op({.name = "nonzero", .num_inputs = 1, .meta = nonzero_meta, .differentiable = false,
+          .dtypes = {.accepts = kAllDTypes},
+          .host = nonzero_host,
+          .data_dependent_shape = true,
+          .doc = "y[k] = the position of the k-th nonzero element of x, row-major; int64 [count, rank] "
+                 "(Note [nonzero])"});
   add_op({.name = "check_index", .kind = OpKind::primitive, .num_inputs = 1, .meta = check_index_meta,
           .decompose = check_index_decompose,
           .attrs = {attr("size", AttrKind::int_, "values must be in [0, size)"),
@@ -124,6 +171,11 @@ Tensor check_index_values(const IndexCheck& check, const Tensor& index) {
   }
   // Other dtypes: the op's meta rule names the dtype it expects.
   return index;
+}
+
+Tensor nonzero(const Tensor& x) {
+  std::array<Tensor, 1> in{x};
+  return apply1(OAR_OP("nonzero"), in);
 }
 
 Tensor check_index(const Tensor& index, int64_t size, const std::string& op, const std::string& what,

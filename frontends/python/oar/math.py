@@ -715,10 +715,16 @@ def take_along_axis(arr, indices, axis, broadcast=True):
 
 
 def nonzero(x, as_tuple=False):
-    idx = np.argwhere(x.numpy())
+    """int64 [count, x.ndim]: the positions of x's nonzero elements, row-major; with as_tuple,
+    one [count] tensor per dim. An op (Note [nonzero] in core/src/ops/index_values.cpp), so a
+    trace holds it: count is the program's run's."""
+    x = x if isinstance(x, Tensor) else to_tensor(x)
+    idx = _ops.nonzero(x)
     if as_tuple:
-        return tuple(to_tensor(idx[:, d].copy(), place=x._device) for d in range(idx.shape[1]))
-    return to_tensor(idx.astype(np.int64), place=x._device)
+        if x.ndim == 0:  # as torch: one [count] tensor of zeros for a scalar
+            return (_ops.nonzero(x.reshape([1]))[:, 0],)
+        return tuple(idx[:, d] for d in range(x.ndim))
+    return idx
 
 
 def masked_select(x, mask, name=None):

@@ -73,3 +73,43 @@ def test_setitem_autograd(device):
         w[0] = 5.0
     assert_close(w, [5.0, 2.0, 3.0])
     assert not w.stop_gradient
+
+
+# ---- nonzero: an op with a data-dependent size (Note [nonzero]) ----
+
+@pytest.mark.parametrize("a", [
+    np.array([[0, 1, 2], [3, 0, 0]], np.float32),
+    np.zeros((2, 3), np.float32),
+    np.array([True, False, True]),
+    np.array([0, 7, 0, 1], np.int64),
+])
+def test_nonzero_matches_numpy(a):
+    got = oar.nonzero(oar.to_tensor(a))
+    assert got.dtype == oar.int64
+    np.testing.assert_array_equal(got.numpy(), np.argwhere(a))
+    parts = oar.nonzero(oar.to_tensor(a), as_tuple=True)
+    assert len(parts) == a.ndim
+    for p, q in zip(parts, np.nonzero(a)):
+        np.testing.assert_array_equal(p.numpy(), q)
+
+
+def test_nonzero_of_a_scalar():
+    assert oar.nonzero(oar.to_tensor(np.float32(5.0))).shape == [1, 0]
+    assert oar.nonzero(oar.to_tensor(np.float32(0.0))).shape == [0, 0]
+    (only,) = oar.nonzero(oar.to_tensor(np.float32(5.0)), as_tuple=True)
+    assert only.numpy().tolist() == [0]
+
+
+def test_nonzero_under_to_static_counts_each_run():
+    """One trace serves inputs with 3, 0 and 4 positive entries: the count is the run's."""
+    def f(x, w):
+        idx = oar.nonzero(x > 0)[:, 0]
+        return (oar.index_select(x, idx) * w).sum()
+
+    g = oar.jit.to_static(f, full_graph=True)
+    w = oar.to_tensor(np.float32(2.0))
+    for v, want in [([1., -1, 2, 3], 12.0), ([-1., -1, -1, -1], 0.0), ([5., 6, 7, 8], 52.0)]:
+        x = oar.to_tensor(np.array(v, np.float32))
+        assert float(f(x, w)) == want
+        assert float(g(x, w)) == want
+    assert g.trace_count == 1
