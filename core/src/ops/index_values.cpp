@@ -97,10 +97,9 @@ Tensor check_distributed_index(const IndexCheck& check, const Tensor& index) {
 // the largest count, x's numel, and run_host_op takes any size in that dim
 // (data_dependent_shape). A trace makes that dim a fresh symbol (the shape
 // inference, Note [Dynamic dims]), and a program holding it is interpreted
-// op by op, each
-// op's shapes those of the values that run reached (the executor's
-// interpreted mode), so the ops after it (index_select, a Linear, index_add)
-// work on however many positions there are, none included.
+// op by op, each op's shapes those of the values that run reached (the
+// executor's interpreted mode), so the ops after it (index_select, a Linear,
+// index_add) work on however many positions there are, none included.
 std::vector<TensorMeta> nonzero_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs&) {
   if (is_complex(in[0].dtype)) {
     throw Error(ErrorCode::invalid_argument, op.name + ": x has dtype " + std::string(dtype_name(in[0].dtype)) +
@@ -119,15 +118,17 @@ std::vector<Tensor> nonzero_host(std::span<const Tensor> in, const Attrs&) {
   const int64_t rank = static_cast<int64_t>(shape.size());
   std::vector<int64_t> out;
   std::vector<int64_t> at(shape.size(), 0);
+  int64_t count = 0;
   for (size_t i = 0; i < values.size(); ++i) {
-    if (values[i] != 0) out.insert(out.end(), at.begin(), at.end());
+    if (values[i] != 0) {
+      ++count;
+      out.insert(out.end(), at.begin(), at.end());
+    }
     for (size_t d = shape.size(); d-- > 0;) {  // the next position, row-major
       if (++at[d] < shape[d]) break;
       at[d] = 0;
     }
   }
-  const int64_t count = rank == 0 ? (values.size() == 1 && values[0] != 0 ? 1 : 0)
-                                  : static_cast<int64_t>(out.size()) / rank;
   return {Tensor::from_vector(out, Shape{count, rank}, x.device())};
 }
 

@@ -719,12 +719,10 @@ def nonzero(x, as_tuple=False):
     one [count] tensor per dim. An op (Note [nonzero] in core/src/ops/index_values.cpp), so a
     trace holds it: count is the program's run's."""
     x = x if isinstance(x, Tensor) else to_tensor(x)
+    if as_tuple and x.ndim == 0:  # as torch: one [count] tensor of zeros for a scalar
+        return (_ops.nonzero(x.reshape([1]))[:, 0],)
     idx = _ops.nonzero(x)
-    if as_tuple:
-        if x.ndim == 0:  # as torch: one [count] tensor of zeros for a scalar
-            return (_ops.nonzero(x.reshape([1]))[:, 0],)
-        return tuple(idx[:, d] for d in range(x.ndim))
-    return idx
+    return tuple(idx[:, d] for d in range(x.ndim)) if as_tuple else idx
 
 
 def masked_select(x, mask, name=None):
