@@ -17,15 +17,16 @@ Python control flow on tensors becomes program control flow:
   ``if not flag``; a ``return`` in a loop becomes a flag and a ``break``,
   the function returning after the loop.
 - ``and``/``or``/``not`` give logical ops on tensors and Python's meaning
-  otherwise, and ``a if c else b`` on a tensor ``c`` a cond; ``print`` of a symbolic tensor prints its type when traced.
+  otherwise, and ``a if c else b`` on a tensor ``c`` a cond; ``print`` of a
+  symbolic tensor becomes the op print (each run's values) and ``assert`` on
+  one the op assert.
 - Calls of user functions, methods and Layers are converted the same way
   (oar's own modules, builtins and ``oar.jit.not_to_static`` functions are
   called as they are).
 
 Generated code keeps the original line numbers, so errors point at the
 user's file and line. What cannot be converted (a ``return``, ``break`` or
-``continue`` inside ``with``/``try``, an ``assert`` on a tensor, a
-``while ... else``) stays Python and raises an error naming the file, line
+``continue`` inside ``with``/``try``, a ``while ... else``) stays Python and raises an error naming the file, line
 and construct when its condition is a tensor of the trace.
 """
 import ast
