@@ -94,6 +94,26 @@ TEST_CASE("infer_types gives each dynamic dim its own symbol and shares it with 
   CHECK(error_of([&] { ir::verify(q); }).find("verify: operation 0 (reshape): its meta rule rejects") == 0);
 }
 
+TEST_CASE("nonzero's count is a data-dependent symbol, and so is a dim made from it; an input's dim is not") {
+  ir::Program p;
+  ir::Value* x = p.add_input("x", f32({ir::kDynamic, 3}));
+  ir::Value* mask = emit(p, "greater", {x, emit(p, "full_like", {x}, {{"value", 0.0}, {"dtype", int64_t{0}}})});
+  ir::Value* where = emit(p, "nonzero", {mask});                                          // [count, 2]
+  ir::Value* flat = emit(p, "reshape", {where}, {{"shape", std::vector<int64_t>{-1}}});  // [2 * count]
+  ir::Value* rows = emit(p, "reshape", {where}, {{"shape", std::vector<int64_t>{-1, 1}}});
+  p.add_output(flat, "flat");
+  p.add_output(rows, "rows");
+  ir::verify(p);
+  ir::TypeInference t = ir::infer_types(p);
+  const ir::SymbolTable& s = t.symbols;
+  CHECK_FALSE(s.data_dependent(t.at(x)[0]));  // the input's batch: known before the program runs
+  CHECK(s.data_dependent(t.at(where)[0]));
+  CHECK(s.data_dependent(t.at(flat)[0]));  // 2 * count: a new symbol from a data-dependent one
+  CHECK(s.data_dependent(t.at(rows)[0]));
+  CHECK(t.at(rows)[0] != t.at(where)[0]);
+  CHECK_FALSE(s.data_dependent(3));
+}
+
 TEST_CASE("full_like, broadcast_to_like, sum_to_like, shape and numel take their shapes when they run") {
   for (const Device& d : oar_test::test_devices()) {
     CAPTURE(d.str());

@@ -44,7 +44,13 @@ int64_t SymbolTable::fresh() {
   by_samples_.emplace(std::make_pair(pair[0], pair[1]), static_cast<int64_t>(samples_.size()));
   samples_.emplace_back(pair[0], pair[1]);
   parent_.push_back(static_cast<int64_t>(parent_.size()));
+  data_dependent_.push_back(false);
   return symbol_of(static_cast<int64_t>(samples_.size()) - 1);
+}
+
+bool SymbolTable::data_dependent(int64_t dim) const {
+  const int64_t d = resolve(dim);
+  return d < 0 && data_dependent_[static_cast<size_t>(index_of(d))];
 }
 
 SymShape SymbolTable::fresh_shape(const TensorType& type) {
@@ -97,6 +103,7 @@ int64_t SymbolTable::symbol_for(int64_t a, int64_t b) {
   if (!added) return resolve(symbol_of(it->second));
   samples_.emplace_back(a, b);
   parent_.push_back(static_cast<int64_t>(parent_.size()));
+  data_dependent_.push_back(false);
   return symbol_of(it->second);
 }
 
@@ -107,6 +114,9 @@ bool SymbolTable::unify(int64_t x, int64_t y) {
   // The older symbol (an input's, usually) stays the representative.
   int64_t keep = std::max(x, y), gone = std::min(x, y);
   parent_[static_cast<size_t>(index_of(gone))] = index_of(keep);
+  // Equal to a size the inputs give, a data-dependent size is known before the program runs.
+  data_dependent_[static_cast<size_t>(index_of(keep))] =
+      data_dependent_[static_cast<size_t>(index_of(keep))] && data_dependent_[static_cast<size_t>(index_of(gone))];
   return true;
 }
 
@@ -163,6 +173,12 @@ std::vector<SymMeta> SymbolTable::infer(const OpDef& op, std::span<const SymMeta
       throw Error(e.code(), std::string(e.what()) + " (operand shapes " + shapes +
                                 "; each symbol s<k> is checked at two sizes)");
     }
+    // A new symbol made from a data-dependent one (the merged dim of a flatten) is data-dependent too.
+    bool from_data = false;
+    for (const SymMeta& m : inputs) {
+      for (int64_t d : m.shape) from_data = from_data || data_dependent(d);
+    }
+    const size_t known = samples_.size();
     std::vector<SymMeta> out;
     out.reserve(out_a.size());
     for (size_t r = 0; r < out_a.size(); ++r) {
@@ -175,8 +191,14 @@ std::vector<SymMeta> SymbolTable::infer(const OpDef& op, std::span<const SymMeta
       SymMeta m{out_a[r].dtype, {}};
       for (size_t d = 0; d < out_a[r].shape.size(); ++d) m.shape.push_back(symbol_for(out_a[r].shape[d], out_b[r].shape[d]));
       // The values decide this size (Note [nonzero] in core/src/ops/index_values.cpp).
-      if (op.data_dependent_shape && !m.shape.empty()) m.shape[0] = fresh();
+      if (op.data_dependent_shape && !m.shape.empty()) {
+        m.shape[0] = fresh();
+        data_dependent_.back() = true;
+      }
       out.push_back(std::move(m));
+    }
+    if (from_data) {
+      for (size_t k = known; k < data_dependent_.size(); ++k) data_dependent_[k] = true;
     }
     return out;
   }
@@ -309,6 +331,24 @@ void specialize_types(Program& program, const std::vector<Shape>& input_shapes) 
     }
   };
   specialize(program.block());
+}
+
+void specialize_input_types(Program& program, const std::vector<Shape>& input_shapes) {
+  OAR_CHECK_ARG(input_shapes.size() == program.inputs().size(),
+                "program: expected " + std::to_string(program.inputs().size()) + " input shapes but got " +
+                    std::to_string(input_shapes.size()));
+  for (size_t i = 0; i < input_shapes.size(); ++i) {
+    Value* v = program.inputs()[i];
+    OAR_CHECK_ARG(v->type().matches(input_shapes[i]), "program: input '" + v->name() + "' expects " +
+                                                          v->type().str() + " but got shape " +
+                                                          shape_str(input_shapes[i]));
+    v->set_type({v->type().dtype, input_shapes[i]});
+  }
+  TypeInference types = infer_types(program);
+  for (const auto& op : program.block().ops()) {
+    if (is_control_flow(*op)) continue;  // its declared types (Note [Control-flow ops])
+    for (Value* r : op->results()) r->set_type(types.type(r));
+  }
 }
 
 }  // namespace oar::ir

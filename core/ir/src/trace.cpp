@@ -272,7 +272,17 @@ Trace trace(const TracedFunction& fn, const std::vector<InputSpec>& specs, const
   result.parameters = tracer.captured_parameters();
   result.specialized = tracer.specialized();
   if (result.specialized) {
-    specialize_types(program, example_shapes);
+    if (has_data_dependent_shapes(program)) {
+      try {
+        specialize_input_types(program, example_shapes);
+      } catch (const Error& e) {
+        throw Error(e.code(), std::string("to_static: the trace has a size that depends on values (nonzero's "
+                                          "count) and used that size as a number where it must stay symbolic: ") +
+                                  e.what());
+      }
+    } else {
+      specialize_types(program, example_shapes);
+    }
     for (size_t i = 0; i < specs.size(); ++i) result.specs[i].shape = example_shapes[i];
   }
   verify(program);

@@ -123,7 +123,7 @@ def _scatter_traced(op, x, pos, values, reduce, include_self=True):
     if reduce in ("amax", "amin", "mul", "multiply"):
         return M.reshape(_reduce_traced(op, flat, idx, vals, reduce, include_self), shape)
     i32 = convert_dtype("int32")
-    count = _ops.scatter_add(_ops.full([n], 0.0, i32, dev), idx, _ops.full([int(np.prod(pos.shape))], 1.0, i32, dev), 0)
+    count = _ops.scatter_add(_ops.full([n], 0.0, i32, dev), idx, _ops.full_like(idx, 1.0, i32), 0)
     hit = M.greater_than(count, 0)
     work = i32 if x.dtype == _BOOL else x.dtype
     total = M.cast(_ops.scatter_add(_ops.full([n], 0.0, work, dev), idx, M.cast(vals, work), 0), x.dtype)
@@ -329,16 +329,26 @@ def index_fill(x, index, axis, value, name=None):
     return _scatter_flat(x, pos, M.broadcast_to(_t(value, x), list(pos.shape)), "assign")
 
 
+def _index_add_traced(x, index, axis, value):
+    """index_add for a traced index: the op scatter_add along axis. Nothing here reads the
+    index's length, which may be a data-dependent size (nonzero's count); value takes the shape
+    of index_select(x, index) by broadcasting (Note [Index tensors of a trace])."""
+    shape = list(x.shape)
+    n = shape[axis]
+    if n < 0:
+        raise ValueError(f"index_add: an index tensor of a to_static trace needs axis {axis} of x of known size, "
+                         f"not {shape} (a dim the input_spec leaves None)")
+    rows = M.cast(M.reshape(index, [-1]), "int64")
+    rows = M.where(M.less_than(rows, _ops.scalar_like(rows, 0.0)), rows + n, rows)
+    rows = _ops.check_index(rows, n, "index_add", "index", f"the size of axis {axis} of {shape}")
+    value = M.add(M.cast(value, x.dtype), _ops.zeros_like(M.index_select(x, rows, axis)))
+    return _ops.scatter_add(x, rows, value, axis)
+
+
 def index_add(x, index, axis, value, name=None):
     axis = _axis(axis, len(x.shape))
     if _traced(index):  # Note [Index tensors of a trace]: rows along axis, each a whole slice
-        value = _t(value, x)
-        rows = M.reshape(index, [-1])
-        shape = list(x.shape)
-        vshape = shape[:axis] + [rows.shape[0]] + shape[axis + 1:]
-        idx = M.broadcast_to(M.reshape(rows, [1] * axis + [-1] + [1] * (len(shape) - axis - 1)), vshape)
-        pos = _traced_positions("index_add", x, idx, axis)
-        return _scatter_traced("index_add", x, pos, M.broadcast_to(value, vshape), "add")
+        return _index_add_traced(x, index, axis, _t(value, x))
     rows = _check_range("index_add", "index", _np(index).astype(np.int64).reshape(-1), x.shape[axis],
                         f"the size of axis {axis} of x {list(x.shape)}", allow_negative=True)
     pos = _row_positions(x.shape, rows, axis)

@@ -425,6 +425,19 @@ void bind_ir(py::module_& parent) {
                          "the program runs).");
 
   m.def(
+      "data_dependent_dims",
+      [](const oar::Tensor& t) {
+        std::vector<bool> out(t.shape().size(), false);
+        auto* tracer = dynamic_cast<ir::Tracer*>(&oar::current_builder());
+        if (!tracer || !t.is_symbolic() || !tracer->value_of(t)) return out;
+        const ir::SymShape& shape = tracer->symbolic_shape(tracer->value_of(t));
+        for (size_t d = 0; d < shape.size() && d < out.size(); ++d) out[d] = tracer->symbols().data_dependent(shape[d]);
+        return out;
+      },
+      py::arg("tensor"), "While tracing: per dim of a symbolic tensor, whether its size depends on values "
+                         "(nonzero's count), not on the input shapes.");
+
+  m.def(
       "tape_gap",
       []() -> std::string {
         auto* tracer = dynamic_cast<ir::Tracer*>(&oar::current_builder());

@@ -68,6 +68,9 @@ class SymbolTable {
   Shape sample(const SymShape& shape, int which) const;
   /// The symbol a symbol stands for now (after unifications).
   int64_t resolve(int64_t dim) const;
+  /// True for a symbol whose size the values decide (nonzero's count, or a
+  /// dim made from one), not the input shapes (Note [nonzero]).
+  bool data_dependent(int64_t dim) const;
   /// Runs `op`'s meta rule symbolically; throws the rule's error (with the
   /// operands' symbolic shapes) when it rejects them even after unifying.
   std::vector<SymMeta> infer(const OpDef& op, std::span<const SymMeta> inputs, const Attrs& attrs);
@@ -82,6 +85,7 @@ class SymbolTable {
 
   std::vector<std::pair<int64_t, int64_t>> samples_;  // by symbol index (id -1 - index)
   std::vector<int64_t> parent_;                        // union-find over symbol indexes
+  std::vector<bool> data_dependent_;                   // by symbol index (see data_dependent())
   std::vector<int64_t> primes_;                        // handed out to input symbols
   std::map<std::pair<int64_t, int64_t>, int64_t> by_samples_;  // samples -> symbol index
 };
@@ -110,6 +114,13 @@ std::unordered_map<const Value*, Shape> infer_shapes(const Program& program,
 /// Fixes every dynamic dim: input types become `input_shapes` and every
 /// result type the shape inferred from them (Note [Dynamic dims]).
 void specialize_types(Program& program, const std::vector<Shape>& input_shapes);
+
+/// Fixes the inputs' types to `input_shapes` and gives every top-level
+/// result the type inferred from them: what specialization means for a
+/// program with data-dependent sizes (nonzero's count), whose dims that
+/// follow from such a size stay dynamic. Throws naming the operation whose
+/// meta rule rejects them (a size the trace took from the example's count).
+void specialize_input_types(Program& program, const std::vector<Shape>& input_shapes);
 
 /// The input shapes of a program whose inputs all have static types;
 /// throws naming the first input with a dynamic dim otherwise.
