@@ -223,6 +223,26 @@ class _Runtime:
         assert test, message
 
     @staticmethod
+    def Stop(brk):
+        """After an iteration of a Python loop: break it on a Python True (a flag that is a
+        tensor of the trace guards the iterations left instead)."""
+        return not isinstance(brk, Tensor) and bool(brk)
+
+    @staticmethod
+    def Shape(x):
+        """`x.shape`: for a tensor of the trace with a size the values decide (nonzero's
+        count), that size as an int64 tensor, so code comparing it is captured (a cond), never
+        decided by the size the trace assumed."""
+        shape = x.shape
+        if not _symbolic(x):
+            return shape
+        data_dependent = _C.ir.data_dependent_dims(x)
+        if not any(data_dependent):
+            return shape
+        sizes = _C.ops.shape(x)
+        return [sizes[d] if dep else n for d, (n, dep) in enumerate(zip(shape, data_dependent))]
+
+    @staticmethod
     def Python(test, construct, where):
         """The test of an if/while left as Python: a symbolic tensor there is an error."""
         if _symbolic(test):
@@ -953,6 +973,9 @@ class _Converter(ast.NodeTransformer):
         it = node.iter
         is_range = (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
                     and not it.keywords and 1 <= len(it.args) <= 3 and isinstance(node.target, ast.Name))
+        if not is_range and not node.orelse and _has(node.body, (ast.Break, ast.Continue)) and not _has(
+                node.body, ast.Return, into_loops=True):
+            return self.python_loop_jumps(node)
         if not is_range or node.orelse or _has(node.body, ast.Return, into_loops=True):
             self.generic_visit(node)
             return node
@@ -966,6 +989,20 @@ class _Converter(ast.NodeTransformer):
         head = [ast.Assign(targets=[node.target], value=_name(i))]
         tail = [ast.AugAssign(target=_name(i, True), op=ast.Add(), value=_name(s))]
         return self.loop(node, setup, test, head + node.body, tail)
+
+    def python_loop_jumps(self, node):
+        """A for over a Python iterable (unrolled into the trace) whose break/continue may sit
+        under a tensor condition: they become flags, as in a captured loop; each iteration runs
+        under `if not brk`, and a brk that is Python's True really breaks."""
+        brk, cont = self.fresh("brk"), self.fresh("cont")
+        reset = ast.copy_location(ast.Assign(targets=[_name(cont, True)], value=_const(False)), node)
+        guarded = ast.copy_location(ast.If(test=ast.UnaryOp(op=ast.Not(), operand=_name(brk)),
+                                           body=[reset] + self.lower_jumps(node.body, brk, cont), orelse=[]), node)
+        stop = ast.copy_location(ast.If(test=_call("Stop", [_name(brk)]), body=[ast.Break()], orelse=[]), node)
+        node.iter = self.visit(node.iter)
+        node.body = [ast.copy_location(s, node) for s in self.block([guarded])] + [stop]
+        first = ast.copy_location(ast.Assign(targets=[_name(brk, True)], value=_const(False)), node)
+        return [first, node]
 
     def loop(self, node, setup, test, body, tail):
         """setup; while test: body (with break/continue lowered); tail."""
@@ -1050,6 +1087,12 @@ class _Converter(ast.NodeTransformer):
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "_jst":
             return node
         node.func = ast.copy_location(_call("Call", [f]), f)
+        return node
+
+    def visit_Attribute(self, node):
+        self.generic_visit(node)
+        if node.attr == "shape" and isinstance(node.ctx, ast.Load):
+            return ast.copy_location(_call("Shape", [node.value]), node)
         return node
 
     def visit_Assert(self, node):

@@ -178,10 +178,33 @@ def _bool(x):
     return builtins.bool(_item(x))
 
 
+def _data_dependent(x, dims=None):
+    """Whether a tensor of a to_static trace has a size the values decide (nonzero's count)
+    among `dims` (all by default): the size the trace assumed for it is not the one it runs with."""
+    if not _C.ir.is_symbolic(x):
+        return False
+    flags = _C.ir.data_dependent_dims(x)
+    return builtins.any(flags[d] for d in (range(len(flags)) if dims is None else dims))
+
+
+def _unknown_size(what, x, which="first dim"):
+    return TypeError(f"{what} of a tensor of a to_static trace of shape {list(x.shape)} whose {which} is a size "
+                     "the values decide (nonzero's count) is not a Python int; compare x.shape[0] inside the "
+                     "to_static function (a tensor there), or use oar.numel(x)")
+
+
 def _len(x):
     if len(x.shape) == 0:
         raise TypeError("len() of a 0-D tensor")
+    if _data_dependent(x, [0]):
+        raise _unknown_size("len()", x)
     return x.shape[0]
+
+
+def _size(x):
+    if _data_dependent(x):
+        raise _unknown_size("Tensor.size", x, "shape holds")
+    return x.numel()
 
 
 def _iter(x):
@@ -319,6 +342,7 @@ def _install():
     T.__getitem__ = _getitem
     T.__setitem__ = _setitem
     T.__len__ = _len
+    T.size = property(_size)
     T.__iter__ = _iter
     T.__bool__ = _bool
     T.__float__ = lambda x: float(_item(x))

@@ -113,3 +113,76 @@ def test_nonzero_under_to_static_counts_each_run():
         assert float(f(x, w)) == want
         assert float(g(x, w)) == want
     assert g.trace_count == 1
+
+
+def _nonzero_rows(mask):
+    return oar.to_tensor(np.array(mask, dtype=bool))
+
+
+def test_index_add_of_a_nonzero_count_under_to_static():
+    """index_add along axis 0 and 1 with nonzero's rows: one trace for counts 2, 0 and 4, values and
+    gradients equal to numpy's (the traced path is the op scatter_add, nothing read at the count)."""
+    x0 = np.arange(12, dtype=np.float32).reshape(4, 3)
+
+    def f(x, m):
+        rows = oar.nonzero(m).flatten()
+        a = oar.index_add(oar.zeros_like(x), rows, 0, oar.index_select(x, rows) * 2.0)
+        cols = oar.nonzero(m[:3]).flatten()
+        b = oar.index_add(x, cols, 1, oar.index_select(x, cols, axis=1))
+        return a, b
+
+    g = oar.jit.to_static(f, full_graph=True)
+    for mask in ([1, 0, 1, 0], [0, 0, 0, 0], [1, 1, 1, 1]):
+        x = oar.to_tensor(x0)
+        x.stop_gradient = False
+        a, b = g(x, _nonzero_rows(mask))
+        m = np.array(mask, bool)
+        want_a = np.where(m[:, None], 2 * x0, 0)
+        want_b = x0 * np.where(m[:3], 2, 1)[None, :]
+        np.testing.assert_array_equal(a.numpy(), want_a)
+        np.testing.assert_array_equal(b.numpy(), want_b)
+        (a.sum() + b.sum()).backward()
+        want_grad = np.where(m[:, None], 2.0, 0.0) + np.where(m[:3], 2.0, 1.0)[None, :]
+        np.testing.assert_array_equal(x.grad.numpy(), want_grad)
+    assert g.trace_count == 1
+
+
+def test_comparing_a_nonzero_count_is_captured_not_assumed():
+    """`if ids.shape[0] == 0: continue` in a Python loop: the count is a tensor in converted code, the
+    if a cond, the continue a flag; an input giving no rows takes the branch the trace did not."""
+    def f(x, ms):
+        out = oar.zeros_like(x)
+        for m in [ms[0], ms[1]]:
+            ids = oar.nonzero(m).flatten()
+            if ids.shape[0] == 0:
+                out = out - 1.0
+                continue
+            out = oar.index_add(out, ids, 0, oar.index_select(x, ids))
+        return out
+
+    g = oar.jit.to_static(f, full_graph=True)
+    x0 = np.arange(8, dtype=np.float32).reshape(4, 2)
+    for masks in ([[1, 0, 0, 1], [0, 1, 0, 0]], [[0, 0, 0, 0], [1, 1, 1, 1]], [[0, 0, 0, 0], [0, 0, 0, 0]]):
+        x, ms = oar.to_tensor(x0), oar.to_tensor(np.array(masks, dtype=bool))
+        want = np.zeros_like(x0)
+        for m in np.array(masks, bool):
+            want = want - 1.0 if not m.any() else want + np.where(m[:, None], x0, 0)
+        np.testing.assert_array_equal(g(x, ms).numpy(), want)
+        np.testing.assert_array_equal(f(x, ms).numpy(), want)
+    assert g.trace_count == 1
+
+
+def test_a_nonzero_count_is_no_python_int_in_a_trace():
+    """len() and .size of a tensor whose first dim is nonzero's count refuse to give the count the
+    trace assumed (the largest), which the runs would not have."""
+    def by_len(m):
+        return oar.full([len(oar.nonzero(m))], 1.0)
+
+    def by_size(m):
+        return oar.full([oar.nonzero(m).size], 1.0)
+
+    for f in (by_len, by_size):
+        with pytest.raises(TypeError, match="nonzero's count"):
+            oar.jit.to_static(f, full_graph=True)(_nonzero_rows([1, 0, 1]))
+    assert len(oar.nonzero(_nonzero_rows([1, 0, 1]))) == 2  # eagerly an int
+    assert oar.nonzero(_nonzero_rows([1, 0, 1])).size == 2

@@ -14,8 +14,6 @@ from zoo import harness
 _SYMBOLIC_READ = "reads the values of a symbolic tensor while tracing"
 
 EXPECTED_FAIL = {
-    # -- ops that read index or value tensors with numpy while tracing
-    ("moe_sparse_dispatch", "full_graph"): "nonzero is captured, but index_add of a traced index fixes the count of rows at the trace's",
     # -- control flow the programs cannot hold yet
     ("transformer_greedy_decode", "full_graph"): "a while whose body grows a carried tensor (ys = concat([ys, t]))",
     # -- Python that cannot be one program (the graph-break run handles them)
