@@ -143,6 +143,56 @@ def test_break_in_a_for_range_loop():
         same(static, for_break, x, i64(n))
 
 
+def scale_until_large(x, ws):
+    for w in [ws[0], ws[1], ws[2]]:  # a Python list: the loop is unrolled into the trace
+        if x.sum() > 10:
+            break
+        if w.sum() < 0:
+            continue
+        x = x * w
+    return x
+
+
+def scale_until_large_python(x, ws):
+    for w in ws:
+        if x.sum() > 10:
+            break
+        if w.sum() < 0:
+            continue
+        x = x * w
+    return x
+
+
+def test_break_and_continue_on_tensors_in_a_loop_over_a_list():
+    """break/continue under tensor conditions in a for over a Python list become flags (each
+    iteration after a captured break runs under `if not brk`): one trace for every path."""
+    static = oar.jit.to_static(scale_until_large)
+    cases = [([1.0, 1.0], [[2, 2], [2, 2], [2, 2]]),    # no break: 16
+             ([1.0, 1.0], [[4, 4], [4, 4], [4, 4]]),    # break before the third: 32
+             ([6.0, 6.0], [[2, 2], [2, 2], [2, 2]]),    # break at once
+             ([1.0, 1.0], [[-1, -1], [3, 3], [-2, -2]])]  # continue, scale, continue
+    for x, ws in cases:
+        xt, wt = f32(*x), oar.to_tensor(np.array(ws, dtype="float32"))
+        want = scale_until_large_python(np.array(x, np.float32), np.array(ws, np.float32))
+        np.testing.assert_allclose(static(xt, wt).numpy(), want, rtol=1e-6)
+    assert static.trace_count == 1
+
+
+def python_jumps(x, layers):
+    for scale in layers:  # Python values: the jumps stay Python's
+        if scale is None:
+            break
+        if scale == 0:
+            continue
+        x = x * scale
+    return x
+
+
+def test_python_break_and_continue_in_a_loop_over_a_list_stay_python():
+    static = oar.jit.to_static(python_jumps)
+    same(static, python_jumps, f32(1.0, 2.0), [2, 0, 3, None, 5])
+
+
 def early_return(x):
     if x.sum() > 0:
         return x * 3
