@@ -187,9 +187,9 @@ def _data_dependent(x, dims=None):
     return builtins.any(flags[d] for d in (range(len(flags)) if dims is None else dims))
 
 
-def _unknown_size(what, x, which="first dim"):
-    return TypeError(f"{what} of a tensor of a to_static trace of shape {list(x.shape)} whose {which} is a size "
-                     "the values decide (nonzero's count) is not a Python int; compare x.shape[0] inside the "
+def _unknown_size(what, x, which="whose first dim is"):
+    return TypeError(f"{what} of a tensor of a to_static trace of shape {list(x.shape)} {which} a size the "
+                     "values decide (nonzero's count) is not a Python int; compare x.shape[d] inside the "
                      "to_static function (a tensor there), or use oar.numel(x)")
 
 
@@ -203,7 +203,7 @@ def _len(x):
 
 def _size(x):
     if _data_dependent(x):
-        raise _unknown_size("Tensor.size", x, "shape holds")
+        raise _unknown_size("Tensor.size", x, "whose shape holds")
     return x.numel()
 
 
