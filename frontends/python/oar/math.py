@@ -726,9 +726,24 @@ def nonzero(x, as_tuple=False):
 
 
 def masked_select(x, mask, name=None):
+    if isinstance(mask, Tensor) and _C.ir.is_symbolic(mask):
+        # A mask of a trace: its count is nonzero's, decided when the program runs (Note [nonzero]).
+        if list(mask.shape) != list(x.shape):
+            mask = _ops.broadcast_to(mask, list(x.shape))
+        return _masked_rows(x, mask)
     m = np.broadcast_to(mask.numpy() if isinstance(mask, Tensor) else np.asarray(mask), x.shape)
     flat = np.flatnonzero(m).astype(np.int64)
     return _ops.gather(_ops.reshape(x, [-1]), to_tensor(flat, place=x._device), 0)
+
+
+def _masked_rows(x, mask):
+    """x[mask] for a bool mask over x's leading dims, by the op nonzero: [count, *x.shape[mask.ndim:]]."""
+    lead = list(mask.shape)
+    if list(x.shape[:len(lead)]) != lead:
+        raise IndexError(f"a boolean mask of shape {lead} does not match the leading dims of a tensor of shape "
+                         f"{list(x.shape)}")
+    rows = _ops.reshape(_ops.nonzero(_ops.reshape(mask, [-1])), [-1])
+    return _ops.gather(_ops.reshape(x, [-1] + list(x.shape[len(lead):])), rows, 0)
 
 
 def masked_fill(x, mask, value, name=None):

@@ -58,6 +58,8 @@ def _normalize_key(key, ndim):
 def _getitem(x, key):
     if isinstance(key, Tensor) and key.dtype == _BOOL or (
             isinstance(key, np.ndarray) and key.dtype == np.bool_):
+        if isinstance(key, Tensor) and _C.ir.is_symbolic(key):  # its count is decided when a program runs
+            return M._masked_rows(x, key)
         return M.masked_select(x, key) if list(key.shape) == list(x.shape) else _gather_positions(x, key)
     items = _normalize_key(key, len(x.shape))
     n_arrays = builtins.sum(1 for k in items if _is_index_array(k) and not _is_int_tensor(k))

@@ -186,3 +186,33 @@ def test_a_nonzero_count_is_no_python_int_in_a_trace():
             oar.jit.to_static(f, full_graph=True)(_nonzero_rows([1, 0, 1]))
     assert len(oar.nonzero(_nonzero_rows([1, 0, 1]))) == 2  # eagerly an int
     assert oar.nonzero(_nonzero_rows([1, 0, 1])).size == 2
+
+
+def test_boolean_masks_under_to_static_count_each_run():
+    """x[mask] (full and leading-dims masks) and masked_select of a traced mask are nonzero + gather:
+    one trace for every count, values and gradients as numpy's."""
+    def f(x, y):
+        rows = x[x.sum(-1) > 0]  # [count, 3]
+        return (x[y > 0] ** 2).sum() + oar.masked_select(x, y < 0).sum() * 3.0 + rows.sum() * 5.0
+
+    def reference(x, y):
+        rows = x[x.sum(-1) > 0]
+        value = (x[y > 0] ** 2).sum() + x[y < 0].sum() * 3.0 + rows.sum() * 5.0
+        grad = np.where(y > 0, 2 * x, 0) + np.where(y < 0, 3.0, 0) + np.where(x.sum(-1, keepdims=True) > 0, 5.0, 0)
+        return value, grad
+
+    g = oar.jit.to_static(f, full_graph=True)
+    x0 = np.array([[1., -2, 3], [-4, 5, -6]], np.float32)
+    for x_np, y_np in [(x0, np.array([[1., 1, -1], [1, -1, 1]], np.float32)),
+                       (-x0, np.zeros((2, 3), np.float32)),
+                       (x0 * 0 - 1, -np.ones((2, 3), np.float32))]:
+        x = oar.to_tensor(x_np)
+        x.stop_gradient = False
+        out = g(x, oar.to_tensor(y_np))
+        out.backward()
+        want, want_grad = reference(x_np, y_np)
+        np.testing.assert_allclose(float(out), want, rtol=1e-6)
+        np.testing.assert_allclose(x.grad.numpy(), want_grad, rtol=1e-6)
+    assert g.trace_count == 1
+    with pytest.raises(IndexError, match="does not match the leading dims"):
+        oar.jit.to_static(lambda x: x[x[:, :2] > 0], full_graph=True)(oar.to_tensor(x0))
