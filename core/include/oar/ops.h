@@ -289,6 +289,9 @@ Tensor assert_true(const Tensor& cond, std::span<const Tensor> data, const std::
 /// The positions of x's nonzero elements, row-major: int64 [count, rank]
 /// (Note [nonzero] in core/src/ops/index_values.cpp).
 Tensor nonzero(const Tensor& x);
+/// [0, 1, .., n-1] int64 for n = x.shape()[axis]: an arange whose length is
+/// a dim of x (in a trace, x's symbol for that dim).
+Tensor positions(const Tensor& x, int64_t axis);
 /// Attention over [batch, seq, heads, head_dim] (Paddle's layout):
 /// softmax(q k^T / sqrt(head_dim), with a causal mask if asked) v.
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,

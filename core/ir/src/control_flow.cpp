@@ -41,6 +41,8 @@ namespace {
 bool block_has_data_dependent_shapes(const Block& block) {
   for (const auto& op : block.ops()) {
     if (saves_iterations(*op) || op->def().data_dependent_shape) return true;
+    if (const AttrValue* g = op->attrs().find("grows"); g && std::holds_alternative<bool>(*g) && std::get<bool>(*g))
+      return true;  // Note [Growing loop values] in trace_control_flow.cpp
     for (size_t r = 0; r < op->num_regions(); ++r) {
       if (block_has_data_dependent_shapes(op->region(r))) return true;
     }

@@ -48,6 +48,12 @@ int64_t SymbolTable::fresh() {
   return symbol_of(static_cast<int64_t>(samples_.size()) - 1);
 }
 
+int64_t SymbolTable::fresh_data_dependent() {
+  const int64_t symbol = fresh();
+  data_dependent_.back() = true;
+  return symbol;
+}
+
 bool SymbolTable::data_dependent(int64_t dim) const {
   const int64_t d = resolve(dim);
   return d < 0 && data_dependent_[static_cast<size_t>(index_of(d))];
@@ -191,10 +197,7 @@ std::vector<SymMeta> SymbolTable::infer(const OpDef& op, std::span<const SymMeta
       SymMeta m{out_a[r].dtype, {}};
       for (size_t d = 0; d < out_a[r].shape.size(); ++d) m.shape.push_back(symbol_for(out_a[r].shape[d], out_b[r].shape[d]));
       // The values decide this size (Note [nonzero] in core/src/ops/index_values.cpp).
-      if (op.data_dependent_shape && !m.shape.empty()) {
-        m.shape[0] = fresh();
-        data_dependent_.back() = true;
-      }
+      if (op.data_dependent_shape && !m.shape.empty()) m.shape[0] = fresh_data_dependent();
       out.push_back(std::move(m));
     }
     if (from_data) {

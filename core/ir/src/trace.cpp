@@ -84,8 +84,15 @@ void Tracer::name_parameter(const Tensor& t, const std::string& name) {
 void Tracer::note_size_read(const Tensor& x, int64_t dim) {
   if (!x.defined() || !x.impl().symbol || x.impl().symbol->owner != this) return;  // a concrete size
   const SymShape& shape = symbolic_shape(x.impl().symbol->value);
-  if (dim >= 0 && static_cast<size_t>(dim) < shape.size() && shape[static_cast<size_t>(dim)] < 0)
-    specialized_ = true;  // a dynamic dim's example size became an attribute
+  if (dim < 0 || static_cast<size_t>(dim) >= shape.size() || shape[static_cast<size_t>(dim)] >= 0) return;
+  // A size the values decide (nonzero's count, a length a loop grows) has no example to fix:
+  // an attribute made from the assumed one would be wrong in the runs that differ.
+  OAR_CHECK_ARG(!symbols_.data_dependent(shape[static_cast<size_t>(dim)]),
+                "to_static: an op took dim " + std::to_string(dim) + " of a tensor of shape " + symbols_.str(shape) +
+                    " as a number (a slice or index counted from its end, say), but that size is decided when the "
+                    "program runs (nonzero's count, or a length that grows in a loop); index from the start, or "
+                    "select with a mask");
+  specialized_ = true;  // a dynamic dim's example size became an attribute
 }
 
 Value* Tracer::capture(const Tensor& t) {

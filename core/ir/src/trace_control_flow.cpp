@@ -16,6 +16,8 @@
 #include "oar/ir/control_flow.h"
 #include "oar/ir/trace.h"
 
+#include <algorithm>
+
 namespace oar::ir {
 
 namespace {
@@ -75,6 +77,17 @@ std::vector<Tensor> Tracer::trace_cond(const Tensor& pred, const RegionFunction&
   return results;
 }
 
+// Note [Growing loop values]
+// A loop whose body changes a carried value's size along some dims (a
+// decoded sequence, ys = concat([ys, token], 1)) is traced again with
+// those dims dynamic: the regions' arguments and the loop's results get
+// a new data-dependent symbol there (SymbolTable::data_dependent: how
+// often the loop runs decides it), so converted code reads that size as a
+// tensor (Note [nonzero] in core/src/ops/index_values.cpp) and the
+// program runs interpreted (the memory planner cannot plan a shape that
+// changes per iteration). dtype and rank stay fixed. A loop whose
+// iterations are saved for its backward cannot grow: its stacks need one
+// shape.
 std::vector<Tensor> Tracer::trace_while(const RegionFunction& cond_fn,
                                         const RegionFunction& body_fn,
                                         const std::vector<Tensor>& init, const std::string& where,
@@ -83,25 +96,47 @@ std::vector<Tensor> Tracer::trace_while(const RegionFunction& cond_fn,
   std::vector<Value*> carried;
   for (const Tensor& t : init) carried.push_back(capture(t));
   const bool top_level = regions_.empty();
-  Operation* op = emit(while_op(), carried, {}, {});
-  try {
-    return trace_while_regions(op, carried, cond_fn, body_fn, init, where, save_iterations);
-  } catch (...) {
-    op->block()->erase(op);  // its regions (and what they hold) go with it; nothing outside uses it yet
+  std::vector<std::vector<bool>> grown(init.size());
+  for (size_t k = 0; k < init.size(); ++k) grown[k].assign(init[k].shape().size(), false);
+  for (;;) {
+    Operation* op = emit(while_op(), carried, {}, {});
+    std::vector<Tensor> results;
+    try {
+      results = trace_while_regions(op, carried, grown, cond_fn, body_fn, init, where, save_iterations);
+    } catch (...) {
+      op->block()->erase(op);  // its regions (and what they hold) go with it; nothing outside uses it yet
+      if (top_level) --cursor_;
+      throw;
+    }
+    if (!results.empty()) return results;
+    op->block()->erase(op);  // a carried dim grows: trace the loop again (Note [Growing loop values])
     if (top_level) --cursor_;
-    throw;
   }
 }
 
 std::vector<Tensor> Tracer::trace_while_regions(Operation* op, const std::vector<Value*>& carried,
+                                                std::vector<std::vector<bool>>& grown,
                                                 const RegionFunction& cond_fn, const RegionFunction& body_fn,
                                                 const std::vector<Tensor>& init, const std::string& where,
                                                 bool save_iterations) {
+  // The carried types and symbols: a grown dim dynamic, one data-dependent symbol per grown dim.
+  std::vector<TensorType> types;
+  std::vector<SymShape> shapes;
+  for (size_t k = 0; k < carried.size(); ++k) {
+    TensorType type = carried[k]->type();
+    SymShape shape = symbolic_shape(carried[k]);
+    for (size_t d = 0; d < grown[k].size(); ++d) {
+      if (!grown[k][d]) continue;
+      type.dims[d] = kDynamic;
+      shape[d] = symbols_.fresh_data_dependent();
+    }
+    types.push_back(type);
+    shapes.push_back(shape);
+  }
   auto arguments = [&](Block& region) {
     std::vector<Tensor> args;
-    for (Value* v : carried)
-      args.push_back(
-          symbolic(program_.add_argument(region, v->type()), example_shape(v), symbolic_shape(v)));
+    for (size_t k = 0; k < carried.size(); ++k)
+      args.push_back(symbolic(program_.add_argument(region, types[k]), example_shape(carried[k]), shapes[k]));
     return args;
   };
   Block& condition = op->add_region();
@@ -115,24 +150,45 @@ std::vector<Tensor> Tracer::trace_while_regions(Operation* op, const std::vector
   OAR_CHECK_ARG(next.size() == init.size(), where + ": the body gives " +
                                                 std::to_string(next.size()) + " values for " +
                                                 std::to_string(init.size()) + " loop variables");
-  std::vector<Tensor> results;
+  bool again = false;
   for (size_t k = 0; k < init.size(); ++k) {
+    const bool same_kind = next[k].dtype() == init[k].dtype() && next[k].shape().size() == init[k].shape().size();
+    if (same_kind && !save_iterations) {
+      for (size_t d = 0; d < grown[k].size(); ++d) {
+        if (next[k].shape()[d] != init[k].shape()[d] && !grown[k][d]) {
+          grown[k][d] = true;
+          again = true;
+        }
+      }
+      continue;
+    }
     OAR_CHECK_ARG(next[k].dtype() == init[k].dtype() && next[k].shape() == init[k].shape(),
                   where + ": the body changes loop variable " + std::to_string(k) + " from " +
                       example_type(init[k]) + " to " + example_type(next[k]) +
-                      "; a loop-carried value keeps its dtype and shape");
-    Value* v = carried[k];
-    results.push_back(
-        symbolic(program_.add_result(*op, v->type()), example_shape(v), symbolic_shape(v)));
+                      (same_kind ? "; a loop whose iterations are saved for its backward keeps every carried "
+                                   "value's shape"
+                                 : "; a loop-carried value keeps its dtype and rank"));
+  }
+  if (again) return {};
+  for (const auto& dims : grown) {
+    if (std::find(dims.begin(), dims.end(), true) != dims.end()) op->mutable_attrs().set("grows", true);
+  }
+  std::vector<Tensor> results;
+  for (size_t k = 0; k < init.size(); ++k) {
+    SymShape shape = shapes[k];
+    for (size_t d = 0; d < grown[k].size(); ++d) {
+      if (grown[k][d]) shape[d] = symbols_.fresh_data_dependent();
+    }
+    results.push_back(symbolic(program_.add_result(*op, types[k]), example_shape(carried[k]), shape));
   }
   if (save_iterations) {  // as append_backward adds them (Note [VJP of while])
     op->mutable_attrs().set("save_iterations", true);
     const int64_t iterations = symbols_.fresh();  // one count for every stack of the loop
     for (size_t k = 0; k < init.size(); ++k) {
       Value* v = carried[k];
-      TensorType type = v->type();
+      TensorType type = types[k];
       type.dims.insert(type.dims.begin(), kDynamic);
-      SymShape shape = symbolic_shape(v);
+      SymShape shape = shapes[k];
       shape.insert(shape.begin(), iterations);
       Shape example = example_shape(v);
       example.insert(example.begin(), symbols_.sample({iterations}, 0)[0]);

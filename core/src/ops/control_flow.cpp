@@ -25,7 +25,10 @@ OAR_REGISTER_OPS(control_flow) {
   add_op({.name = "while", .num_inputs = -1, .num_outputs = -1, .meta = region_op_meta,
           .differentiable = false,
           .attrs = {attr("save_iterations", false,
-                         "also return, per carried value, the stack of its values entering each iteration")},
+                         "also return, per carried value, the stack of its values entering each iteration"),
+                    attr("grows", false,
+                         "a carried value changes its size along a dynamic dim per iteration (Note [Growing loop "
+                         "values] in core/ir/src/trace_control_flow.cpp): the program runs interpreted")},
           .dtypes = {.accepts = kAllDTypes},
           .doc = "carried values: region 1 (body) runs while region 0 (condition) yields true"});
   add_op({.name = "yield", .num_inputs = -1, .num_outputs = 0, .meta = yield_meta,

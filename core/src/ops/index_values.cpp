@@ -132,9 +132,34 @@ std::vector<Tensor> nonzero_host(std::span<const Tensor> in, const Attrs&) {
   return {Tensor::from_vector(out, Shape{count, rank}, x.device())};
 }
 
+// positions(x) = [0, 1, .., n-1] (int64) for n = x.shape[axis]: arange of a
+// size a program learns when it runs (a loop-varying length, Note [Growing
+// loop values] in core/ir/src/trace_control_flow.cpp; nonzero's count). Its
+// size is x's dim, so a trace keeps x's symbol for it. A host op: it reads
+// only x's shape.
+std::vector<TensorMeta> positions_meta(const OpDef& op, std::span<const TensorMeta> in, const Attrs& attrs) {
+  const int64_t axis = attrs.get_int("axis");
+  const int64_t rank = static_cast<int64_t>(in[0].shape.size());
+  OAR_CHECK_ARG(axis >= 0 && axis < rank, op.name + ": axis " + std::to_string(axis) +
+                                              " is out of range for x of rank " + std::to_string(rank));
+  return {TensorMeta{DType::i64, Shape{in[0].shape[static_cast<size_t>(axis)]}}};
+}
+
+std::vector<Tensor> positions_host(std::span<const Tensor> in, const Attrs& attrs) {
+  const int64_t n = in[0].shape()[static_cast<size_t>(attrs.get_int("axis"))];
+  std::vector<int64_t> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = i;
+  return {Tensor::from_vector(out, Shape{n}, in[0].device())};
+}
+
 }  // namespace
 
 OAR_REGISTER_OPS(index_values) {
+  add_op({.name = "positions", .num_inputs = 1, .meta = positions_meta, .differentiable = false,
+          .attrs = {attr("axis", AttrKind::int_, "the dim of x whose size is the length, in [0, rank)")},
+          .dtypes = {.accepts = kAllDTypes},
+          .host = positions_host,
+          .doc = "y = [0, 1, .., n-1] (int64) for n = x.shape[axis]: an arange whose length is a dim of x"});
   add_op({.name = "nonzero", .num_inputs = 1, .meta = nonzero_meta, .differentiable = false,
           .dtypes = {.accepts = kAllDTypes},
           .host = nonzero_host,
@@ -177,6 +202,11 @@ Tensor check_index_values(const IndexCheck& check, const Tensor& index) {
 Tensor nonzero(const Tensor& x) {
   std::array<Tensor, 1> in{x};
   return apply1(OAR_OP("nonzero"), in);
+}
+
+Tensor positions(const Tensor& x, int64_t axis) {
+  std::array<Tensor, 1> in{x};
+  return apply1(OAR_OP("positions"), in, Attrs{{"axis", meta::normalize_axis("positions", axis, x.dim())}});
 }
 
 Tensor check_index(const Tensor& index, int64_t size, const std::string& op, const std::string& what,

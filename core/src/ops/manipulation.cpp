@@ -731,7 +731,29 @@ Tensor unsqueeze(const Tensor& x, std::vector<int64_t> axes) {
     else out.push_back(x.shape()[src++]);
   }
   checked_shape_bytes("unsqueeze", out, x.dtype());  // names this op, not reshape (Note [Checked shapes])
-  return reshape(x, reshape_spec(x.shape(), out));
+  if (shape_numel(x.shape()) == 0) return reshape(x, out);
+  // The spec says which dims are new (1) and which are x's: x's dim at its own place is copied
+  // (0), the first one that moved is inferred (-1), so a trace keeps a dynamic dim's symbol
+  // however large its example (reshape_spec would read an example size 1 as a new dim).
+  std::vector<int64_t> spec;
+  bool inferred = false;
+  src = 0;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (std::find(axes.begin(), axes.end(), i) != axes.end()) {
+      spec.push_back(1);
+      continue;
+    }
+    if (static_cast<size_t>(i) == src) {
+      spec.push_back(0);
+    } else if (!inferred) {
+      spec.push_back(-1);
+      inferred = true;
+    } else {
+      spec.push_back(x.shape()[src]);
+    }
+    ++src;
+  }
+  return reshape(x, spec);
 }
 
 Tensor flatten(const Tensor& x, int64_t start_axis, int64_t stop_axis) {

@@ -155,6 +155,14 @@ def arange(start=0, end=None, step=1, dtype=None, name=None):
     """[start, end) by step; int64 for integer arguments, else the default float dtype."""
     if end is None:
         start, end = 0, start
+    size_of = getattr(end, "_size_of", None)
+    if size_of is not None and isinstance(start, numbers.Integral) and isinstance(step, numbers.Integral):
+        # arange(x.shape[d]) in converted code where that size is decided when the program runs
+        # (jit_dy2static's Shape): the op positions, scaled and shifted
+        pos = _ops.positions(size_of[0], size_of[1])
+        if (start, step) != (0, 1):
+            pos = _ops.add(_ops.multiply(pos, _ops.scalar_like(pos, float(step))), _ops.scalar_like(pos, float(start)))
+        return pos if dtype is None else _ops.cast(pos, convert_dtype(dtype))
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     integral = all(isinstance(v, (numbers.Integral, np.integer)) for v in vals)
     if dtype is None:

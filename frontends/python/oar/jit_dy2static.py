@@ -231,8 +231,8 @@ class _Runtime:
     @staticmethod
     def Shape(x):
         """`x.shape`: for a tensor of the trace with a size the values decide (nonzero's
-        count), that size as an int64 tensor, so code comparing it is captured (a cond), never
-        decided by the size the trace assumed."""
+        count, a length that grows in a loop), that size as an int64 tensor, so code comparing it
+        is captured (a cond), never decided by the size the trace assumed."""
         shape = x.shape
         if not _symbolic(x):
             return shape
@@ -240,7 +240,12 @@ class _Runtime:
         if not any(data_dependent):
             return shape
         sizes = _C.ops.shape(x)
-        return [sizes[d] if dep else n for d, (n, dep) in enumerate(zip(shape, data_dependent))]
+        out = list(shape)
+        for d, dep in enumerate(data_dependent):
+            if dep:
+                out[d] = sizes[d]
+                out[d]._size_of = (x, d)  # oar.arange(n) of it is positions(x, d)
+        return out
 
     @staticmethod
     def Python(test, construct, where):

@@ -81,12 +81,19 @@ def _getitem(x, key):
             step = 1 if k.step is None else int(k.step)
             start = 0 if k.start is None else int(k.start)
             stop = _SLICE_TO_END if k.stop is None else int(k.stop)
-            if (start, stop, step) != (0, _SLICE_TO_END, 1):
+            if (start < 0 or stop < 0) and step == 1 and _data_dependent(out, [d]):
+                out = _slice_from_end(out, d, start, stop)
+            elif (start, stop, step) != (0, _SLICE_TO_END, 1):
                 out = _ops.slice(out, [d], [start], [stop], [step])
             d += 1
         elif _is_int_tensor(k) and _C.ir.is_symbolic(k):
             # a 0-d tensor of a trace is an int index (negative from the end) decided on each run
             out = _ops.squeeze(M.index_select(out, _symbolic_position(k, out.shape[d]), d), [d])
+        elif (isinstance(k, (numbers.Integral, np.integer)) and k < 0 and _C.ir.is_symbolic(out)
+              and _C.ir.dynamic_dims(out)[d]):
+            # From the end of a dynamic dim of a trace: the position is counted when the program runs.
+            size = _ops.slice(_ops.shape(out), [0], [d], [d + 1])
+            out = _ops.squeeze(M.index_select(out, _ops.add(size, _ops.scalar_like(size, float(k))), d), [d])
         elif isinstance(k, (numbers.Integral, np.integer)) or _is_int_tensor(k):
             i = int(k)
             size = out.shape[d]
@@ -125,6 +132,22 @@ def _symbolic_position(k, size):
         raise IndexError("__getitem__: an index by a tensor of a to_static trace into a dynamic dim (one the "
                          "input_spec leaves None) is not supported; index along a dim of known size")
     return M.where(_ops.less_than(i, _ops.scalar_like(i, 0.0)), i + size, i)
+
+
+def _slice_from_end(x, d, start, stop):
+    """x[.., start:stop, ..] along dim d of a trace whose size is decided when the program runs
+    (a bound counted from its end): the positions in range, selected when it runs."""
+    pos = _ops.positions(x, d)
+    n = _ops.slice(_ops.shape(x), [0], [d], [d + 1])
+
+    def bound(v):
+        b = _ops.add(n, _ops.scalar_like(n, float(v))) if v < 0 else _ops.scalar_like(n, float(v))
+        return M.maximum(b, _ops.scalar_like(n, 0.0))
+
+    keep = _ops.greater_equal(pos, bound(start))
+    if stop != _SLICE_TO_END:
+        keep = M.logical_and(keep, _ops.less_than(pos, bound(stop)))
+    return M.index_select(x, _ops.reshape(_ops.nonzero(keep), [-1]), d)
 
 
 def _gather_positions(x, key):

@@ -185,6 +185,8 @@ void bind_ops(py::module_& parent) {
         py::arg("axis") = -1, py::arg("reduction") = "mean", py::arg("ignore_index") = -100);
   m.def("mse_loss", &oar::mse_loss, py::arg("input"), py::arg("label"), py::arg("reduction") = "mean");
   m.def("dropout", &oar::dropout, py::arg("x"), py::arg("p") = 0.5, py::arg("training") = true);
+  m.def("positions", &oar::positions, py::arg("x"), py::arg("axis"),
+        "int64 [0, 1, .., n-1] for n = x.shape[axis] (its size a dim of x, so a trace keeps it symbolic).");
   m.def("nonzero", &oar::nonzero, py::arg("x"),
         "int64 [count, rank]: the positions of x's nonzero elements (Note [nonzero]).");
   m.def(

@@ -191,10 +191,14 @@ def test_captured_control_flow_errors_name_the_line_and_both_types():
     with pytest.raises(TypeError, match=r"body changed loop variable 0 from .*float32 to .*float64.*"
                                         r"test_control_flow.py:\d+"):
         loop(x)
+    # A carried value that grows is captured (Note [Growing loop values]): [1, 2] doubles to 4 values (sum 12).
     grow = oar.jit.to_static(lambda x: while_loop(lambda v: v.sum() < 10, lambda v: oar.concat([v, v]), [x]))
-    with pytest.raises(ValueError, match=r"test_control_flow.py:\d+\): the body changes loop variable 0 from "
-                                         r"f32\[2\] to f32\[4\]"):
-        grow(x)
+    (grown,) = grow(x)
+    assert grown.numpy().tolist() == [1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0]
+    rank = oar.jit.to_static(lambda x: while_loop(lambda v: v.sum() < 10, lambda v: oar.stack([v, v]), [x]))
+    with pytest.raises(TypeError, match=r"test_control_flow.py:\d+\): the body changes loop variable 0 from "
+                                        r"f32\[2\] to f32\[2, 2\]; a loop-carried value keeps its dtype and rank"):
+        rank(x)
     not_bool = oar.jit.to_static(lambda x: cond(x.sum(), lambda: x, lambda: x))
     with pytest.raises(ValueError, match=r"predicate must be a one-element bool tensor but is f32\[\]"):
         not_bool(x)

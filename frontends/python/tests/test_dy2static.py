@@ -703,3 +703,25 @@ def test_what_a_tensor_array_does_not_hold_is_refused_by_name():
     static = oar.jit.to_static(two_appends, full_graph=False)  # the loop runs eagerly
     np.testing.assert_allclose(static(f32(1.0), i64(2)).numpy(), two_appends(f32(1.0), 2).numpy())
     assert len(static.graph_breaks) == 1
+
+
+def collatz_trail(x):
+    """The sequence grows by one value per iteration until it reaches 1 (a tensor-dependent length)."""
+    trail = x
+    while trail[-1] > 1:
+        last = trail[-1:]
+        step = oar.where(last % 2 == 0, last // 2, last * 3 + 1)
+        trail = oar.concat([trail, step])
+    positions = oar.arange(trail.shape[0])  # its length is the loop's: a tensor in the trace
+    return trail, positions
+
+
+def test_a_loop_value_that_grows_is_captured_once():
+    """A carried tensor that grows each iteration (Note [Growing loop values]): one trace, the run's own
+    length for every input; arange of its length follows it. Collatz from 6: 6 3 10 5 16 8 4 2 1."""
+    static = oar.jit.to_static(collatz_trail)
+    for start, want in [(6, [6, 3, 10, 5, 16, 8, 4, 2, 1]), (1, [1]), (4, [4, 2, 1])]:
+        trail, positions = static(oar.to_tensor(np.array([start], np.int64)))
+        assert trail.numpy().tolist() == want
+        assert positions.numpy().tolist() == list(range(len(want)))
+    assert static.trace_count == 1 and "grows=true" in static.program

@@ -46,8 +46,8 @@ class MultiHeadAttention(Layer):
         self.out_proj = Linear(embed_dim, embed_dim, weight_attr, bias_attr)
 
     def _heads(self, x):
-        b, s = x.shape[0], x.shape[1]
-        return _ops.transpose(_ops.reshape(x, [b, s, self.num_heads, self.head_dim]), [0, 2, 1, 3])
+        # 0 copies batch and sequence, so a trace keeps their symbols (a dynamic or loop-grown length)
+        return _ops.transpose(_ops.reshape(x, [0, 0, self.num_heads, self.head_dim]), [0, 2, 1, 3])
 
     def _project(self, key, value):
         return self._heads(self.k_proj(key)), self._heads(self.v_proj(value))
@@ -83,7 +83,7 @@ class MultiHeadAttention(Layer):
         if self.dropout:
             weights = F.dropout(weights, self.dropout, training=self.training)
         out = _ops.transpose(_ops.matmul(weights, v, False, False), [0, 2, 1, 3])
-        out = self.out_proj(_ops.reshape(out, [out.shape[0], out.shape[1], self.embed_dim]))
+        out = self.out_proj(_ops.reshape(out, [0, 0, self.embed_dim]))
         outs = [out] + ([weights] if self.need_weights else []) + ([cache] if cache is not None else [])
         return outs[0] if len(outs) == 1 else tuple(outs)
 

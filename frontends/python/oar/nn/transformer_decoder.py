@@ -153,6 +153,13 @@ class Transformer(Layer):
     def generate_square_subsequent_mask(self, length):
         """[length, length] float mask: 0 on and below the diagonal, -inf above."""
         from ..creation import to_tensor
+        if getattr(length, "_size_of", None) is not None:  # a length decided when a program runs
+            from .. import _C
+            from ..creation import arange
+            pos = arange(length)
+            above = _C.ops.greater_than(_C.ops.unsqueeze(pos, [0]), _C.ops.unsqueeze(pos, [1]))
+            zero = _C.ops.full([], 0.0)
+            return _C.ops.where(above, _C.ops.full([], float("-inf")), zero)
         length = int(length.item() if hasattr(length, "item") else length)
         mask = np.triu(np.full([length, length], -np.inf, dtype=np.float32), 1)
         return to_tensor(mask)

@@ -60,6 +60,8 @@ class SymbolTable {
  public:
   /// A new symbol, different from every other (a new dynamic input dim).
   int64_t fresh();
+  /// A new data-dependent symbol (see data_dependent()).
+  int64_t fresh_data_dependent();
   /// `type`'s dims with every dynamic one a new symbol.
   SymShape fresh_shape(const TensorType& type);
   /// The dims of a symbolic shape as a type: symbols become kDynamic.

@@ -123,7 +123,11 @@ class Tracer final : public Builder {
   // else the top-level block at cursor_.
   Operation* emit(const OpDef& op, std::vector<Value*> operands, const Attrs& attrs,
                   const std::vector<TensorType>& types);
+  // Traces the regions of `op`; dims set in `grown` are loop-varying (Note [Growing loop values]).
+  // Returns no results when the body changed a carried dim not in `grown` yet (added to it): the
+  // caller traces the loop again.
   std::vector<Tensor> trace_while_regions(Operation* op, const std::vector<Value*>& carried,
+                                          std::vector<std::vector<bool>>& grown,
                                           const RegionFunction& cond_fn, const RegionFunction& body_fn,
                                           const std::vector<Tensor>& init, const std::string& where,
                                           bool save_iterations);
