@@ -14,8 +14,6 @@ from zoo import harness
 _SYMBOLIC_READ = "reads the values of a symbolic tensor while tracing"
 
 EXPECTED_FAIL = {
-    # -- control flow the programs cannot hold yet
-    ("transformer_greedy_decode", "full_graph"): "a while whose body grows a carried tensor (ys = concat([ys, t]))",
     # -- Python that cannot be one program (the graph-break run handles them)
     ("numpy_in_forward", "full_graph"): "x.numpy() in forward reads a symbolic tensor",
     ("float_of_tensor", "full_graph"): "float(t) in forward reads a symbolic tensor",
