@@ -23,10 +23,46 @@
 #include <limits>
 #include <vector>
 
+#include "blas_gemm.h"
 #include "cpu_common.h"
 
 namespace oar_cpu {
 namespace {
+
+// Note [LAPACK threads]: LAPACK's own parallelism is OpenBLAS's: the
+// blocked factorizations call its multi-threaded BLAS 3 inside. The GEMM
+// kernel keeps OpenBLAS on one thread (Note [BLAS threads] in blas_gemm.cpp),
+// which left svd and eigh of a 512 x 512 matrix on one core (2 threads:
+// 80 ms against torch's 68). A kernel on matrices of order kLapackThreadsMin
+// and more therefore lets OpenBLAS use the plugin's current thread count
+// for the call and sets it back to one after it; smaller matrices stay on
+// one thread (waking OpenBLAS's workers costs more than they save there).
+constexpr int64_t kLapackThreadsMin = 128;
+
+class LapackThreads {
+ public:
+  explicit LapackThreads(const OarKernelContext* ctx) {
+    const OarTensorView& x = ctx->inputs[0];
+    const int64_t order = x.ndim >= 2 ? std::max(x.shape[x.ndim - 2], x.shape[x.ndim - 1]) : 0;
+    if (order >= kLapackThreadsMin && current_threads() > 1) raised_ = true, blas_set_threads(current_threads());
+  }
+  ~LapackThreads() {
+    if (raised_) blas_set_threads(1);
+  }
+  LapackThreads(const LapackThreads&) = delete;
+  LapackThreads& operator=(const LapackThreads&) = delete;
+
+ private:
+  bool raised_ = false;
+};
+
+/// A LAPACK kernel: guarded (no exception crosses the ABI), with OpenBLAS's
+/// threads as Note [LAPACK threads] says.
+template <OarStatus (*Fn)(const OarKernelContext*)>
+OarStatus lapack_kernel(const OarKernelContext* ctx) noexcept {
+  LapackThreads threads(ctx);
+  return guarded<Fn>(ctx);
+}
 
 // ---- the LAPACKE entry points, overloaded on the element type ----
 lapack_int getrf(int m, int n, float* a, lapack_int* ipiv) { return LAPACKE_sgetrf(LAPACK_ROW_MAJOR, m, n, a, n, ipiv); }
@@ -53,17 +89,19 @@ lapack_int orgqr(int m, int n, int k, float* a, int lda, const float* tau) {
 lapack_int orgqr(int m, int n, int k, double* a, int lda, const double* tau) {
   return LAPACKE_dorgqr(LAPACK_ROW_MAJOR, m, n, k, a, lda, tau);
 }
-lapack_int gesdd(char job, int m, int n, float* a, float* s, float* u, int ldu, float* vt, int ldvt) {
-  return LAPACKE_sgesdd(LAPACK_ROW_MAJOR, job, m, n, a, n, s, u, ldu, vt, ldvt);
+// gesdd and syevd run in LAPACK's own column-major layout on the row-major
+// buffers (Note [Column-major svd and eigh] below): no transposes by LAPACKE.
+lapack_int gesdd_cm(char job, int m, int n, float* a, int lda, float* s, float* u, int ldu, float* vt, int ldvt) {
+  return LAPACKE_sgesdd(LAPACK_COL_MAJOR, job, m, n, a, lda, s, u, ldu, vt, ldvt);
 }
-lapack_int gesdd(char job, int m, int n, double* a, double* s, double* u, int ldu, double* vt, int ldvt) {
-  return LAPACKE_dgesdd(LAPACK_ROW_MAJOR, job, m, n, a, n, s, u, ldu, vt, ldvt);
+lapack_int gesdd_cm(char job, int m, int n, double* a, int lda, double* s, double* u, int ldu, double* vt, int ldvt) {
+  return LAPACKE_dgesdd(LAPACK_COL_MAJOR, job, m, n, a, lda, s, u, ldu, vt, ldvt);
 }
-lapack_int syevd(char job, char uplo, int n, float* a, float* w) {
-  return LAPACKE_ssyevd(LAPACK_ROW_MAJOR, job, uplo, n, a, n, w);
+lapack_int syevd_cm(char job, char uplo, int n, float* a, float* w) {
+  return LAPACKE_ssyevd(LAPACK_COL_MAJOR, job, uplo, n, a, n, w);
 }
-lapack_int syevd(char job, char uplo, int n, double* a, double* w) {
-  return LAPACKE_dsyevd(LAPACK_ROW_MAJOR, job, uplo, n, a, n, w);
+lapack_int syevd_cm(char job, char uplo, int n, double* a, double* w) {
+  return LAPACKE_dsyevd(LAPACK_COL_MAJOR, job, uplo, n, a, n, w);
 }
 lapack_int trtrs(char uplo, char trans, char diag, int n, int k, const float* a, float* b) {
   return LAPACKE_strtrs(LAPACK_ROW_MAJOR, uplo, trans, diag, n, k, a, n, b, k);
@@ -279,7 +317,13 @@ OarStatus svd_kernel(const OarKernelContext* ctx) {
         continue;
       }
       std::memcpy(a.data(), ptr<T>(x) + b * m * n, a.size() * sizeof(T));
-      lapack_int info = gesdd(job, int(m), int(n), a.data(), sb, ub, int(ku), vb, int(n));
+      // Note [Column-major svd and eigh]: the row-major m x n buffer is the
+      // column-major n x m matrix A^T. Its SVD A^T = U' S V'^T gives A's as
+      // U = V', Vh = U'^T, and in row-major order Vh's buffer is U' (n x k,
+      // leading dim n) and U's buffer is V'^T (k x m, leading dim ku): LAPACK
+      // writes both outputs in place. (LAPACKE's row-major interface
+      // transposes the input and both outputs, ~5% of a 512 x 512 SVD.)
+      lapack_int info = gesdd_cm(job, int(n), int(m), a.data(), int(n), sb, vb, int(n), ub, int(ku));
       if (info > 0) {
         return fail(ctx, OAR_ERROR_INTERNAL, "the SVD of the matrix (batch %lld) did not converge (LAPACK gesdd info %d)",
                     static_cast<long long>(b), static_cast<int>(info));
@@ -288,6 +332,16 @@ OarStatus svd_kernel(const OarKernelContext* ctx) {
     }
     return OAR_OK;
   });
+}
+
+/// Transposes the row-major n x n matrix `a` in place (blocks of 32 x 32).
+template <class T>
+void transpose_square(T* a, int64_t n) {
+  constexpr int64_t kBlock = 32;
+  for (int64_t i0 = 0; i0 < n; i0 += kBlock)
+    for (int64_t j0 = i0; j0 < n; j0 += kBlock)
+      for (int64_t i = i0; i < std::min(i0 + kBlock, n); ++i)
+        for (int64_t j = std::max(j0, i + 1); j < std::min(j0 + kBlock, n); ++j) std::swap(a[i * n + j], a[j * n + i]);
 }
 
 // w [n] ascending and V [n, n] (eigenvectors as columns), from the triangle UPLO.
@@ -302,7 +356,13 @@ OarStatus eigh_kernel(const OarKernelContext* ctx) {
     using T = decltype(zero);
     std::memcpy(ptr<T>(v), ptr<T>(x), static_cast<size_t>(batch * n * n) * sizeof(T));
     for (int64_t b = 0; b < batch && n > 0; ++b) {
-      lapack_int info = syevd('V', uplo, int(n), ptr<T>(v) + b * n * n, ptr<T>(w) + b * n);
+      // Note [Column-major svd and eigh]: the row-major buffer read column-
+      // major is the same symmetric matrix with its triangles swapped; the
+      // eigenvectors come back as its rows, so one in-place transpose
+      // makes them V's columns.
+      T* vb = ptr<T>(v) + b * n * n;
+      lapack_int info = syevd_cm('V', uplo == 'L' ? 'U' : 'L', int(n), vb, ptr<T>(w) + b * n);
+      if (info == 0) transpose_square(vb, n);
       if (info > 0) {
         return fail(ctx, OAR_ERROR_INTERNAL,
                     "the eigenvalues of the matrix (batch %lld) did not converge (LAPACK syevd info %d)",
@@ -440,20 +500,20 @@ OarStatus eig_kernel(const OarKernelContext* ctx) {
 
 void register_linalg_kernels(op::KernelTable& r) {
   for (int32_t dt : {OAR_DTYPE_F32, OAR_DTYPE_F64}) {
-    r.add("inv", {dt}, {dt}, &guarded<&inv_kernel>);
-    r.add("solve", {dt, dt}, {dt}, &guarded<&solve_kernel>);
-    r.add("det", {dt}, {dt}, &guarded<&det_kernel>);
-    r.add("slogdet", {dt}, {dt, dt}, &guarded<&det_kernel>);
-    r.add("cholesky", {dt}, {dt}, &guarded<&cholesky_kernel>);
-    r.add("qr", {dt}, {dt, dt}, &guarded<&qr_kernel>);
-    r.add("svd", {dt}, {dt, dt, dt}, &guarded<&svd_kernel>);
-    r.add("eigh", {dt}, {dt, dt}, &guarded<&eigh_kernel>);
-    r.add("triangular_solve", {dt, dt}, {dt}, &guarded<&triangular_solve_kernel>);
-    r.add("lstsq", {dt, dt}, {dt, OAR_DTYPE_I64, dt}, &guarded<&lstsq_kernel>);
+    r.add("inv", {dt}, {dt}, &lapack_kernel<&inv_kernel>);
+    r.add("solve", {dt, dt}, {dt}, &lapack_kernel<&solve_kernel>);
+    r.add("det", {dt}, {dt}, &lapack_kernel<&det_kernel>);
+    r.add("slogdet", {dt}, {dt, dt}, &lapack_kernel<&det_kernel>);
+    r.add("cholesky", {dt}, {dt}, &lapack_kernel<&cholesky_kernel>);
+    r.add("qr", {dt}, {dt, dt}, &lapack_kernel<&qr_kernel>);
+    r.add("svd", {dt}, {dt, dt, dt}, &lapack_kernel<&svd_kernel>);
+    r.add("eigh", {dt}, {dt, dt}, &lapack_kernel<&eigh_kernel>);
+    r.add("triangular_solve", {dt, dt}, {dt}, &lapack_kernel<&triangular_solve_kernel>);
+    r.add("lstsq", {dt, dt}, {dt, OAR_DTYPE_I64, dt}, &lapack_kernel<&lstsq_kernel>);
   }
-  r.add("eig", {OAR_DTYPE_F32}, {OAR_DTYPE_C64, OAR_DTYPE_C64}, &guarded<&eig_kernel>);
-  r.add("eig", {OAR_DTYPE_F64}, {OAR_DTYPE_C128, OAR_DTYPE_C128}, &guarded<&eig_kernel>);
-  for (int32_t dt : kComplexDtypes) r.add("eig", {dt}, {dt, dt}, &guarded<&eig_kernel>);
+  r.add("eig", {OAR_DTYPE_F32}, {OAR_DTYPE_C64, OAR_DTYPE_C64}, &lapack_kernel<&eig_kernel>);
+  r.add("eig", {OAR_DTYPE_F64}, {OAR_DTYPE_C128, OAR_DTYPE_C128}, &lapack_kernel<&eig_kernel>);
+  for (int32_t dt : kComplexDtypes) r.add("eig", {dt}, {dt, dt}, &lapack_kernel<&eig_kernel>);
 }
 
 }  // namespace oar_cpu

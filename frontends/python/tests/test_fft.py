@@ -294,3 +294,53 @@ def test_error_without_the_plugin():
     assert "mock 4.0" in out.stdout
     assert ("error fft_c2c: device type 'cpu' has no kernel for it: the cpu's FFT kernels come from the plugin "
             "liboar_fftw.so") in out.stdout
+
+
+def _fft_process(env_extra, shape=(300, 256)):
+    """rfft2 of a `shape` f32 array in a fresh process; (its largest error against numpy, its stderr)."""
+    code = ("import numpy as np, oar\n"
+            f"x = np.random.default_rng(0).standard_normal({shape!r}).astype(np.float32)\n"
+            "y = oar.fft.rfft2(oar.to_tensor(x)).numpy()\n"
+            "print('err', float(np.abs(y - np.fft.rfft2(x)).max() / np.abs(np.fft.rfft2(x)).max()))\n")
+    env = dict(os.environ, OAR_LOG_LEVEL="info", OAR_PLUGIN_PROBE_CACHE="", **env_extra)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return float(out.stdout.split("err")[1]), out.stderr
+
+
+def test_fftw_wisdom_is_measured_once_and_kept(tmp_path):
+    """Note [FFTW planning and wisdom]: a large problem is measured once; the wisdom file makes a later
+    process plan it at once; a small problem is never measured; OAR_FFTW_PLANNER=estimate measures none."""
+    env = {"OAR_FFTW_WISDOM": str(tmp_path), "OAR_FFTW_PLANNER": "auto"}
+    err, log = _fft_process(env)
+    assert err < 1e-6
+    assert "measuring FFTW plans for a r2c transform of [300, 256] x 1" in log
+    wisdom = tmp_path / "fftw-wisdom-f32"
+    assert wisdom.read_text().startswith("(fftw-3.3")
+    assert not list(tmp_path.glob("*.tmp.*"))  # written through a temporary name, renamed
+    err, log = _fft_process(env)
+    assert err < 1e-6 and "measuring" not in log
+    err, log = _fft_process(env, shape=(64, 64))  # 4096 points: below the measuring threshold
+    assert err < 1e-6 and "measuring" not in log
+    err, log = _fft_process({"OAR_FFTW_WISDOM": str(tmp_path / "other"), "OAR_FFTW_PLANNER": "estimate"})
+    assert err < 1e-6 and "measuring" not in log and not (tmp_path / "other").exists()
+
+
+def test_fftw_bad_wisdom_and_options(tmp_path):
+    # An unreadable wisdom file is ignored (and replaced by a valid one), never trusted.
+    (tmp_path / "fftw-wisdom-f32").write_text("(fftw-3.3.10 fftwf_wisdom #x0 garbage")
+    err, log = _fft_process({"OAR_FFTW_WISDOM": str(tmp_path), "OAR_FFTW_PLANNER": "auto"})
+    assert err < 1e-6
+    assert f"ignoring the unreadable FFTW wisdom file '{tmp_path}/fftw-wisdom-f32'" in log
+    assert (tmp_path / "fftw-wisdom-f32").read_text().startswith("(fftw-3.3")
+    # A wisdom directory that cannot be made: the plan is kept for the process, the result is right.
+    (tmp_path / "file").write_text("")
+    err, log = _fft_process({"OAR_FFTW_WISDOM": str(tmp_path / "file" / "sub"), "OAR_FFTW_PLANNER": "auto"})
+    assert err < 1e-6 and "could not write FFTW wisdom" in log
+    # A planner name that does not exist stops the plugin with a sentence naming the option.
+    code = "import oar, numpy as np\noar.fft.fft(oar.to_tensor(np.ones(4, np.complex64)))\n"
+    for name, value in (("OAR_FFTW_PLANNER", "fastest"), ("OAR_FFTW_TIMELIMIT", "-1")):
+        env = dict(os.environ, OAR_PLUGIN_PROBE_CACHE="", **{name: value})
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        assert out.returncode != 0
+        assert f"oar-fftw: {name} is '{value}' but must be" in out.stderr

@@ -116,7 +116,25 @@ def test_svd(dtype, shape, full):
     close((u[..., :k] * s[..., None, :]) @ vh[..., :k, :], a, dtype, 10)
     close(np.swapaxes(u, -1, -2) @ u, np.broadcast_to(np.eye(u.shape[-1]), u.shape[:-2] + (u.shape[-1],) * 2),
           dtype, 10)
+    close(vh @ np.swapaxes(vh, -1, -2),
+          np.broadcast_to(np.eye(vh.shape[-2]), vh.shape[:-2] + (vh.shape[-2],) * 2), dtype, 10)
     close(LA.svdvals(t(a, dtype)), sn, dtype, 10)
+
+
+@pytest.mark.parametrize("shape", [(160, 130), (130, 160)])
+def test_svd_eigh_large(shape):
+    # Orders >= 128 run LAPACK on OpenBLAS's threads (Note [LAPACK threads]).
+    a = rng.standard_normal(shape)
+    u, s, vh = LA.svd(t(a, "float64"), full_matrices=True)
+    np.testing.assert_allclose(s.numpy(), np.linalg.svd(a, compute_uv=False), rtol=1e-10, atol=1e-10)
+    k = min(shape)
+    np.testing.assert_allclose((u.numpy()[:, :k] * s.numpy()) @ vh.numpy()[:k], a, atol=1e-10)
+    np.testing.assert_allclose(u.numpy().T @ u.numpy(), np.eye(shape[0]), atol=1e-10)
+    np.testing.assert_allclose(vh.numpy() @ vh.numpy().T, np.eye(shape[1]), atol=1e-10)
+    sym = a[:k, :k] + a[:k, :k].T
+    w, v = LA.eigh(t(sym, "float64"))
+    np.testing.assert_allclose(w.numpy(), np.linalg.eigvalsh(sym), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose((v.numpy() * w.numpy()) @ v.numpy().T, sym, atol=1e-10)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
