@@ -166,8 +166,12 @@ std::vector<Tensor> dispatch(const OpDef& op, std::span<const Tensor> inputs, co
 
   // A composite without a rule, or without a VJP when gradients are wanted,
   // runs its parts (each through this dispatch).
-  if (op.decompose && (!op.spmd || (!op.vjp && needs_recording(inputs))))
+  if (op.decompose && (!op.spmd || (!op.vjp && needs_recording(inputs)))) {
+    if (log_enabled(OAR_LOG_DEBUG))
+      log_message(OAR_LOG_DEBUG, "dist: " + op.name + " runs its decomposition (" +
+                                     (op.spmd ? "no VJP" : "no SPMD rule") + ")");
     return op.decompose(inputs, attrs);
+  }
   Plan plan;
   if (!plan_of(op, mesh, in_meta, in_attr, out_meta.size(), attrs, plan)) {
     log_message(OAR_LOG_DEBUG, "dist: " + op.name +

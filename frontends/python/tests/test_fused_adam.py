@@ -150,3 +150,57 @@ def test_adam_update_values_by_hand(device):
     np.testing.assert_allclose(out[0].numpy(), [2.0 * 0.95 + 0.1], rtol=1e-6)
     np.testing.assert_allclose(out[1].numpy(), [-0.05], rtol=1e-6)
     np.testing.assert_allclose(out[2].numpy(), [0.00025], rtol=1e-5)
+
+
+def _dist_train(make, placements, steps=4):
+    """train() with every parameter placed on the one-rank mesh [0]."""
+    import oar.distributed as dist
+    mesh = dist.ProcessMesh([0], dim_names=["dp"])
+    params = [dist.shard_tensor(nn.Parameter(oar.to_tensor(p)), mesh, placements) for p in init()]
+    opt = make(params)
+    for k in range(steps):
+        for p, g in zip(params, grads(k)):
+            (p * oar.to_tensor(g)).sum().backward()
+        opt.step()
+        opt.clear_grad()
+    return params, opt
+
+
+@pytest.mark.parametrize("placements", ["replicate", "shard"])
+def test_fused_adam_on_distributed_parameters(monkeypatch, placements):
+    """Note [Fused Adam on distributed parameters]: distributed params whose gradients are placed like
+    them take one adam_update per step on their local pieces, equal bit for bit to the op-by-op
+    update; params and moments stay distributed with the param's placements."""
+    import oar.distributed as dist
+    place = [dist.Replicate()] if placements == "replicate" else [dist.Shard(0)]
+
+    def make(ps):
+        return oar.optimizer.AdamW(learning_rate=0.02, parameters=ps, weight_decay=0.05)
+    names = spy_calls(monkeypatch)
+    fused, fused_opt = _dist_train(make, place)
+    assert names.count("adam_update") == 4
+    monkeypatch.setattr(Adam, "_fused_key", lambda self, p, g: None)
+    names.clear()
+    plain, plain_opt = _dist_train(make, place)
+    assert "adam_update" not in names
+    dense, _ = train(make, steps=4)
+    for a, b, d in zip(fused, plain, dense):
+        assert a.is_dist() and a.placements == place
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+        np.testing.assert_array_equal(a.numpy(), d.numpy())
+        for name in ("moment1", "moment2"):
+            acc = fused_opt._accumulators[(name, id(a))]
+            assert acc.is_dist() and acc.placements == place
+            np.testing.assert_array_equal(acc.numpy(), plain_opt._accumulators[(name, id(b))].numpy())
+
+
+def test_fused_adam_refuses_a_partial_gradient():
+    # A Partial gradient is not the param's value on this rank: the op-by-op update (which reduces it) runs.
+    import oar.distributed as dist
+    mesh = dist.ProcessMesh([0], dim_names=["dp"])
+    opt = oar.optimizer.AdamW(learning_rate=0.02, parameters=[])
+    p = dist.shard_tensor(nn.Parameter(oar.ones([3])), mesh, [dist.Replicate()])
+    g = dist.shard_tensor(oar.ones([3]), mesh, [dist.Partial()])
+    assert opt._fused_key(p, g) is None
+    assert opt._fused_key(p, dist.shard_tensor(oar.ones([3]), mesh, [dist.Replicate()])) is not None
+    assert opt._fused_key(p, dist.shard_tensor(oar.ones([3]), mesh, [dist.Shard(0)])) is None

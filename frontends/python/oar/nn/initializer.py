@@ -25,6 +25,8 @@ class Initializer:
     """Fills a parameter in place: init(param) or init(param, block=None)."""
 
     def __call__(self, param, block=None):
+        if 0 in list(param.shape):  # nothing to fill (fan-based formulas would divide by zero)
+            return param
         value = self._make(list(param.shape), param.dtype)
         param._set_data_(_ops.cast(value, param.dtype) if value.dtype != param.dtype else value)
         return param

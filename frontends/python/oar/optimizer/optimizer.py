@@ -301,10 +301,25 @@ class Adam(Optimizer):
 
     def _fused_key(self, p, g):
         """How p batches into one adam_update call, or None for the op-by-op
-        update (complex, integer or distributed params, moments of another dtype)."""
+        update (complex or integer params, moments of another dtype, a
+        distributed param whose gradient is placed otherwise or Partial)."""
         d = p.dtype
-        if not d.is_floating_point or d.is_complex or g.dtype != d or p.is_dist():
+        if not d.is_floating_point or d.is_complex or g.dtype != d:
             return None
+        if p.is_dist() or g.is_dist():
+            # Note [Fused Adam on distributed parameters]: the update is
+            # elementwise, so each rank updates its own pieces when the
+            # gradient is placed exactly as the parameter and holds its
+            # value (no Partial); moments are placed as the parameter.
+            if not (p.is_dist() and g.is_dist()):
+                return None
+            attr = _C.dist.dist_attr(p)
+            if _C.dist.dist_attr(g) != attr or any(kind == 2 for kind, _, _ in attr[1]):
+                return None
+            for name in ("moment1", "moment2") + (("moment2_max",) if self._amsgrad else ()):
+                acc = self._accumulators.get((name, id(p)))
+                if acc is not None and (not acc.is_dist() or _C.dist.dist_attr(acc) != attr):
+                    return None
         half = d in (_float16, _bfloat16)
         moment = _float32 if half else d
         for name in ("moment1", "moment2") + (("moment2_max",) if self._amsgrad else ()):
@@ -330,29 +345,43 @@ class Adam(Optimizer):
 
     def _fused_adam(self, items, moment, master, lr, t, wd):
         names = ("moment1", "moment2") + (("moment2_max",) if self._amsgrad else ())
-        params = [p.detach() for p, _ in items]
-        inputs = params + [g for _, g in items]
+        # Note [Fused Adam on distributed parameters]: the op runs on this
+        # rank's pieces (local values); its outputs are placed back as each
+        # parameter (make_dist: no communication).
+        attrs = [_C.dist.dist_attr(p) if p.is_dist() else None for p, _ in items]
+
+        def local(x, attr):
+            if attr is None:
+                return x
+            piece = _C.dist.local_value(x)  # a replicated piece may be a strided view
+            return piece if piece.is_contiguous() else piece.contiguous()
+
+        def placed(x, p, attr):
+            return x if attr is None else _C.dist.make_dist(x, attr[0], attr[1], list(p.shape))
+
+        params = [local(p.detach(), a) for (p, _), a in zip(items, attrs)]
+        inputs = params + [local(g, a) for (_, g), a in zip(items, attrs)]
         for name in names:
-            for p, value in zip(items, params):
-                key = (name, id(p[0]))
+            for (p, _), value, a in zip(items, params, attrs):
+                key = (name, id(p))
                 if key not in self._accumulators:
-                    self._accumulators[key] = _ops.cast(_ops.full_like(value, 0.0), moment)
-                inputs.append(self._accumulators[key])
+                    self._accumulators[key] = placed(_ops.cast(_ops.full_like(value, 0.0), moment), p, a)
+                inputs.append(local(self._accumulators[key], a))
         if master:
             names += ("master_weight",)
-            for p, value in zip(items, params):
-                key = ("master_weight", id(p[0]))
+            for (p, _), value, a in zip(items, params, attrs):
+                key = ("master_weight", id(p))
                 if key not in self._accumulators:
-                    self._accumulators[key] = _ops.cast(value, moment)
-                inputs.append(self._accumulators[key])
+                    self._accumulators[key] = placed(_ops.cast(value, moment), p, a)
+                inputs.append(local(self._accumulators[key], a))
         outs = _ops.call("adam_update", inputs, {
             "lr": lr, "beta1": self._beta1, "beta2": self._beta2, "epsilon": self._epsilon, "step": t,
             "weight_decay": wd, "amsgrad": self._amsgrad, "master_weights": master})
         n = len(items)
-        for i, (p, _) in enumerate(items):
-            p._set_data_(outs[i])
+        for i, ((p, _), a) in enumerate(zip(items, attrs)):
+            p._set_data_(placed(outs[i], p, a))
             for k, name in enumerate(names):
-                self._accumulators[(name, id(p))] = outs[(k + 1) * n + i]
+                self._accumulators[(name, id(p))] = placed(outs[(k + 1) * n + i], p, a)
             self._accumulators[("step", id(p))] = t
 
     def _bump_step(self, p):
