@@ -157,3 +157,12 @@ def test_training_loop_reduces_loss(device):
         opt.clear_grad()
         losses.append(loss.item())
     assert losses[-1] < 0.1 * losses[0]
+
+
+def test_zero_element_parameters_initialize():
+    # Fan-based initializers (Xavier, the default of create_parameter) divided by a zero fan.
+    for shape in ([0, 0], [3, 0], [0, 4]):
+        p = oar.create_parameter(shape, "float32")
+        assert list(p.shape) == shape
+        q = oar.create_parameter(shape, "float32", default_initializer=oar.nn.initializer.KaimingNormal())
+        assert list(q.shape) == shape
