@@ -418,10 +418,29 @@ TEST_CASE("every placement combination gives pieces whose local result is the ou
   CHECK(check_local_shapes_line_up("layer_norm", {{5, 3, 2}, {2}, {2}}, Attrs{{"begin_axis", int64_t{2}}}) == 5 * 3 * 3);
   CHECK(check_local_shapes_line_up("rms_norm", {{5, 3, 2}, {3, 2}}, Attrs{{"begin_axis", int64_t{1}}}) == 5 * 4);
   CHECK(check_local_shapes_line_up("full_like", {{5, 3}}, Attrs{{"value", 0.0}, {"dtype", int64_t{0}}}) == 4);
+  // linear (Note [linear SPMD rule]) and sum_to_like: every placement of every input, 4 x 4 x 3 and 5 x 4.
+  CHECK(check_local_shapes_line_up("linear", {{5, 3}, {3, 4}, {4}}) == 4 * 4 * 3);
+  CHECK(check_local_shapes_line_up("linear", {{2, 5, 3}, {3, 4}, {}}) == 5 * 4 * 2);
+  CHECK(check_local_shapes_line_up("sum_to_like", {{5, 3, 4}, {3, 1}}) == 5 * 4);
+}
+
+TEST_CASE("the linear rule shards like matmul and makes the bias Partial where the product is") {
+  const oar::OpDef& def = oar::OpRegistry::instance().get("linear");
+  std::vector<oar::TensorMeta> metas{{DType::f32, {8, 6}}, {DType::f32, {6, 4}}, {DType::f32, {4}}};
+  Attrs full = oar::with_defaults(def, {});
+  auto rule = [&](std::vector<Placement> given) { return def.spmd(oar::SpmdArgs{def, metas, given, full, 2}); };
+  auto r = rule({S(0), R, R});  // data parallel
+  CHECK(list(r.inputs) == list({S(0), R, R}));
+  CHECK(list(r.outputs) == list({S(0)}));
+  r = rule({R, S(1), S(0)});  // column parallel
+  CHECK(list(r.outputs) == list({S(1)}));
+  r = rule({S(1), S(0), R});  // row parallel: the bias is added on one rank only
+  CHECK(list(r.inputs) == list({S(1), S(0), P}));
+  CHECK(list(r.outputs) == list({P}));
 }
 
 TEST_CASE("ops with a decomposition whose parts have rules get no rule of their own") {
-  for (const char* op : {"linear", "mean", "var", "dropout"}) {
+  for (const char* op : {"mean", "var", "dropout"}) {
     INFO(op);
     CHECK_FALSE(static_cast<bool>(oar::OpRegistry::instance().get(op).spmd));
   }

@@ -9,6 +9,7 @@
 #include "oar/ops.h"
 #include "ops/op_util.h"
 #include "ops/shape_util.h"
+#include "ops/spmd_util.h"
 
 namespace oar {
 
@@ -130,6 +131,26 @@ SpmdResult norm_spmd(const SpmdArgs& args) {
   return {inputs, {Placement::Replicate()}};
 }
 
+// layer_norm_grad (x, weight, g -> dx, dweight, dbias): x and g sharded
+// alike on a batch dim (before begin_axis) give dx sharded so and dweight,
+// dbias (sums over the batch dims) Partial(sum); a Partial(sum|avg) g with
+// x and weight whole gives all three Partial, each being linear in g;
+// otherwise everything is gathered.
+SpmdResult layer_norm_grad_spmd(const SpmdArgs& args) {
+  using spmd_util::Candidate;
+  const Placement R = Placement::Replicate();
+  const int64_t begin = args.attrs.get_int("begin_axis");
+  std::vector<Candidate> candidates;
+  for (const Placement& p : {args.placements[0], args.placements[2]}) {
+    if (p.is_shard() && p.dim < begin) candidates.push_back({{p, R, p}, {p, Placement::Partial(), Placement::Partial()}});
+  }
+  const Placement& g = args.placements[2];
+  if (g.is_partial() && (g.reduce == ReduceKind::sum || g.reduce == ReduceKind::avg))
+    candidates.push_back({{R, R, g}, {g, g, g}});
+  candidates.push_back({{R, R, R}, {R, R, R}});
+  return spmd_util::cheapest(args, candidates);
+}
+
 // ---- VJP rules, used when a device ran a fused kernel (first order). They
 // are written in primitives, so higher orders differentiate them again. ----
 using Grads = std::vector<Tensor>;
@@ -248,6 +269,7 @@ OAR_REGISTER_OPS(nn) {
       {attr("epsilon", 1e-5, "added to the variance"), attr("begin_axis", AttrKind::int_, "first normalized dim")},
       "layer_norm's gradients (dx, dweight, dbias) from x, weight and the output's gradient");
   layer_norm_grad.num_outputs = 3;
+  layer_norm_grad.spmd = layer_norm_grad_spmd;
   add_op(std::move(layer_norm_grad));
   add_composite("rms_norm", 2, norm_meta, rms_norm_decompose, nullptr,
                 {attr("epsilon", 1e-6, "added to the mean square"),

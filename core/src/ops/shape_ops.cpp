@@ -141,6 +141,36 @@ SpmdResult broadcast_to_like_spmd(const SpmdArgs& a) {
   return spmd_util::cheapest(a, candidates);
 }
 
+// sum_to_like(x, ref): x summed over its broadcast dims to ref's shape.
+// Along one mesh dim: a sharded dim of x that ref keeps (at x's size) stays
+// sharded, with ref sharded alike (only its shape is read, so slicing it is
+// free); a sharded dim that is summed gives Partial(sum) with ref whole (a
+// bias's gradient from batch-sharded activations); a Partial(sum|avg) x
+// passes (the sum is linear); otherwise x is gathered. A Partial ref counts
+// as whole.
+SpmdResult sum_to_like_spmd(const SpmdArgs& a) {
+  const Shape& x = a.inputs[0].shape;
+  const Shape& ref = a.inputs[1].shape;
+  const Placement& p = a.placements[0];
+  const Placement whole_ref = a.placements[1].is_shard() ? Placement::Replicate() : a.placements[1];
+  const auto off = static_cast<int64_t>(x.size()) - static_cast<int64_t>(ref.size());
+  std::vector<Candidate> candidates;
+  for (int64_t d = 0; d < static_cast<int64_t>(x.size()); ++d) {
+    const int64_t k = d - off;
+    const bool kept = k >= 0 && ref[static_cast<size_t>(k)] == x[static_cast<size_t>(d)];
+    if (x[static_cast<size_t>(d)] == 1) continue;
+    if (kept) {
+      candidates.push_back({{Placement::Shard(d), Placement::Shard(k)}, {Placement::Shard(k)}});
+    } else {
+      candidates.push_back({{Placement::Shard(d), whole_ref}, {Placement::Partial()}});
+    }
+  }
+  if (p.is_partial() && (p.reduce == ReduceKind::sum || p.reduce == ReduceKind::avg))
+    candidates.push_back({{p, whole_ref}, {p}});
+  candidates.push_back({{Placement::Replicate(), whole_ref}, {Placement::Replicate()}});
+  return spmd_util::cheapest(a, candidates);
+}
+
 }  // namespace
 
 OAR_REGISTER_OPS(shape_ops) {
@@ -158,7 +188,7 @@ OAR_REGISTER_OPS(shape_ops) {
           .decompose = broadcast_to_like_decompose, .vjp = broadcast_to_like_vjp, .spmd = broadcast_to_like_spmd,
           .doc = "x broadcast to the shape of the second input (whose values are not read)"});
   add_op({.name = "sum_to_like", .kind = OpKind::composite, .num_inputs = 2, .meta = sum_to_like_meta,
-          .decompose = sum_to_like_decompose, .vjp = sum_to_like_vjp,
+          .decompose = sum_to_like_decompose, .vjp = sum_to_like_vjp, .spmd = sum_to_like_spmd,
           .doc = "x summed over its broadcast dims down to the shape of the second input"});
   add_op({.name = "shape", .kind = OpKind::composite, .meta = shape_meta, .decompose = shape_decompose,
           .vjp = no_grad_vjp, .differentiable = false, .doc = "1-D i64: x's dims, computed when it runs"});
