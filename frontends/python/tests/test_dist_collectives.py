@@ -99,6 +99,12 @@ save("view", N(view))
 x = oar.zeros([2 * world, 1], dtype="int64")
 dist.alltoall_single(x, oar.to_tensor(np.arange(2 * world, dtype=np.int64).reshape(-1, 1) + 100 * rank))
 save("alltoall_single_even", N(x))
+# AVG (Note in divide_by_ranks, core/src/runtime/distributed.cpp): a tensor alone with its memory takes the
+# quotient's; one whose memory a view shares gets the quotient copied in, so the view sees it too.
+x = T(rank, "float32"); alias = x
+dist.all_reduce(x, Op.AVG); save("avg_alone", N(x)); save("avg_alias", N(alias))
+base = T(rank, "float32", (4, 3)); rows = base[1:3]  # a view of base's middle rows
+dist.all_reduce(base, Op.AVG); save("avg_base", N(base)); save("avg_view", N(rows))
 dist.barrier()
 results["err_list_len"] = error(lambda: dist.all_gather([oar.zeros([2, 3])], T(rank, "float32")))
 results["err_list_shape"] = error(lambda: dist.reduce_scatter(oar.zeros([2, 3]), [oar.zeros([3, 2])] * world))
@@ -232,6 +238,12 @@ def test_async_views_and_errors(run):
         np.testing.assert_allclose(a["async"], total)
         np.testing.assert_array_equal(a["irecv"], [0, 0, 0] if r.rank == 0 else np.array([7, 8, 9]) * r.rank)
         assert res["view_contiguous"] is False
+        mean = sum(data(q, "float32") for q in range(world)) / world
+        np.testing.assert_allclose(a["avg_alone"], mean, rtol=1e-6)
+        np.testing.assert_allclose(a["avg_alias"], mean, rtol=1e-6)
+        mean4 = sum(data(q, "float32", (4, 3)) for q in range(world)) / world
+        np.testing.assert_allclose(a["avg_base"], mean4, rtol=1e-6)
+        np.testing.assert_allclose(a["avg_view"], mean4[1:3], rtol=1e-6)
         np.testing.assert_allclose(a["view"], sum(data(q, "float32", (3, 2)) for q in range(world)).T)
         even = np.array([[100 * q + 2 * r.rank + k] for q in range(world) for k in range(2)])
         np.testing.assert_array_equal(a["alltoall_single_even"], even)
