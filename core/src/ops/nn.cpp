@@ -163,6 +163,23 @@ Grads silu_vjp(const VjpContext& c) {
   Tensor s = sigmoid(c.inputs[0]);
   return {c.grads[0] * s * (1.0 + c.inputs[0] * (1.0 - s))};
 }
+// gelu: d/dx x Phi(x) = Phi(x) + x phi(x), phi(x) = e^(-x^2/2) / sqrt(2 pi); the tanh
+// formula y = x/2 (1 + t), t = tanh(u), u = sqrt(2/pi) (x + 0.044715 x^3), gives
+// (1 + t)/2 + x/2 (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2). With the rule a
+// training step runs the fused gelu kernel instead of the decomposition
+// (and its rules); in ops, so higher orders differentiate it again.
+Grads gelu_vjp(const VjpContext& c) {
+  const Tensor &x = c.inputs[0], &g = c.grads[0];
+  if (c.attrs.get_bool("approximate")) {
+    const double k = std::sqrt(2.0 / M_PI);
+    Tensor t = tanh((x + x * x * x * 0.044715) * k);
+    Tensor du = (1.0 + x * x * (3.0 * 0.044715)) * k;
+    return {g * ((1.0 + t) * 0.5 + x * 0.5 * (1.0 - t * t) * du)};
+  }
+  Tensor cdf = (1.0 + erf(x * M_SQRT1_2)) * 0.5;
+  Tensor pdf = exp(x * x * -0.5) * (0.5 * M_2_SQRTPI * M_SQRT1_2);  // 1 / sqrt(2 pi)
+  return {g * (cdf + x * pdf)};
+}
 Grads softmax_vjp(const VjpContext& c) {
   int64_t axis = c.attrs.get_int("axis");
   const Tensor &y = c.outputs[0], &g = c.grads[0];
@@ -253,7 +270,7 @@ OAR_REGISTER_OPS(nn) {
               {-8, 8, NAN, NAN, false, false, true, kF32F64DTypes, 10}, "1 / (1 + e^-x)");
   elementwise("silu", meta::same_as_float_input, silu_decompose, silu_vjp,
               {-8, 8, NAN, NAN, false, false, true, kF32F64DTypes, 10}, "x * sigmoid(x)");
-  add_composite("gelu", 1, meta::same_as_float_input, gelu_decompose, nullptr,
+  add_composite("gelu", 1, meta::same_as_float_input, gelu_decompose, gelu_vjp,
                 {attr("approximate", false, "the tanh formula instead of erf")}, "x * Phi(x)", spmd::elementwise_unary);
   const AttrSpec axis = attr("axis", AttrKind::int_, "the normalized axis, in [0, rank)");
   add_composite("softmax", 1, axis_meta, softmax_decompose, softmax_vjp, {axis}, "e^x / sum(e^x) along axis",

@@ -47,6 +47,8 @@ CASES = {
     "softmax": (lambda a: (F.softmax(a, -1) * oar.arange(4).astype("float64")).sum(), [r(3, 4)]),
     "log_softmax": (lambda a: F.log_softmax(a, 0)[1].sum(), [r(3, 4)]),
     "gelu_silu_sigmoid": (lambda a: (F.gelu(a) + F.silu(a) + F.sigmoid(a)).sum(), [r(6)]),
+    "gelu_tanh": (lambda a: (F.gelu(a, approximate=True) * oar.arange(6).astype("float64")).sum(), [3 * r(6)]),
+    "gelu_erf": (lambda a: (F.gelu(a) * oar.arange(6).astype("float64")).sum(), [3 * r(6)]),
     "layer_norm": (lambda a, w, b: (F.layer_norm(a, 4, w, b) ** 2 * oar.arange(4).astype("float64")).sum(),
                    [r(2, 4), r(4), r(4)]),
     "rms_norm": (lambda a, w: (F.rms_norm(a, 4, w) * oar.arange(4).astype("float64")).sum(), [r(3, 4), r(4)]),
@@ -160,3 +162,27 @@ def test_backward_of_a_non_scalar_seeds_ones_as_paddle(device):
     w = oar.to_tensor([[1.0, 2.0], [3.0, 4.0]], stop_gradient=False)
     (w * 3.0).backward(oar.to_tensor([[1.0, 0.0], [0.0, 2.0]]))
     np.testing.assert_allclose(w.grad.numpy(), [[3.0, 0.0], [0.0, 6.0]])
+
+
+@pytest.mark.parametrize("approximate", [False, True])
+def test_gelu_rule_second_order(device, approximate):
+    # gelu's VJP (nn.cpp) is written in ops: its gradient differentiates again, and matches the
+    # decomposition's (the formula by hand: d/dx x Phi(x)).
+    from math import erf, exp, pi, sqrt, tanh
+    xs = [-2.5, -0.7, 0.0, 0.4, 1.9]
+    x = oar.to_tensor(xs, dtype="float64", stop_gradient=False)
+    (g,) = oar.grad(F.gelu(x, approximate=approximate).sum(), [x], create_graph=True)
+
+    def gelu(v):
+        if approximate:
+            return 0.5 * v * (1 + tanh(sqrt(2 / pi) * (v + 0.044715 * v ** 3)))
+        return 0.5 * v * (1 + erf(v / sqrt(2)))
+    h = 1e-5
+    want = [(gelu(v + h) - gelu(v - h)) / (2 * h) for v in xs]
+    np.testing.assert_allclose(g.numpy(), want, rtol=1e-8, atol=1e-9)
+    if not approximate:
+        np.testing.assert_allclose(g.numpy(), [0.5 * (1 + erf(v / sqrt(2))) + v * exp(-v * v / 2) / sqrt(2 * pi)
+                                               for v in xs], rtol=1e-12)
+    (gg,) = oar.grad(g.sum(), [x])
+    want2 = [(gelu(v + h) - 2 * gelu(v) + gelu(v - h)) / (h * h) for v in xs]
+    np.testing.assert_allclose(gg.numpy(), want2, rtol=1e-4, atol=1e-5)
