@@ -233,12 +233,6 @@ std::vector<typename std::conditional_t<std::is_same_v<R, double>, fftw_iodim64,
   return d;
 }
 
-int64_t total_points(const std::vector<int64_t>& n) {
-  int64_t t = 1;
-  for (int64_t v : n) t *= v;
-  return t;
-}
-
 /// The cached plan for `p` (made now if new); null when FFTW cannot plan it.
 /// `in` and `out` are the call's arrays: only their alignment is used unless
 /// the planner measures (then scratch arrays of the same alignment are).
@@ -267,9 +261,10 @@ std::shared_ptr<Plan> get_plan(Kind kind, int sign, const Problem& p, void* in, 
   auto dims = iodims<R>(p.n, p.in_stride, p.out_stride);
   auto howmany = iodims<R>(p.batch, p.in_bstride, p.out_bstride);
   // Small transforms run on one thread: waking the others costs more.
-  int64_t total = 1;
+  int64_t batches = 1;
+  for (int64_t v : p.batch) batches *= v;
+  int64_t total = batches;
   for (int64_t v : p.n) total *= v;
-  for (int64_t v : p.batch) total *= v;
   F::set_threads(total >= (int64_t{1} << 15) ? g_num_threads : 1);
   const bool measure = g_planner == Planner::measure || (g_planner == Planner::automatic && total >= kMeasureMinPoints);
   unsigned flags = measure ? FFTW_MEASURE : FFTW_ESTIMATE;
@@ -321,7 +316,7 @@ std::shared_ptr<Plan> get_plan(Kind kind, int sign, const Problem& p, void* in, 
               format("oar-fftw: measuring FFTW plans for a %s transform of [%s] x %lld (once per problem on this "
                      "machine: wisdom is kept in '%s'; OAR_FFTW_PLANNER=estimate skips it)",
                      kind == Kind::c2c ? "c2c" : kind == Kind::r2c ? "r2c" : "c2r", shape.c_str(),
-                     static_cast<long long>(total / std::max<int64_t>(1, total_points(p.n))),
+                     static_cast<long long>(batches),
                      g_wisdom_dir.empty() ? "memory only" : g_wisdom_dir.c_str()).c_str());
       F::set_timelimit(g_time_limit);
       handle = plan_with(flags);
