@@ -1,5 +1,6 @@
-// OpenBLAS GEMM behind the cpu plugin's matmul kernel for f64, c64 and c128
-// (f32 and bf16 stay on oneDNN, kernels_matmul.cpp).
+// OpenBLAS GEMM behind the cpu plugin's matmul kernel for f64, c64 and c128,
+// and for the f32 problems Note [f32 GEMM on AVX2 machines] (kernels_matmul.cpp)
+// sends here; other f32 and bf16 matmuls run on oneDNN.
 //
 // Note [BLAS threads]: Debian's default libopenblas is the pthread build,
 // whose worker threads spin for a while after each call; with OpenMP's own
@@ -126,6 +127,11 @@ void gemm_block(int32_t dtype, const Operand& a, const Operand& b, char* y, int6
   const auto lda = static_cast<int>(a.ld), ldb = static_cast<int>(b.ld);
   const auto ldc = static_cast<int>(std::max<int64_t>(1, N));
   switch (dtype) {
+    case OAR_DTYPE_F32:
+      cblas_sgemm(CblasRowMajor, a.trans, b.trans, M, Nb, Kb, 1.0f,
+                  reinterpret_cast<const float*>(pa), lda, reinterpret_cast<const float*>(pb),
+                  ldb, 0.0f, reinterpret_cast<float*>(py), ldc);
+      break;
     case OAR_DTYPE_F64:
       cblas_dgemm(CblasRowMajor, a.trans, b.trans, M, Nb, Kb, 1.0,
                   reinterpret_cast<const double*>(pa), lda, reinterpret_cast<const double*>(pb),
@@ -151,6 +157,8 @@ void gemm_block(int32_t dtype, const Operand& a, const Operand& b, char* y, int6
 }
 
 }  // namespace
+
+SgemmBackend g_sgemm_backend = SgemmBackend::automatic;
 
 void blas_set_threads(int n) {
   if (g_blas_threads.exchange(n) != n) openblas_set_num_threads(n);

@@ -1,4 +1,4 @@
-// OpenBLAS GEMM for the cpu plugin's matmul (f64, c64, c128) and the
+// OpenBLAS GEMM for the cpu plugin's matmul (f64, c64, c128, some f32) and the
 // thread setting every OpenBLAS caller of the plugin shares.
 #pragma once
 
@@ -25,10 +25,20 @@ struct GemmProblem {
   bool ta = false, tb = false;
 };
 
-/// True for the dtypes blas_matmul computes (f64, c64, c128).
+/// Which library computes f32 matmul (OAR_CPU_SGEMM, read at plugin init):
+/// automatic follows Note [f32 GEMM on AVX2 machines] (kernels_matmul.cpp).
+enum class SgemmBackend { automatic, onednn, openblas };
+extern SgemmBackend g_sgemm_backend;
+
+/// One sentence naming the f32 matmul library choice in effect (logged at
+/// info level when the plugin loads).
+const char* sgemm_policy();
+
+/// True for the dtypes blas_matmul computes (f64, c64, c128; f32 when the
+/// matmul kernel picks OpenBLAS for it).
 bool blas_matmul_dtype(int32_t dtype);
 
-/// y = op(a) @ op(b) through cblas_{d,c,z}gemm; K > 0 and y non-empty.
+/// y = op(a) @ op(b) through cblas_{s,d,c,z}gemm; K > 0 and y non-empty.
 /// Returns OAR_OK or fails ctx with a sentence (dims beyond BLAS's int).
 OarStatus blas_matmul(const OarKernelContext* ctx, const OarTensorView& a, const OarTensorView& b,
                       const OarTensorView& y, const GemmProblem& p);

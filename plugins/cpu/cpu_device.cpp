@@ -27,6 +27,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "blas_gemm.h"
 #include "cpu_common.h"
 
 namespace oar_cpu {
@@ -302,6 +303,23 @@ bool adaptive_threads(const OarHostApi* host) {
   return option == nullptr || std::strcmp(option, "0") != 0;
 }
 
+/// OAR_CPU_SGEMM=auto|onednn|openblas (Note [f32 GEMM on AVX2 machines]);
+/// anything else is reported and treated as auto.
+SgemmBackend sgemm_backend(const OarHostApi* host) {
+  const char* option = nullptr;
+  if (host->struct_size >= OAR_STRUCT_SIZE(OarHostApi, get_option) && host->get_option != nullptr) {
+    option = host->get_option(host->host, "OAR_CPU_SGEMM");
+  }
+  if (option == nullptr || *option == '\0' || std::strcmp(option, "auto") == 0) return SgemmBackend::automatic;
+  if (std::strcmp(option, "onednn") == 0) return SgemmBackend::onednn;
+  if (std::strcmp(option, "openblas") == 0) return SgemmBackend::openblas;
+  char message[200];
+  std::snprintf(message, sizeof message,
+                "cpu plugin: ignoring OAR_CPU_SGEMM='%.40s' (expected auto, onednn or openblas)", option);
+  host->log(host->host, OAR_LOG_WARNING, message);
+  return SgemmBackend::automatic;
+}
+
 }  // namespace
 }  // namespace oar_cpu
 
@@ -313,6 +331,8 @@ extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host,
   g_configured_threads = choose_num_threads(host);
   g_num_threads = g_configured_threads;
   g_adaptive_threads = adaptive_threads(host);
+  g_sgemm_backend = sgemm_backend(host);
+  host->log(host->host, OAR_LOG_INFO, (std::string("cpu plugin: ") + sgemm_policy()).c_str());
   omp_set_num_threads(current_threads());
 
   if (g_state == nullptr) {

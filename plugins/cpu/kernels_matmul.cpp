@@ -114,6 +114,43 @@ bool run_onednn(const OarTensorView& a, const OarTensorView& b, const OarTensorV
   return true;
 }
 
+// Note [f32 GEMM on AVX2 machines]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// On a CPU without AVX-512, oneDNN 2.6 runs f32 matmul through its AVX2
+// sgemm (gemm:jit), which is about twice as slow as it should be when the
+// right operand is stored untransposed with rows a multiple of 512 floats
+// (2 KiB) apart -- nn.Linear's [in, out] weights of width 512, 1024, 2048
+// or 3072: the rows alias in the caches while the kernel packs them. On a
+// 2-core Zen 3 (2026-12-07, 1 thread): [64, 784] @ [784, 1024] 2.30 ms
+// through oneDNN, 1.29 ms through OpenBLAS's sgemm, 1.22 ms through oneDNN
+// with the same weight stored transposed; [256, 1024] @ [1024, 1024] 11.9
+// vs 6.2 ms; [128, 1024] @ [1024, 1024] 7.3 vs 3.2 ms; with N = 1000 oneDNN
+// is the faster one (1.09 vs 1.25 ms). Past M = 512 rows the packing is
+// amortized and oneDNN is as fast or faster (768 x 1024 x 1024: 20.9 vs
+// 22.2 ms), and on small problems OpenBLAS's fixed cost loses. So those
+// problems -- no AVX-512, b untransposed with a row stride that is a
+// multiple of 512, M <= 512, at least 2^20 multiply-adds -- go to OpenBLAS
+// (blas_gemm.cpp, the same threading as f64). AVX-512 machines keep oneDNN
+// everywhere (not measured there: no such machine today). The choice
+// depends on the shape and the machine only, never on timing, so a
+// program's results are reproducible run to run. OAR_CPU_SGEMM=onednn or
+// =openblas forces one library for every f32 matmul (benchmarks, tests).
+bool onednn_has_avx512() {
+  static const bool avx512 = [] {
+    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    return (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
+  }();
+  return avx512;
+}
+
+bool f32_on_openblas(const OarTensorView& b, const OarTensorView& y, const MatmulShape& s) {
+  if (g_sgemm_backend != SgemmBackend::automatic) return g_sgemm_backend == SgemmBackend::openblas;
+  if (onednn_has_avx512() || s.tb || s.M > 512) return false;
+  const int64_t row_stride = b.strides[b.ndim - 2];
+  const double work = static_cast<double>(oar_view_numel(&y)) * static_cast<double>(s.K);
+  return b.strides[b.ndim - 1] == 1 && row_stride >= 512 && row_stride % 512 == 0 && work >= double(1 << 20);
+}
+
 /// A contiguous float copy of a f16/bf16 view (same shape).
 template <class T>
 std::vector<float> to_float(const OarTensorView& v, OarTensorView* fv) {
@@ -255,6 +292,7 @@ OarStatus matmul_kernel(const OarKernelContext* ctx) {
   }
   switch (y.dtype) {
     case OAR_DTYPE_F32:
+      if (f32_on_openblas(b, y, s)) return blas_matmul(ctx, a, b, y, GemmProblem{s.nd, s.M, s.N, s.K, s.ta, s.tb});
       if (!run_onednn(a, b, y, s, dnnl::memory::data_type::f32)) {
         matmul_loop<float>(a, b, y, s);
       }
@@ -290,6 +328,18 @@ OarStatus matmul_kernel(const OarKernelContext* ctx) {
 }
 
 }  // namespace
+
+const char* sgemm_policy() {
+  switch (g_sgemm_backend) {
+    case SgemmBackend::onednn: return "f32 matmul on oneDNN (OAR_CPU_SGEMM=onednn)";
+    case SgemmBackend::openblas: return "f32 matmul on OpenBLAS (OAR_CPU_SGEMM=openblas)";
+    default: break;
+  }
+  return onednn_has_avx512()
+             ? "f32 matmul on oneDNN (AVX-512)"
+             : "f32 matmul on oneDNN, on OpenBLAS where the right operand's rows are a multiple of 512 floats "
+               "apart and M <= 512 (no AVX-512: Note [f32 GEMM on AVX2 machines])";
+}
 
 void register_matmul_kernels(op::KernelTable& r) {
   // f32/f64 hand oneDNN (or OpenBLAS) the operands' strides; f16/bf16 widen
