@@ -34,8 +34,8 @@ extern SgemmBackend g_sgemm_backend;
 /// info level when the plugin loads).
 const char* sgemm_policy();
 
-/// True for the dtypes blas_matmul computes (f64, c64, c128; f32 when the
-/// matmul kernel picks OpenBLAS for it).
+/// True for the dtypes the matmul kernel always hands blas_matmul (f64, c64,
+/// c128); f32 goes there only by Note [f32 GEMM on AVX2 machines].
 bool blas_matmul_dtype(int32_t dtype);
 
 /// y = op(a) @ op(b) through cblas_{s,d,c,z}gemm; K > 0 and y non-empty.

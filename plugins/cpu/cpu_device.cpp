@@ -332,7 +332,11 @@ extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host,
   g_num_threads = g_configured_threads;
   g_adaptive_threads = adaptive_threads(host);
   g_sgemm_backend = sgemm_backend(host);
-  host->log(host->host, OAR_LOG_INFO, (std::string("cpu plugin: ") + sgemm_policy()).c_str());
+  {
+    char policy[256];
+    std::snprintf(policy, sizeof policy, "cpu plugin: %s", sgemm_policy());
+    host->log(host->host, OAR_LOG_INFO, policy);
+  }
   omp_set_num_threads(current_threads());
 
   if (g_state == nullptr) {
