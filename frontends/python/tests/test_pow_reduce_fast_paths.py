@@ -2,6 +2,8 @@
 and the CPU reductions (Note [Blocked reduction] in plugins/cpu/kernels_reduce.cpp):
 values against numpy, gradients against the analytic derivative and finite
 differences, every way Python reaches pow."""
+import zlib
+
 import numpy as np
 import pytest
 
@@ -118,13 +120,25 @@ SHAPES_AXES = [
 @pytest.mark.parametrize("shape,axis", SHAPES_AXES)
 @pytest.mark.parametrize("keepdim", [False, True])
 def test_reductions_match_numpy(op, shape, axis, keepdim):
-    rng = np.random.default_rng(hash((op, shape)) % 2**32)
+    # A seed that does not change with PYTHONHASHSEED (hash() of a str does).
+    rng = np.random.default_rng(zlib.crc32(repr((op, shape)).encode()))
     lo, hi = (0.9, 1.1) if op == "prod" else (-2, 2)
     xn = rng.uniform(lo, hi, size=shape).astype(np.float32)
     got = _oar_reduce(op, oar.to_tensor(xn), axis, keepdim).numpy()
     want = _ref(op, xn, axis, keepdim)
     assert got.shape == want.shape
-    np.testing.assert_allclose(got, want.astype(np.float32), rtol=2e-6, atol=1e-5)
+    atol = 1e-5
+    if op in ("sum", "mean"):
+        # f32 partials of up to 32 values per lane, then f64 (Note [Accumulators in
+        # registers], kernels_reduce.cpp): the error stays below 4e-9 of sum(|x|)
+        # (2e-9 measured over 200 [5, 40000] draws; numpy's own f32 sum: 2e-9 too).
+        scale = np.abs(xn.astype(np.float64)).sum(axis=axis, keepdims=keepdim)
+        if op == "mean":
+            scale = scale / (xn.size // max(want.size, 1))
+        atol = 1e-5 + 4e-9 * scale
+    err = np.abs(got.astype(np.float64) - want)
+    bound = atol + 2e-6 * np.abs(want)
+    assert (err <= bound).all(), f"{op}{shape} axis {axis}: max error {err.max():.3e}, bound {np.min(bound):.3e}"
 
 
 @pytest.mark.parametrize("op", ["sum", "max", "min", "prod"])
