@@ -372,6 +372,8 @@ def where(condition, x=None, y=None, name=None):
 def _axes(axis, ndim=None):
     if axis is None:
         return []
+    if type(axis) is int:  # the common case, without the ABC checks below (~1 us)
+        return [axis]
     if isinstance(axis, Tensor):
         axis = axis.numpy().tolist()
     if isinstance(axis, numbers.Integral):
@@ -379,19 +381,25 @@ def _axes(axis, ndim=None):
     return [int(a) for a in axis]
 
 
+# Paddle sums bool and the narrow integers in int64 (looked up once, not per call).
+_SUM_IN_INT64 = (_BOOL, convert_dtype("int32"), convert_dtype("int8"), convert_dtype("uint8"))
+
+
 def sum(x, axis=None, dtype=None, keepdim=False, name=None):  # noqa: A001
-    dtype = convert_dtype(dtype)
     if dtype is not None:
-        x = cast(x, dtype)
-    elif x.dtype == _BOOL or x.dtype in (convert_dtype("int32"), convert_dtype("int8"), convert_dtype("uint8")):
-        x = _ops.cast(x, int64)
+        x = cast(x, convert_dtype(dtype))
+    else:
+        d = x.dtype
+        if not d.is_floating_point and d in _SUM_IN_INT64:
+            x = _ops.cast(x, int64)
     return _ops.sum(x, _axes(axis), keepdim)
 
 
 def mean(x, axis=None, keepdim=False, name=None, *, dtype=None, out=None):
     if dtype is not None:
         x = cast(x, dtype)
-    if not x.dtype.is_floating_point and not x.dtype.is_complex:
+    d = x.dtype
+    if not d.is_floating_point and not d.is_complex:
         # Paddle: the mean of integers (or bools) in their own dtype, truncated toward zero.
         return _ops.cast(_ops.mean(_ops.cast(x, convert_dtype("float64")), _axes(axis), keepdim), x.dtype)
     return _ops.mean(x, _axes(axis), keepdim)
