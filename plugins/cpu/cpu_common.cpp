@@ -3,6 +3,7 @@
 #include "cpu_common.h"
 #include "cpu_vec_math.h"
 
+#include <emmintrin.h>  // _mm_stream_si128, _mm_sfence (SSE2: every x86-64)
 #include <fcntl.h>
 #include <omp.h>
 #include <time.h>
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdarg>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -20,6 +22,22 @@ const OarHostApi* g_host = nullptr;
 std::atomic<int> g_num_threads{1};  // written by refresh_num_threads on any calling thread
 int g_configured_threads = 1;
 bool g_adaptive_threads = true;
+int64_t g_stream_min_bytes = int64_t{32} << 20;  // set at init (Note [Streaming stores for big outputs])
+thread_local bool t_stream_output = false;
+
+void stream_out(void* out, const void* buf, int64_t bytes) {
+  char* o = static_cast<char*>(out);
+  const char* b = static_cast<const char*>(buf);
+  int64_t i = 0;
+  if ((reinterpret_cast<uintptr_t>(o) & 15) == 0) {
+    for (; i + 16 <= bytes; i += 16) {
+      _mm_stream_si128(reinterpret_cast<__m128i*>(o + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)));
+    }
+  }
+  if (i < bytes) std::memcpy(o + i, b + i, static_cast<size_t>(bytes - i));
+}
+
+void stream_fence() { _mm_sfence(); }
 
 OarStatus fail_plain(OarStatus code, const char* fmt, ...) {
   char body[512];
@@ -173,11 +191,22 @@ void iter_run(const StridedIter& it, RowFn fn, void* fn_ctx) {
     refresh_num_threads();
     parallel = g_num_threads > 1;
   }
+  // Note [Streaming stores for big outputs]: operand 0's bytes, as strided.
+  const bool stream = it.numel * std::abs(inner_strides[0]) >= g_stream_min_bytes;
+  struct StreamFlag {  // set on every thread that runs rows; fenced and cleared after
+    bool saved, on;
+    explicit StreamFlag(bool on_) : saved(t_stream_output), on(on_) { t_stream_output = on; }
+    ~StreamFlag() {
+      if (on) stream_fence();  // the streamed stores are visible before the region ends
+      t_stream_output = saved;
+    }
+  };
 
   if (inner >= kTile) {  // long rows: tiles are pieces of one row
     const int64_t per_row = (inner + kTile - 1) / kTile;
     const int64_t tiles = rows * per_row;
     auto run_tile = [&](int64_t t) {
+      StreamFlag flag(stream);
       char* ptrs[kMaxOperands];
       int64_t idx[OAR_MAX_NDIM];
       row_ptrs(t / per_row, ptrs, idx);
@@ -197,6 +226,7 @@ void iter_run(const StridedIter& it, RowFn fn, void* fn_ctx) {
   const int64_t rows_per_tile = std::max<int64_t>(1, kTile / inner);
   const int64_t tiles = (rows + rows_per_tile - 1) / rows_per_tile;
   auto run_rows = [&](int64_t r0, int64_t r1) {
+    StreamFlag flag(stream);
     char* ptrs[kMaxOperands];
     int64_t idx[OAR_MAX_NDIM];
     row_ptrs(r0, ptrs, idx);
@@ -216,6 +246,7 @@ void iter_run(const StridedIter& it, RowFn fn, void* fn_ctx) {
       run_rows(t * rows_per_tile, std::min(rows, (t + 1) * rows_per_tile));
     }
   } else if (nd == 1) {  // one row (a contiguous op): no odometer
+    StreamFlag flag(stream);
     char* ptrs[kMaxOperands];
     for (int op = 0; op < nops; ++op) ptrs[op] = it.base[op];
     fn(fn_ctx, ptrs, inner_strides, inner);

@@ -303,6 +303,36 @@ bool adaptive_threads(const OarHostApi* host) {
   return option == nullptr || std::strcmp(option, "0") != 0;
 }
 
+/// Output bytes from which elementwise ops stream their stores (Note
+/// [Streaming stores for big outputs], cpu_common.h): OAR_CPU_STREAM_MIN_BYTES
+/// (a non-negative integer), else the L3 size, else 32 MiB.
+int64_t stream_min_bytes(const OarHostApi* host) {
+  const char* option = nullptr;
+  if (host->struct_size >= OAR_STRUCT_SIZE(OarHostApi, get_option) && host->get_option != nullptr) {
+    option = host->get_option(host->host, "OAR_CPU_STREAM_MIN_BYTES");
+  }
+  if (option != nullptr && *option != '\0') {
+    char* end = nullptr;
+    const long long v = std::strtoll(option, &end, 10);
+    if (end != option && *end == '\0' && v >= 0) return static_cast<int64_t>(v);
+    char message[200];
+    std::snprintf(message, sizeof message,
+                  "cpu plugin: ignoring OAR_CPU_STREAM_MIN_BYTES='%.40s' (expected a non-negative integer)",
+                  option);
+    host->log(host->host, OAR_LOG_WARNING, message);
+  }
+  // sysfs first: in a VM, sysconf (cpuid) may report the host package's L3
+  // (64 MB on the Zen 1 VM, whose sysfs and lscpu say 8 MB).
+  long long kib = 0;
+  if (FILE* f = std::fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r")) {
+    if (std::fscanf(f, "%lldK", &kib) != 1) kib = 0;
+    std::fclose(f);
+  }
+  if (kib > 0) return static_cast<int64_t>(kib) << 10;
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return l3 > 0 ? static_cast<int64_t>(l3) : int64_t{32} << 20;
+}
+
 /// OAR_CPU_SGEMM=auto|onednn|openblas (Note [f32 GEMM on AVX2 machines]);
 /// anything else is reported and treated as auto.
 SgemmBackend sgemm_backend(const OarHostApi* host) {
@@ -332,6 +362,14 @@ extern "C" OAR_PLUGIN_EXPORT OarStatus oar_plugin_init(const OarHostApi* host,
   g_num_threads = g_configured_threads;
   g_adaptive_threads = adaptive_threads(host);
   g_sgemm_backend = sgemm_backend(host);
+  g_stream_min_bytes = stream_min_bytes(host);
+  {
+    char line[160];
+    std::snprintf(line, sizeof line,
+                  "cpu plugin: elementwise outputs of %lld bytes or more use streaming stores",
+                  static_cast<long long>(g_stream_min_bytes));
+    host->log(host->host, OAR_LOG_INFO, line);
+  }
   {
     char policy[256];
     std::snprintf(policy, sizeof policy, "cpu plugin: %s", sgemm_policy());
