@@ -259,9 +259,15 @@ def _registry_unary(op_name):
     float_compute = _ops.promote(op_name, [int64], [None], convert_dtype("float32")) != int64
 
     def op(x, name=None):
-        if float_compute and not x.dtype.is_floating_point and not x.dtype.is_complex:
-            x = _ops.cast(x, default_float_dtype())
-        return getattr(_ops, op_name)(x)  # looked up per call: amp.auto_cast may wrap it
+        fn = getattr(_ops, op_name)  # looked up per call: amp.auto_cast may wrap it
+        if not float_compute:
+            return fn(x)
+        try:  # a float input, without reading x.dtype first (~0.8 us of a 3 us call)
+            return fn(x)
+        except TypeError:
+            if isinstance(x, Tensor) and not x.dtype.is_floating_point and not x.dtype.is_complex:
+                return fn(_ops.cast(x, default_float_dtype()))
+            raise
     op.__name__ = op_name
     op.__qualname__ = op_name
     op.__module__ = __name__
