@@ -143,11 +143,12 @@ def sum_last(fw):
     return lambda: x.sum(-1)
 
 
-# Small-op overhead (item 2): within 1.5x torch's time.
+# Small-op overhead (item 2): within 1.5x torch's time. rsqrt [4096, 1] is a
+# row of the table, whose benchmark asks every row for 1.0x.
 SMALL = 1 / 1.5
 
 
-@row("rsqrt_4096x1", "rsqrt [4096,1]", "us", SMALL)
+@row("rsqrt_4096x1", "rsqrt [4096,1]", "us")
 def rsqrt_4096x1(fw):
     x = fw.t(abs(rand(4096, 1)) + 0.5)
     return lambda: fw.m.rsqrt(x)
