@@ -192,7 +192,9 @@ void iter_run(const StridedIter& it, RowFn fn, void* fn_ctx) {
     parallel = g_num_threads > 1;
   }
   // Note [Streaming stores for big outputs]: operand 0's bytes, as strided.
-  const bool stream = it.numel * std::abs(inner_strides[0]) >= g_stream_min_bytes;
+  int64_t out_bytes = 0;
+  const bool huge = __builtin_mul_overflow(it.numel, std::abs(inner_strides[0]), &out_bytes);
+  const bool stream = huge || out_bytes >= g_stream_min_bytes;
   struct StreamFlag {  // set on every thread that runs rows; fenced and cleared after
     bool saved, on;
     explicit StreamFlag(bool on_) : saved(t_stream_output), on(on_) { t_stream_output = on; }
