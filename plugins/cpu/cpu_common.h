@@ -148,7 +148,10 @@ void iter_run(const StridedIter& it, RowFn fn, void* fn_ctx);
 /// Zen 1 VM (8 MB L3), y = x * x over [4096, 768] f32 took 1.26 ms with
 /// normal stores and 0.55 ms streamed at 2 threads (1.99 / 1.60 at 1), in a
 /// C++ probe. Smaller outputs keep normal stores, so the next op finds them
-/// in the cache. iter_run sets t_stream_output on the threads that run the
+/// in the cache. Measured on that VM only: on the Zen 4 box of 2026-12-02
+/// the compiler's RMSNorm with a similar L1-buffer + non-temporal variant
+/// was 3x slower (compiler/src/codegen_cpu.cpp, Note [CPU schedules]), so
+/// measure on an AVX-512 machine before trusting the default there. iter_run sets t_stream_output on the threads that run the
 /// rows; the contiguous f32/f64 loops of kernels_elementwise.cpp read it.
 /// OAR_CPU_STREAM_MIN_BYTES sets the threshold (default: the L3 size from
 /// sysconf, 32 MiB where unknown; 0 streams every output, tests use it).
