@@ -196,11 +196,15 @@ void iter_run(const StridedIter& it, RowFn fn, void* fn_ctx) {
   const bool huge = __builtin_mul_overflow(it.numel, std::abs(inner_strides[0]), &out_bytes);
   const bool stream = huge || out_bytes >= g_stream_min_bytes;
   struct StreamFlag {  // set on every thread that runs rows; fenced and cleared after
-    bool saved, on;
-    explicit StreamFlag(bool on_) : saved(t_stream_output), on(on_) { t_stream_output = on; }
+    bool on;  // small ops never touch the thread-local (a __tls_get_addr call in a plugin)
+    explicit StreamFlag(bool on_) : on(on_) {
+      if (on) t_stream_output = true;
+    }
     ~StreamFlag() {
-      if (on) stream_fence();  // the streamed stores are visible before the region ends
-      t_stream_output = saved;
+      if (on) {
+        stream_fence();  // the streamed stores are visible before the region ends
+        t_stream_output = false;
+      }
     }
   };
 

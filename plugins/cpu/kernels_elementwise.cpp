@@ -236,7 +236,7 @@ OAR_CPU_CLONES_STREAM void binary_scalar_b(T* y, const T* a, T b, int64_t n) {
 /// [i, i + m), which then reach y by streaming stores; else it writes y.
 template <class R, class F>
 inline void write_row(R* y, int64_t n, F&& compute) {
-  if (!t_stream_output || n * static_cast<int64_t>(sizeof(R)) < 1024) {
+  if (n * static_cast<int64_t>(sizeof(R)) < 1024 || !t_stream_output) {
     compute(y, int64_t{0}, n);
     return;
   }
