@@ -270,13 +270,17 @@ void shutdown(void* impl) {
   }
 }
 
+/// The host's setting `name` (an OAR_* option), or null where it is unset
+/// or the host predates get_option.
+const char* host_option(const OarHostApi* host, const char* name) {
+  if (host->struct_size < OAR_STRUCT_SIZE(OarHostApi, get_option) || host->get_option == nullptr) return nullptr;
+  return host->get_option(host->host, name);
+}
+
 /// Threads of every parallel region: OAR_NUM_THREADS, else all cores.
 int choose_num_threads(const OarHostApi* host) {
   int n = omp_get_num_procs();
-  const char* option = nullptr;
-  if (host->struct_size >= OAR_STRUCT_SIZE(OarHostApi, get_option) && host->get_option != nullptr) {
-    option = host->get_option(host->host, "OAR_NUM_THREADS");
-  }
+  const char* option = host_option(host, "OAR_NUM_THREADS");
   if (option != nullptr && *option != '\0') {
     char* end = nullptr;
     long v = std::strtol(option, &end, 10);
@@ -296,10 +300,7 @@ int choose_num_threads(const OarHostApi* host) {
 /// OAR_ADAPTIVE_THREADS=0 keeps every region at the configured thread count
 /// even on a busy machine (Note [Threads on a busy machine], cpu_common.h).
 bool adaptive_threads(const OarHostApi* host) {
-  const char* option = nullptr;
-  if (host->struct_size >= OAR_STRUCT_SIZE(OarHostApi, get_option) && host->get_option != nullptr) {
-    option = host->get_option(host->host, "OAR_ADAPTIVE_THREADS");
-  }
+  const char* option = host_option(host, "OAR_ADAPTIVE_THREADS");
   return option == nullptr || std::strcmp(option, "0") != 0;
 }
 
@@ -307,10 +308,7 @@ bool adaptive_threads(const OarHostApi* host) {
 /// [Streaming stores for big outputs], cpu_common.h): OAR_CPU_STREAM_MIN_BYTES
 /// (a non-negative integer), else the L3 size, else 32 MiB.
 int64_t stream_min_bytes(const OarHostApi* host) {
-  const char* option = nullptr;
-  if (host->struct_size >= OAR_STRUCT_SIZE(OarHostApi, get_option) && host->get_option != nullptr) {
-    option = host->get_option(host->host, "OAR_CPU_STREAM_MIN_BYTES");
-  }
+  const char* option = host_option(host, "OAR_CPU_STREAM_MIN_BYTES");
   if (option != nullptr && *option != '\0') {
     char* end = nullptr;
     const long long v = std::strtoll(option, &end, 10);
@@ -336,10 +334,7 @@ int64_t stream_min_bytes(const OarHostApi* host) {
 /// OAR_CPU_SGEMM=auto|onednn|openblas (Note [f32 GEMM on AVX2 machines]);
 /// anything else is reported and treated as auto.
 SgemmBackend sgemm_backend(const OarHostApi* host) {
-  const char* option = nullptr;
-  if (host->struct_size >= OAR_STRUCT_SIZE(OarHostApi, get_option) && host->get_option != nullptr) {
-    option = host->get_option(host->host, "OAR_CPU_SGEMM");
-  }
+  const char* option = host_option(host, "OAR_CPU_SGEMM");
   if (option == nullptr || *option == '\0' || std::strcmp(option, "auto") == 0) return SgemmBackend::automatic;
   if (std::strcmp(option, "onednn") == 0) return SgemmBackend::onednn;
   if (std::strcmp(option, "openblas") == 0) return SgemmBackend::openblas;
