@@ -86,11 +86,12 @@ static inline float oar_expf(float x) {
   y = x > 88.72283935546875f ? INFINITY : y;
   return x != x ? x : y;
 }
-/* tanh and erf in f32 that vectorize, built on oar_expf. tanh: cephes'
-   odd polynomial below 0.625, else 1 - 2 / (e^2|x| + 1). erf: the Taylor
-   series below 0.5 (relative error ~1e-8), else Abramowitz-Stegun 7.1.26
-   (absolute error 1.5e-7). Measured against double libm on [-12, 12]:
-   relative error at most 5.1e-7 (erf), 1.3e-7 (tanh), 8.1e-8 (exp). */
+/* tanh and erf in f32 that vectorize. tanh: cephes' odd polynomial below
+   0.625, else 1 - 2 / (e^2|x| + 1) on oar_expf. erf: x P(x^2) / Q(x^2),
+   the rational fit of the cpu plugin's vmath::erf_f32 (cpu_vec_math.h, the
+   same coefficients and steps), +-1 from |x| >= 3.919206 where erf rounds
+   to 1. Measured against double libm on [-12, 12]: relative error at most
+   3.8e-7 (erf), 1.3e-7 (tanh), 8.1e-8 (exp). */
 static inline float oar_tanhf(float x) {
   float a = fabsf(x);
   float z = x * x;
@@ -103,18 +104,24 @@ static inline float oar_tanhf(float x) {
   return x != x ? x : y;
 }
 static inline float oar_erff(float x) {
-  float a = fabsf(x);
   float z = x * x;
-  float taylor = x * (1.1283791670955126f +
-                      z * (-0.37612638903183754f +
-                           z * (0.11283791670955126f +
-                                z * (-0.026866170645131252f + z * (0.0052239776254421878f + z * -0.00085483270234508528f)))));
-  float t = 1.0f / (1.0f + 0.3275911f * a);
-  float poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
-  float tail = 1.0f - poly * oar_expf(-(a < 10.0f ? z : 100.0f));
-  tail = x < 0 ? -tail : tail;
-  float y = a < 0.5f ? taylor : tail;
-  return x != x ? x : y;
+  float p = 1.910763281e-08f;
+  p = p * z - 1.942270956e-06f;
+  p = p * z + 1.473159646e-04f;
+  p = p * z + 3.992159385e-03f;
+  p = p * z + 5.153047293e-02f;
+  p = p * z + 2.071646303e-01f;
+  p = p * z + 1.128379107e+00f;
+  float q = 1.021463424e-03f;
+  q = q * z + 1.496152300e-02f;
+  q = q * z + 1.179873124e-01f;
+  q = q * z + 5.169261098e-01f;
+  q = q * z + 1.0f;
+  float y = (x * p) / q;
+  y = y > 1.0f ? 1.0f : y;
+  y = y < -1.0f ? -1.0f : y;
+  float one = x < 0 ? -1.0f : 1.0f;
+  return fabsf(x) >= 3.919206f ? one : y;
 }
 static inline float oar_f16_to_f32(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
@@ -315,16 +322,23 @@ class CpuEmitter {
       emit_node(id, 0, *outer, *outer_done, nullptr, nullptr, outer_indent, outer_indent);
       return;
     }
-    for (int a : k_.nodes[static_cast<size_t>(id)].args) {
+    const Node& n = k_.nodes[static_cast<size_t>(id)];
+    const size_t u = static_cast<size_t>(id);
+    if (!cache_load_.empty() && cache_load_[u]) {  // Note [Row values kept between passes]
+      out += indent + "const " + compute_type(n.dtype) + " " + name(id) + " = c" + std::to_string(cache_slot_[u]) + "[v1];\n";
+      done[u] = true;
+      return;
+    }
+    for (int a : n.args) {
       emit_node(a, inner_bit, out, done, outer, outer_done, indent, outer_indent);
     }
-    const Node& n = k_.nodes[static_cast<size_t>(id)];
     if (n.kind != NodeKind::reduced) {
       out += indent + "const " + compute_type(n.dtype) + " " + name(id) + " = " + node_text(id) + ";\n";
     } else {
       out += indent + "const " + compute_type(n.dtype) + " " + name(id) + " = r" + std::to_string(n.reduction) + ";\n";
     }
-    done[static_cast<size_t>(id)] = true;
+    if (!cache_store_.empty() && cache_store_[u]) out += indent + "c" + std::to_string(cache_slot_[u]) + "[v1] = " + name(id) + ";\n";
+    done[u] = true;
   }
 
   std::string store_text(const Store& s) const {
@@ -415,14 +429,11 @@ class CpuEmitter {
     }
   }
 
-  void row_reduce() {
-    os_ << "  const int64_t rows = " << expr(k_.domain[0]) << ", cols = " << expr(k_.domain[1]) << ";\n";
-    os_ << "  if (rows == 0) return 0;\n";
-    std::string row;  // the per-row code
-    std::vector<bool> row_done(k_.nodes.size(), false);
-    const std::string ri = "      ", li = "        ";
-    const uint32_t col_bit = 2u;
+  // The reductions grouped into passes over the row: a pass holds every
+  // reduction whose inputs are ready (Note [CPU schedules]).
+  std::vector<std::vector<size_t>> reduction_passes() const {
     auto deps = reduction_deps(k_);
+    std::vector<std::vector<size_t>> passes;
     uint32_t ready = 0;
     size_t left = k_.reductions.size();
     while (left > 0) {
@@ -431,9 +442,107 @@ class CpuEmitter {
         if (!(ready >> j & 1u) && (deps[j] & ~ready) == 0) pass.push_back(j);
       }
       if (pass.empty()) throw Error(ErrorCode::internal, "emit_cpu: kernel " + k_.name + ": reductions depend on each other");
+      for (size_t j : pass) ready |= 1u << j;
+      left -= pass.size();
+      passes.push_back(std::move(pass));
+    }
+    return passes;
+  }
+
+  // Note [Row values kept between passes]
+  // A per-element value that a later loop over the row needs again is
+  // recomputed there unless it is worth keeping: softmax's exp(x - max) is
+  // summed in the second pass and divided in the epilogue, and computing it
+  // twice made the compiled softmax slower than torch.compile's (0.85x at
+  // [4096, 768]). plan_row_cache picks, for each later loop, the largest
+  // shared values whose computation holds a transcendental op or a division
+  // (a subtraction like layer_norm's x - mean is cheaper to redo than to
+  // store and load); the first loop that computes one writes it to a row
+  // buffer c<k> on the stack, later loops read it. Rows longer than
+  // kCacheCols run the same code without buffers. The value read back is
+  // the one computed, so the result is bit for bit the same either way.
+  static constexpr int64_t kCacheCols = 8192;
+
+  static bool costly_op(const Node& n) {
+    static const std::set<std::string> ops = {"exp", "expm1", "log", "sqrt", "rsqrt", "tanh", "erf",
+                                              "sin", "cos",  "pow",   "div"};
+    return (n.kind == NodeKind::unary || n.kind == NodeKind::binary) && ops.count(n.op) > 0;
+  }
+
+  // loops: for each loop over the row (the passes, then the epilogue), its
+  // root nodes. Fills cache_slot_ and returns the number of buffers, with
+  // per-loop load / store flags in loads / stores.
+  int plan_row_cache(const std::vector<std::vector<int>>& loops, std::vector<std::vector<char>>& loads,
+                     std::vector<std::vector<char>>& stores) {
+    const uint32_t col_bit = 2u;
+    const size_t n = k_.nodes.size();
+    // The column-dependent nodes each loop computes.
+    std::vector<std::vector<char>> in(loops.size(), std::vector<char>(n, 0));
+    std::vector<char> costly(n, 0);
+    for (size_t i = 0; i < n; ++i) {
+      if (!(masks_[i] & col_bit)) continue;
+      costly[i] = costly_op(k_.nodes[i]);
+      for (int a : k_.nodes[i].args) {
+        if (costly[static_cast<size_t>(a)]) costly[i] = 1;
+      }
+    }
+    for (size_t l = 0; l < loops.size(); ++l) {
+      std::vector<int> stack(loops[l]);
+      while (!stack.empty()) {
+        size_t id = static_cast<size_t>(stack.back());
+        stack.pop_back();
+        if (in[l][id] || !(masks_[id] & col_bit)) continue;
+        in[l][id] = 1;
+        for (int a : k_.nodes[id].args) stack.push_back(a);
+      }
+    }
+    loads.assign(loops.size(), std::vector<char>(n, 0));
+    stores.assign(loops.size(), std::vector<char>(n, 0));
+    cache_slot_.assign(n, -1);
+    int slots = 0;
+    for (size_t l = 1; l < loops.size(); ++l) {
+      std::vector<char> seen(n, 0);
+      std::vector<int> stack(loops[l]);
+      while (!stack.empty()) {
+        size_t id = static_cast<size_t>(stack.back());
+        stack.pop_back();
+        if (seen[id] || !(masks_[id] & col_bit)) continue;
+        seen[id] = 1;
+        size_t first = l;
+        for (size_t k = 0; k < l; ++k) {
+          if (in[k][id]) {
+            first = k;
+            break;
+          }
+        }
+        if (first < l && costly[id]) {
+          if (cache_slot_[id] < 0) cache_slot_[id] = slots++;
+          loads[l][id] = 1;
+          stores[first][id] = 1;
+          continue;
+        }
+        for (int a : k_.nodes[id].args) stack.push_back(a);
+      }
+    }
+    return slots;
+  }
+
+  // The code of one row (v0), with the row buffers (cache) or without.
+  std::string row_code(const std::vector<std::vector<size_t>>& passes, const std::vector<std::vector<char>>* loads,
+                       const std::vector<std::vector<char>>* stores) {
+    std::string row;
+    std::vector<bool> row_done(k_.nodes.size(), false);
+    const std::string ri = "      ", li = "        ";
+    const uint32_t col_bit = 2u;
+    auto use_loop = [&](size_t l) {
+      cache_load_ = loads ? (*loads)[l] : std::vector<char>();
+      cache_store_ = stores ? (*stores)[l] : std::vector<char>();
+    };
+    for (size_t p = 0; p < passes.size(); ++p) {
       std::string loop, clauses;
       std::vector<bool> loop_done(k_.nodes.size(), false);
-      for (size_t j : pass) {
+      use_loop(p);
+      for (size_t j : passes[p]) {
         const Reduction& red = k_.reductions[j];
         std::string acc = "acc" + std::to_string(j), T = compute_type(red.dtype);
         bool is_float = compute_dtype(red.dtype) == DType::f32 || compute_dtype(red.dtype) == DType::f64;
@@ -460,7 +569,7 @@ class CpuEmitter {
       }
       row += "#pragma omp simd" + clauses + "\n";
       row += ri + "for (int64_t v1 = 0; v1 < cols; ++v1) {\n" + loop + ri + "}\n";
-      for (size_t j : pass) {
+      for (size_t j : passes[p]) {
         const Reduction& red = k_.reductions[j];
         std::string T = compute_type(red.dtype);
         bool is_float = compute_dtype(red.dtype) == DType::f32 || compute_dtype(red.dtype) == DType::f64;
@@ -472,11 +581,10 @@ class CpuEmitter {
         if (red.dtype == DType::bf16) value = "oar_bf16_to_f32(oar_f32_to_bf16(" + value + "))";
         if (red.dtype == DType::f16) value = "oar_f16_to_f32(oar_f32_to_f16(" + value + "))";
         row += ri + "const " + T + " r" + std::to_string(j) + " = " + value + ";\n";
-        ready |= 1u << j;
-        --left;
       }
     }
     // Row-level stores, then the per-element epilogue.
+    use_loop(passes.size());
     std::string epilogue;
     std::vector<bool> epi_done(k_.nodes.size(), false);
     for (const Store& s : k_.stores) {
@@ -492,15 +600,54 @@ class CpuEmitter {
     if (!epilogue.empty()) {
       row += "#pragma omp simd\n" + ri + "for (int64_t v1 = 0; v1 < cols; ++v1) {\n" + epilogue + ri + "}\n";
     }
+    cache_load_.clear();
+    cache_store_.clear();
+    return row;
+  }
+
+  void row_reduce() {
+    os_ << "  const int64_t rows = " << expr(k_.domain[0]) << ", cols = " << expr(k_.domain[1]) << ";\n";
+    os_ << "  if (rows == 0) return 0;\n";
+    auto passes = reduction_passes();
+    std::vector<std::vector<int>> loops;
+    for (const auto& pass : passes) {
+      loops.emplace_back();
+      for (size_t j : pass) loops.back().push_back(k_.reductions[j].value);
+    }
+    loops.emplace_back();
+    for (const Store& s : k_.stores) {
+      if (uses_var(s.index, 1)) loops.back().push_back(s.value);
+    }
+    std::vector<std::vector<char>> loads, stores;
+    const int slots = plan_row_cache(loops, loads, stores);
+    const std::string plain = row_code(passes, nullptr, nullptr);
     os_ << "  auto run = [=](int64_t r_begin, int64_t r_end) {\n" << buffer_decls("    ");
-    os_ << "    for (int64_t v0 = r_begin; v0 < r_end; ++v0) {\n";
-    os_ << row << "    }\n  };\n";
+    if (slots == 0) {
+      os_ << "    for (int64_t v0 = r_begin; v0 < r_end; ++v0) {\n" << plain << "    }\n  };\n";
+    } else {
+      const std::string cached = row_code(passes, &loads, &stores);
+      os_ << "    if (cols <= " << kCacheCols << ") {\n";
+      for (size_t i = 0; i < k_.nodes.size(); ++i) {
+        if (cache_slot_[i] >= 0) {
+          os_ << "      alignas(64) " << compute_type(k_.nodes[i].dtype) << " c" << cache_slot_[i] << "[" << kCacheCols
+              << "];\n";
+        }
+      }
+      os_ << "      for (int64_t v0 = r_begin; v0 < r_end; ++v0) {\n" << cached << "      }\n";
+      os_ << "    } else {\n";
+      os_ << "      for (int64_t v0 = r_begin; v0 < r_end; ++v0) {\n" << plain << "      }\n";
+      os_ << "    }\n  };\n";
+    }
     parallel_dispatch("rows * cols", "rows");
   }
 
   const Kernel& k_;
   std::string symbol_;
   std::vector<uint32_t> masks_;
+  // Note [Row values kept between passes]: the buffer of each kept node
+  // (-1: none), and which nodes the loop being emitted reads / writes.
+  std::vector<int> cache_slot_;
+  std::vector<char> cache_load_, cache_store_;
   std::ostringstream os_;
 };
 
