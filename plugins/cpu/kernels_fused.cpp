@@ -153,17 +153,28 @@ OarStatus softmax_onednn_kernel(const OarKernelContext* ctx) {
   return OAR_OK;
 }
 
-enum class Act { relu, sigmoid, silu, gelu };
+// The *_any helpers are always inlined: an out-of-line call from the
+// cloned loops ran the scalar default build (gelu tanh: 53 ms for
+// [4096, 768]). gelu_tanh: gelu with approximate=True, its own loop (a `?:` between the
+// two forms inside the loop kept it scalar: 28 ms for [4096, 768]).
+enum class Act { relu, sigmoid, silu, gelu, gelu_tanh };
 
 template <class T>
-T exp_any(T v) {
+[[gnu::always_inline]] inline T exp_any(T v) {
   if constexpr (std::is_same_v<T, float>)
     return vmath::exp_f32(v);
   else
     return std::exp(v);
 }
 template <class T>
-T tanh_any(T v) {
+[[gnu::always_inline]] inline T erf_any(T v) {
+  if constexpr (std::is_same_v<T, float>)
+    return vmath::erf_f32(v);
+  else
+    return std::erf(v);
+}
+template <class T>
+[[gnu::always_inline]] inline T tanh_any(T v) {
   if constexpr (std::is_same_v<T, float>)
     return vmath::tanh_f32(v);
   else
@@ -171,7 +182,7 @@ T tanh_any(T v) {
 }
 
 template <class T, Act kAct>
-OAR_CPU_CLONES void activation_span(const T* x, T* y, int64_t n, bool approximate) {
+OAR_CPU_CLONES void activation_span(const T* x, T* y, int64_t n) {
   const T k0 = static_cast<T>(0.7978845608028654), k1 = static_cast<T>(0.044715), half = static_cast<T>(0.5);
   for (int64_t i = 0; i < n; ++i) {
     T v = x[i];
@@ -181,9 +192,10 @@ OAR_CPU_CLONES void activation_span(const T* x, T* y, int64_t n, bool approximat
       y[i] = T(1) / (T(1) + exp_any(-v));
     } else if constexpr (kAct == Act::silu) {
       y[i] = v / (T(1) + exp_any(-v));
+    } else if constexpr (kAct == Act::gelu_tanh) {
+      y[i] = half * v * (T(1) + tanh_any(k0 * (v + k1 * v * v * v)));
     } else {
-      y[i] = approximate ? half * v * (T(1) + tanh_any(k0 * (v + k1 * v * v * v)))
-                         : half * v * (T(1) + std::erf(v * static_cast<T>(M_SQRT1_2)));
+      y[i] = half * v * (T(1) + erf_any(v * static_cast<T>(M_SQRT1_2)));
     }
   }
 }
@@ -198,7 +210,11 @@ OarStatus activation_kernel(const OarKernelContext* ctx) {
   const T* x = in_ptr<T>(ctx, 0);
   T* y = out_ptr<T>(ctx);
   parallel_range(oar_view_numel(&ctx->outputs[0]), kParallelMin, [&](int64_t b, int64_t e) {
-    activation_span<T, kAct>(x + b, y + b, e - b, approximate);
+    if (approximate) {
+      activation_span<T, Act::gelu_tanh>(x + b, y + b, e - b);
+    } else {
+      activation_span<T, kAct>(x + b, y + b, e - b);
+    }
   });
   return OAR_OK;
 }
