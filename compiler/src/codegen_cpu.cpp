@@ -577,9 +577,13 @@ class CpuEmitter {
         if ((red.op == ReduceOp::max || red.op == ReduceOp::min) && is_float) {
           value = "(nan" + std::to_string(j) + " ? (" + T + ")NAN : " + value + ")";
         }
-        // A reduction stored as f16/bf16 rounds, as the unfused program's result does.
-        if (red.dtype == DType::bf16) value = "oar_bf16_to_f32(oar_f32_to_bf16(" + value + "))";
-        if (red.dtype == DType::f16) value = "oar_f16_to_f32(oar_f32_to_f16(" + value + "))";
+        // A sum or product of f16/bf16 rounds, as the unfused program's result
+        // does. A max or min does not: it is one of the row's values, which the
+        // kernel keeps in f32, and `x == max` (max's VJP) must find it; rounding
+        // is monotone, so the stored max is the unfused program's either way.
+        const bool picks = red.op == ReduceOp::max || red.op == ReduceOp::min;
+        if (red.dtype == DType::bf16 && !picks) value = "oar_bf16_to_f32(oar_f32_to_bf16(" + value + "))";
+        if (red.dtype == DType::f16 && !picks) value = "oar_f16_to_f32(oar_f32_to_f16(" + value + "))";
         row += ri + "const " + T + " r" + std::to_string(j) + " = " + value + ";\n";
       }
     }

@@ -162,8 +162,10 @@ PtxResult Nvrtc::compile(const std::string& source, const std::string& name,
     result.error = "NVRTC could not create the program " + name + ": " + api_->GetErrorString(rc);
     return result;
   }
+  // --fmad=false: as -ffp-contract=off for the CPU kernels (ToolchainConfig):
+  // a value a kernel computes in two loops must be the same bits in both.
   std::vector<std::string> options = {"--gpu-architecture=" + arch, "-std=c++17",
-                                      "--device-as-default-execution-space"};
+                                      "--device-as-default-execution-space", "--fmad=false"};
   options.insert(options.end(), extra_options.begin(), extra_options.end());
   std::vector<const char*> argv;
   for (const auto& o : options) argv.push_back(o.c_str());

@@ -319,8 +319,8 @@ std::optional<Kernel> lower_group(const ir::Program& sub, std::string* why_not);
 /// even on store), accumulation in f32 (f64 for f64); schedules chosen by
 /// size at run time (no parallel region for tiny work; row length buckets),
 /// so a new size never needs a new compile. Compile with
-/// `-O3 -march=native -fopenmp -std=c++17 -fno-math-errno -fno-trapping-math`
-/// (no -ffast-math).
+/// `-O3 -march=native -fopenmp -std=c++17 -fno-math-errno -fno-trapping-math
+/// -ffp-contract=off` (no -ffast-math; ToolchainConfig says why).
 std::string emit_cpu(const Kernel& kernel, const std::string& symbol);
 
 /// The C++/CUDA text of a scalar op on argument texts already in

@@ -31,8 +31,16 @@ struct ToolchainConfig {
   /// AVX-512 masking oar_expf and every select stayed scalar: softmax
   /// [4096, 768] took 12.9 ms instead of 2.8 at 2 threads on a Zen 3. Values
   /// are unchanged; only the exception flags, which nothing reads, may differ.
+  /// -ffp-contract=off: every op rounds as the IR (and the uncompiled
+  /// program) says, and a value recomputed in two loops of a kernel is the
+  /// same bits in both. With contraction GCC fused t * w + b into an FMA in
+  /// one loop and not in the next: the transformer block's loss kernel stored
+  /// layer_norm's output 1 ulp away from the value its row max was taken of,
+  /// so max's VJP (x == max) found no maximum, divided by a count of 0 and
+  /// the second training step's gradients were NaN. The prelude's explicit
+  /// __builtin_fmaf calls are FMAs either way.
   std::vector<std::string> flags = {"-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=c++17",
-                                    "-fno-math-errno", "-fno-trapping-math"};
+                                    "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off"};
   double timeout_seconds = 120;  ///< a compile running longer is killed
   std::string cache_dir;         ///< where <key>.so, <key>.meta (and <key>.cpp) live
   bool keep_source = false;      ///< keep <key>.cpp beside the binary
