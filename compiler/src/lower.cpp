@@ -123,6 +123,18 @@ class Lowering {
   }
   bool same_size(const Expr& a, const Expr& b) { return same_expr(canon(a), canon(b)); }
 
+  // Sizes that must be equal for the schedule: true when they are, or when
+  // only the run time can tell (a symbol against an expression: cross_entropy's
+  // label count d2 against layer_norm's rows d1 * 8); then a DimCheck makes
+  // the kernel refuse sizes where they differ, and the group runs unfused.
+  bool equal_or_checked(const Expr& a0, const Expr& b0) {
+    Expr a = canon(a0), b = canon(b0);
+    if (same_expr(a, b)) return true;
+    if (a.is_constant() && b.is_constant()) return false;
+    k_.dim_checks.push_back(DimCheck{a, b});
+    return true;
+  }
+
   // Two dims that must be equal: unify symbols, or check a symbol against a size.
   Expr unify(const Expr& a0, const Expr& b0, const std::string& where) {
     Expr a = canon(a0), b = canon(b0);
@@ -285,8 +297,13 @@ class Lowering {
         row_shape_ = rows;
         k_.domain = {canon(product(rows)), canon(product(cols))};
         set_context();
-      } else if (!same_shape(rows, row_shape_) || !same_size(product(cols), k_.domain[1])) {
-        refuse("op '" + op->name() + "' reduces other rows than the group's first reduction (one row set per group)");
+      } else if (!equal_or_checked(product(rows), k_.domain[0]) || !equal_or_checked(product(cols), k_.domain[1])) {
+        // Rows of another shape but as many (layer_norm's [b, s] rows and
+        // cross_entropy's [b * s] after a reshape) are the same rows when
+        // every read of a result lands on its own row: emit_reduced checks.
+        refuse("op '" + op->name() + "' reduces other rows than the group's first reduction (one row set per group): " +
+               to_string(canon(product(rows))) + " rows of " + to_string(canon(product(cols))) + ", not " +
+               to_string(k_.domain[0]) + " of " + to_string(k_.domain[1]));
       }
     }
   }
@@ -327,7 +344,11 @@ class Lowering {
     return out;
   }
 
-  Shape row_coords() { return unflatten(var_expr(0), row_shape_); }
+  // How many trailing axes of its rank-`rank` input a reduction reduces.
+  static size_t reduced_rank(const ir::Operation& op, size_t rank) {
+    const auto& axes = op.attrs().get_ints("axes");
+    return axes.empty() ? rank : axes.size();
+  }
 
   // ---- nodes ----
 
@@ -467,7 +488,9 @@ class Lowering {
   int emit_reduced(const ir::Operation& op, const Shape& coords) {
     const ir::Value* x = op.operand(0);
     const Shape& xs = shapes_.at(x);
-    size_t begin = row_shape_.size();
+    // This reduction's own rows S[:k]: as many as the group's, maybe of
+    // another shape (plan_schedule).
+    const size_t begin = xs.size() - reduced_rank(op, xs.size());
     // The kept coordinates must be the row's (Note [Lowering by coordinates]).
     Shape kept;
     const Shape& rs = shapes_.at(op.result(0));
@@ -476,7 +499,7 @@ class Lowering {
     for (size_t i = begin; keep && i < rs.size(); ++i) {
       if (!coords[i].is_constant(0)) refuse("op '" + op.name() + "': its kept reduced axis is read at a non-zero coordinate");
     }
-    Shape row = row_coords();
+    Shape row = unflatten(var_expr(0), Shape(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(begin)));
     for (size_t i = 0; i < begin; ++i) {
       if (!same_expr(simplify(kept[i], ctx_), row[i])) {
         refuse("op '" + op.name() + "': its result is read at another row than the one it reduces (" +
@@ -540,9 +563,25 @@ class Lowering {
     } else {
       const Expr& rows = k_.domain[0];
       const Expr& cols = k_.domain[1];
+      // Sizes only the run time can compare (a label count d2 against rows
+      // d1 * 8) are DimChecks (equal_or_checked): whole rows when the
+      // trailing dims make up a row, else one value per row.
+      auto whole_rows = [&] {
+        for (size_t k = shape.size(); k-- > 0;) {
+          Shape tail(shape.begin() + static_cast<std::ptrdiff_t>(k), shape.end());
+          if (same_size(product(tail), cols)) {
+            return equal_or_checked(product(Shape(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(k))), rows);
+          }
+        }
+        return false;
+      };
       if (same_size(numel, rows * cols)) {
         coords = unflatten(simplify(var_expr(0) * cols + var_expr(1), ctx_), shape);
       } else if (same_size(numel, rows)) {
+        coords = unflatten(var_expr(0), shape);
+      } else if (whole_rows()) {
+        coords = unflatten(simplify(var_expr(0) * cols + var_expr(1), ctx_), shape);
+      } else if (equal_or_checked(numel, rows)) {
         coords = unflatten(var_expr(0), shape);
       } else {
         refuse("output " + std::to_string(o) + " has " + to_string(numel) +

@@ -137,6 +137,52 @@ TEST_CASE("softmax, log_softmax and layer_norm fuse their reductions over the sa
   check_cases(cases, inputs);
 }
 
+TEST_CASE("reductions over the same rows of different shapes share one kernel (layer_norm, then log_softmax of its reshape)") {
+  // The transformer block's loss: layer_norm over [b, s, d] (rows [b, s]),
+  // reshaped to [b * s, d] for cross_entropy (rows [b * s]). Lowering once
+  // refused the second reduction ("reduces other rows"), so the fused group
+  // ran unfused and the compiled training step was slower than the static
+  // one. Every per-row and per-element value is an output here, as in a
+  // training forward that saves them for the backward. The last output
+  // counts the elements equal to their row's max, as max's VJP does: with
+  // FP contraction the kernel stored layer_norm's output 1 ulp away from
+  // the values its max loop saw, the count was 0 and the block's second
+  // training step NaN (ToolchainConfig: -ffp-contract=off).
+  std::vector<Case> cases;
+  std::vector<std::vector<std::vector<Tensor>>> inputs;
+  auto f = [](const std::vector<Tensor>& in) {
+    // layer_norm as the training forward's decomposition, its products saved.
+    Tensor m = oar::mean(in[0], {2}, true);
+    Tensor xc = in[0] - m;
+    Tensor xhat = xc * oar::rsqrt(oar::mean(xc * xc, {2}, true) + 1e-5);
+    Tensor scaled = xhat * in[1];
+    Tensor y = scaled + in[2];
+    Tensor r = oar::reshape(y, {-1, 24});
+    Tensor mx = oar::max(r, {1}, true);
+    Tensor lse = oar::log(oar::sum(oar::exp(r - mx), {1}, true));
+    Tensor at_max = oar::sum(oar::cast(oar::equal(r, mx), oar::DType::f32), {1}, false);
+    return std::vector<Tensor>{m,  xc, xhat, scaled, y, mx, lse, r - mx - lse, oar::sum(r - mx - lse, {1}, false),
+                               at_max};
+  };
+  for (DType t : {DType::f32, DType::bf16}) {
+    cases.push_back(make_case("ln_lsm_" + std::string(oar::dtype_short_name(t)), f,
+                              {{{-1, 5, 24}, t, "x"}, {{24}, t, "w"}, {{24}, t, "b"}}));
+    CHECK(cases.back().kernel.kind == ScheduleKind::row_reduce);
+    inputs.push_back({{random_tensor({3, 5, 24}, t, 31), random_tensor({24}, t, 32), random_tensor({24}, t, 33)},
+                      {random_tensor({1, 5, 24}, t, 34), random_tensor({24}, t, 35), random_tensor({24}, t, 36)}});
+  }
+  check_cases(cases, inputs);
+  // Rows that are not the same data (a transpose between the reductions) are still refused.
+  auto g = [](const std::vector<Tensor>& in) {
+    Tensor m = oar::mean(in[0], {2}, true);
+    Tensor t = oar::transpose(in[0] - m, {1, 0, 2});
+    return std::vector<Tensor>{oar::sum(oar::reshape(t, {-1, 4}), {1}, false)};
+  };
+  std::string why;
+  CHECK_FALSE(oar::compiler::lower_group(decomposed(g, {{{3, 5, 4}, DType::f32, "x"}}), &why).has_value());
+  CHECK_MESSAGE(why.find("another row") != std::string::npos, why);
+}
+
 TEST_CASE("softmax keeps exp(x - max) for the epilogue; layer_norm recomputes x - mean") {
   // Note [Row values kept between passes] in codegen_cpu.cpp: computing
   // exp twice made the compiled softmax slower than torch.compile's.

@@ -98,8 +98,34 @@ def test_transformer_block_trains_with_adamw_compiled_as_uncompiled():
              oar.to_tensor(rng.integers(0, 32, [n, 8]).astype(np.int64))) for n in (4, 3)]
     batches = [a, b, a, b, a]
     specs = [InputSpec([None, 8, 32]), InputSpec([None, 8], dtype="int64")]
-    check_same_losses(BlockLoss, lambda p: oar.optimizer.AdamW(learning_rate=3e-3, parameters=p),
-                      batches, specs, rtol=1e-4)
+    results = check_same_losses(BlockLoss, lambda p: oar.optimizer.AdamW(learning_rate=3e-3, parameters=p),
+                                batches, specs, rtol=1e-4)
+    # With a dynamic batch the loss group (second layer_norm + cross entropy)
+    # has inputs whose dynamic dims only cross_entropy related ([s0, 8, 32]
+    # and a label count [s2]): the verifier rejects it and it runs unfused
+    # (Note [Groups the program's verifier rejects]); the other groups stay
+    # fused (the whole pass was once undone for it).
+    assert results["compiled"][1].forward.program.count("fusion_group(") >= 5
+
+
+def test_transformer_block_loss_fuses_into_one_kernel_and_trains_at_fixed_sizes():
+    # At fixed sizes the second layer_norm and the cross entropy of its
+    # reshape ([4, 8] rows, then [32]) lower into one kernel: no reduction of
+    # the loss is left outside a group. Lowering once refused the pair ("other
+    # rows"), so they ran unfused and the compiled step was slower than the
+    # static one; fused, an FMA in one of the kernel's loops and not the next
+    # made max's VJP NaN from the second step on (ToolchainConfig:
+    # -ffp-contract=off).
+    rng = np.random.default_rng(3)
+    batch = (oar.to_tensor(rng.standard_normal([4, 8, 32]).astype(np.float32)),
+             oar.to_tensor(rng.integers(0, 32, [4, 8]).astype(np.int64)))
+    specs = [InputSpec([4, 8, 32]), InputSpec([4, 8], dtype="int64")]
+    results = check_same_losses(BlockLoss, lambda p: oar.optimizer.AdamW(learning_rate=3e-3, parameters=p),
+                                [batch] * 5, specs, rtol=1e-4)
+    program = results["compiled"][1].forward.program
+    loose = [line for line in program.splitlines()
+             if any(f"= {op}(" in line for op in ("max", "sum", "log", "exp"))]
+    assert not loose, "\n".join(loose)
 
 
 def test_pinn_grad_of_grad_program_trains_compiled_as_uncompiled():
