@@ -29,7 +29,6 @@
 #include <atomic>
 #include <map>
 #include <mutex>
-#include <set>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -206,63 +205,16 @@ class CompilerPass final : public ir::Pass {
   explicit CompilerPass(const Device& device) : device_(device) {}
   std::string name() const override { return "compiler"; }
 
-  // Note [Groups the program's verifier rejects]: the planner and lowering
-  // see one group at a time; the verifier checks each fusion_group's meta
-  // rule with the program's symbolic dims, where a group's inputs may carry
-  // dynamic dims whose relation only the ops outside it knew (a label count
-  // [s2] that cross_entropy tied to the rows [8 * s0] of the logits: inside
-  // one group the two are unrelated symbols, and the check at two sample
-  // sizes fails). Such a group runs unfused; the others stay fused. (Before,
-  // the whole pass was undone by the pass manager: one group cost them all.)
   bool run(ir::Program& program) override {
     if (device_.type != "cpu") {
       log("no code generation for device type '" + device_.type + "' yet: program left as it is");
       return false;
     }
-    std::set<std::string> excluded;
-    for (;;) {
-      ir::Program trial = program.clone();
-      int fused = 0, unfused = 0;
-      if (!fuse(trial, excluded, fused, unfused)) {
-        g_unfused += unfused;
-        return false;
-      }
-      std::string why;
-      try {
-        ir::verify(trial);
-      } catch (const std::exception& e) {
-        why = e.what();
-      }
-      if (why.empty()) {
-        program = std::move(trial);
-        g_fused += fused;
-        g_unfused += unfused;
-        return true;
-      }
-      const std::string name = group_named_in(why);
-      if (name.empty() || !excluded.insert(name).second) throw Error(ErrorCode::internal, "compiler pass: " + why);
-      ++g_unfused;
-      report_unfused(name, "", "the program does not verify with its fusion_group: " + why);
-    }
-  }
-
- private:
-  // The group a verifier message names ("... fusion_group 'g6_reduce_add': ..."); "" if none.
-  static std::string group_named_in(const std::string& why) {
-    const std::string mark = "fusion_group '";
-    size_t at = why.find(mark);
-    if (at == std::string::npos) return "";
-    size_t end = why.find('\'', at + mark.size());
-    return end == std::string::npos ? "" : why.substr(at + mark.size(), end - at - mark.size());
-  }
-
-  // Plans the groups of `program` and replaces each that compiles, but the `excluded` ones.
-  bool fuse(ir::Program& program, const std::set<std::string>& excluded, int& fused_count, int& unfused_count) {
     std::vector<Group> groups = plan_fusion(program.block(), FusionOptions{}, log_stream());
     std::unordered_map<ir::Value*, ir::Value*> renamed;
     bool changed = false;
     for (Group& group : groups) {
-      if (group.ops.empty() || group.outputs.empty() || excluded.count(group.name)) continue;
+      if (group.ops.empty() || group.outputs.empty()) continue;
       if (group.ops.size() == 1 && cpu_has_kernel(device_, *group.ops[0])) {
         log("group " + group.name + ": one " + group.ops[0]->name() + ", which the cpu plugin implements; left alone");
         continue;
@@ -283,18 +235,19 @@ class CompilerPass final : public ir::Pass {
         compiled = compiled_group(key, json, group.name, &why);
       }
       if (!compiled) {
-        ++unfused_count;
+        ++g_unfused;
         report_unfused(group.name, key, why);
         continue;
       }
       replace(program, group, inputs, Attrs{{"program", json}, {"key", key}, {"name", group.name}}, renamed);
-      ++fused_count;
+      ++g_fused;
       changed = true;
       log("group " + group.name + ": " + std::to_string(group.ops.size()) + " operations -> fusion_group " + key);
     }
     return changed;
   }
 
+ private:
   // A lowering refusal is logged (the planner proposes, the schedules
   // decide); any other failure warns once per group.
   static void report_unfused(const std::string& name, const std::string& key, const std::string& why) {

@@ -123,18 +123,6 @@ class Lowering {
   }
   bool same_size(const Expr& a, const Expr& b) { return same_expr(canon(a), canon(b)); }
 
-  // Sizes that must be equal for the schedule: true when they are, or when
-  // only the run time can tell (a symbol against an expression: cross_entropy's
-  // label count d2 against layer_norm's rows d1 * 8); then a DimCheck makes
-  // the kernel refuse sizes where they differ, and the group runs unfused.
-  bool equal_or_checked(const Expr& a0, const Expr& b0) {
-    Expr a = canon(a0), b = canon(b0);
-    if (same_expr(a, b)) return true;
-    if (a.is_constant() && b.is_constant()) return false;
-    k_.dim_checks.push_back(DimCheck{a, b});
-    return true;
-  }
-
   // Two dims that must be equal: unify symbols, or check a symbol against a size.
   Expr unify(const Expr& a0, const Expr& b0, const std::string& where) {
     Expr a = canon(a0), b = canon(b0);
@@ -297,7 +285,7 @@ class Lowering {
         row_shape_ = rows;
         k_.domain = {canon(product(rows)), canon(product(cols))};
         set_context();
-      } else if (!equal_or_checked(product(rows), k_.domain[0]) || !equal_or_checked(product(cols), k_.domain[1])) {
+      } else if (!same_size(product(rows), k_.domain[0]) || !same_size(product(cols), k_.domain[1])) {
         // Rows of another shape but as many (layer_norm's [b, s] rows and
         // cross_entropy's [b * s] after a reshape) are the same rows when
         // every read of a result lands on its own row: emit_reduced checks.
@@ -563,25 +551,9 @@ class Lowering {
     } else {
       const Expr& rows = k_.domain[0];
       const Expr& cols = k_.domain[1];
-      // Sizes only the run time can compare (a label count d2 against rows
-      // d1 * 8) are DimChecks (equal_or_checked): whole rows when the
-      // trailing dims make up a row, else one value per row.
-      auto whole_rows = [&] {
-        for (size_t k = shape.size(); k-- > 0;) {
-          Shape tail(shape.begin() + static_cast<std::ptrdiff_t>(k), shape.end());
-          if (same_size(product(tail), cols)) {
-            return equal_or_checked(product(Shape(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(k))), rows);
-          }
-        }
-        return false;
-      };
       if (same_size(numel, rows * cols)) {
         coords = unflatten(simplify(var_expr(0) * cols + var_expr(1), ctx_), shape);
       } else if (same_size(numel, rows)) {
-        coords = unflatten(var_expr(0), shape);
-      } else if (whole_rows()) {
-        coords = unflatten(simplify(var_expr(0) * cols + var_expr(1), ctx_), shape);
-      } else if (equal_or_checked(numel, rows)) {
         coords = unflatten(var_expr(0), shape);
       } else {
         refuse("output " + std::to_string(o) + " has " + to_string(numel) +

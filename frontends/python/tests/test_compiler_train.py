@@ -102,9 +102,8 @@ def test_transformer_block_trains_with_adamw_compiled_as_uncompiled():
                                 batches, specs, rtol=1e-4)
     # With a dynamic batch the loss group (second layer_norm + cross entropy)
     # has inputs whose dynamic dims only cross_entropy related ([s0, 8, 32]
-    # and a label count [s2]): the verifier rejects it and it runs unfused
-    # (Note [Groups the program's verifier rejects]); the other groups stay
-    # fused (the whole pass was once undone for it).
+    # and a label count [s2]): lowering refuses it and it runs unfused; the
+    # other groups stay fused.
     assert results["compiled"][1].forward.program.count("fusion_group(") >= 5
 
 
