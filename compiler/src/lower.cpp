@@ -273,7 +273,7 @@ class Lowering {
       if (axes.empty()) {
         for (size_t i = 0; i < x.size(); ++i) axes.push_back(static_cast<int64_t>(i));
       }
-      size_t begin = x.size() - axes.size();
+      const size_t begin = x.size() - reduced_rank(*op, x.size());
       for (size_t i = 0; i < axes.size(); ++i) {
         if (axes[i] != static_cast<int64_t>(begin + i)) {
           refuse("op '" + op->name() + "' reduces axes that are not the trailing ones of its input (a row reduction wants [k, rank))");
@@ -281,8 +281,7 @@ class Lowering {
       }
       Shape rows(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(begin));
       Shape cols(x.begin() + static_cast<std::ptrdiff_t>(begin), x.end());
-      if (row_shape_.empty() && k_.domain.empty()) {
-        row_shape_ = rows;
+      if (k_.domain.empty()) {
         k_.domain = {canon(product(rows)), canon(product(cols))};
         set_context();
       } else if (!same_size(product(rows), k_.domain[0]) || !same_size(product(cols), k_.domain[1])) {
@@ -647,7 +646,6 @@ class Lowering {
   std::unordered_map<const ir::Value*, int> input_index_;
   std::vector<const ir::Operation*> reduce_ops_;
   std::unordered_map<const ir::Operation*, int> reduction_of_;
-  Shape row_shape_;     // row_reduce: S[:k]
   Shape domain_shape_;  // elementwise: the first output's shape
   std::unordered_map<std::string, int> memo_;
   std::unordered_map<std::string, int> node_ids_;
